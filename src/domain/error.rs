@@ -1,0 +1,62 @@
+//! Typed domain errors; the HTTP edge maps each variant to one status.
+
+use serde::Serialize;
+
+/// One problem with one field of an input document.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FieldError {
+    /// Human-readable description of the problem.
+    pub message: String,
+    /// Where in the document, e.g. `strategies[0].name`; empty for the whole body.
+    pub path: String,
+}
+
+/// All problems found in one input document (validation never stops at the first).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ValidationErrors(pub Vec<FieldError>);
+
+impl ValidationErrors {
+    /// Records a problem at `path`.
+    pub fn push(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.0.push(FieldError {
+            message: message.into(),
+            path: path.into(),
+        });
+    }
+
+    /// `Ok(value)` when nothing was recorded, otherwise the collected errors.
+    pub fn into_result<T>(self, value: T) -> Result<T, DomainError> {
+        if self.0.is_empty() {
+            Ok(value)
+        } else {
+            Err(DomainError::Invalid(self))
+        }
+    }
+
+    /// A single-problem error.
+    pub fn single(path: impl Into<String>, message: impl Into<String>) -> DomainError {
+        let mut errors = Self::default();
+        errors.push(path, message);
+        DomainError::Invalid(errors)
+    }
+}
+
+/// Why a use-case refused to act.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DomainError {
+    /// The input is malformed or breaks a rule.
+    #[error("{}", .0.0.first().map(|e| e.message.as_str()).unwrap_or("invalid input"))]
+    Invalid(ValidationErrors),
+    /// A toggle name is taken by an active or archived toggle (spec §7: 403).
+    #[error("{0}")]
+    ToggleNameTaken(String),
+    /// Another resource with that identity exists.
+    #[error("{0}")]
+    AlreadyExists(String),
+    /// The addressed resource does not exist.
+    #[error("{0}")]
+    NotFound(String),
+    /// The operation is not allowed on this resource (e.g. a built-in strategy).
+    #[error("{0}")]
+    Forbidden(String),
+}

@@ -1,0 +1,71 @@
+//! Audit events: what happened, who did it, and the data of the change (API-FACTS §3).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::tag::TagRef;
+
+/// The kinds of audit events this service records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EventKind {
+    FeatureCreated,
+    FeatureUpdated,
+    FeatureArchived,
+    FeatureRevived,
+    FeatureStaleOn,
+    FeatureStaleOff,
+    FeatureTagged,
+    FeatureUntagged,
+    TagCreated,
+    TagDeleted,
+    TagTypeCreated,
+    TagTypeUpdated,
+    TagTypeDeleted,
+    StrategyCreated,
+    StrategyUpdated,
+    StrategyDeleted,
+    StrategyDeprecated,
+    StrategyReactivated,
+}
+
+/// An event about to be recorded; the store assigns its id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NewEvent {
+    #[serde(rename = "type")]
+    pub kind: EventKind,
+    pub created_by: String,
+    pub created_at: DateTime<Utc>,
+    pub data: Value,
+    /// The toggle's tags when the event happened; empty for other resources.
+    pub tags: Vec<TagRef>,
+}
+
+/// A recorded event with its monotonic id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Event {
+    pub id: u64,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub created_by: String,
+    pub created_at: DateTime<Utc>,
+    pub data: Value,
+    #[serde(default)]
+    pub tags: Vec<TagRef>,
+}
+
+impl Event {
+    /// The toggle this event is about, if any (`data.name` or `data.featureName`).
+    pub fn toggle_name(&self) -> Option<&str> {
+        if !self.kind.starts_with("feature-") {
+            return None;
+        }
+        self.data
+            .get("name")
+            .or_else(|| self.data.get("featureName"))
+            .and_then(Value::as_str)
+    }
+}

@@ -1,0 +1,95 @@
+//! Toggle list filters: `tag[]`, `project` and `namePrefix` (spec §4.1, API-FACTS §11.3).
+//! Values of one kind are ORed; kinds are ANDed.
+
+use super::error::{DomainError, ValidationErrors};
+use super::name::{check_name, NAME_MAX};
+use super::tag::TagRef;
+use super::toggle::Toggle;
+
+/// A parsed, normalised filter.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct FeatureFilter {
+    pub tags: Vec<TagRef>,
+    pub projects: Vec<String>,
+    pub name_prefix: Option<String>,
+}
+
+impl FeatureFilter {
+    /// Parses raw query values; sorts and de-duplicates them so that equivalent queries share
+    /// one cache entry and one ETag.
+    pub fn parse(
+        tags: &[String],
+        projects: &[String],
+        name_prefix: Option<&str>,
+    ) -> Result<Self, DomainError> {
+        let mut errors = ValidationErrors::default();
+        let mut parsed_tags = Vec::with_capacity(tags.len());
+        for (i, item) in tags.iter().enumerate() {
+            match TagRef::parse(item) {
+                Some(tag) => parsed_tags.push(tag),
+                None => errors.push(
+                    format!("tag[{i}]"),
+                    format!("\"tag[{i}]\" with value \"{item}\" fails to match the tag pattern type:value"),
+                ),
+            }
+        }
+        for (i, project) in projects.iter().enumerate() {
+            if let Err(m) = check_name(&format!("project[{i}]"), project, 1, NAME_MAX) {
+                errors.push(format!("project[{i}]"), m);
+            }
+        }
+        parsed_tags.sort();
+        parsed_tags.dedup();
+        let mut projects = projects.to_vec();
+        projects.sort();
+        projects.dedup();
+        errors.into_result(Self {
+            tags: parsed_tags,
+            projects,
+            name_prefix: name_prefix.filter(|p| !p.is_empty()).map(str::to_string),
+        })
+    }
+
+    /// True when the filter lets every toggle through.
+    pub fn is_empty(&self) -> bool {
+        self.tags.is_empty() && self.projects.is_empty() && self.name_prefix.is_none()
+    }
+
+    /// Whether `toggle` passes the filter.
+    pub fn matches(&self, toggle: &Toggle) -> bool {
+        (self.tags.is_empty() || toggle.tags.iter().any(|t| self.tags.contains(t)))
+            && (self.projects.is_empty() || self.projects.contains(&toggle.project))
+            && self
+                .name_prefix
+                .as_deref()
+                .is_none_or(|p| toggle.name.starts_with(p))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equivalent_queries_normalise_equally() {
+        let a = FeatureFilter::parse(
+            &["simple:b".into(), "simple:a".into(), "simple:a".into()],
+            &["p2".into(), "p1".into()],
+            Some(""),
+        )
+        .expect("valid");
+        let b = FeatureFilter::parse(
+            &["simple:a".into(), "simple:b".into()],
+            &["p1".into(), "p2".into()],
+            None,
+        )
+        .expect("valid");
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn rejects_malformed_items() {
+        assert!(FeatureFilter::parse(&["simple".into()], &[], None).is_err());
+        assert!(FeatureFilter::parse(&[], &["a b".into()], None).is_err());
+    }
+}

@@ -1,0 +1,54 @@
+//! The "URL friendly" name rule shared by toggles, strategies, tag types and more.
+
+/// Maximum length of toggle, strategy, variant and context names.
+pub const NAME_MAX: usize = 100;
+/// Maximum length of tag types and tag values.
+pub const TAG_MAX: usize = 50;
+
+/// True for the characters `encodeURIComponent` leaves alone: `A-Z a-z 0-9 - _ . ! ~ * ' ( )`.
+fn is_url_safe(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '!' | '~' | '*' | '\'' | '(' | ')')
+}
+
+/// Checks a name against the URL-friendly rule with the given length bounds; the error is the
+/// message to show (the caller adds the field path).
+pub fn check_name(label: &str, value: &str, min: usize, max: usize) -> Result<(), String> {
+    let len = value.chars().count();
+    if value.is_empty() {
+        return Err(format!("\"{label}\" is not allowed to be empty"));
+    }
+    if !value.chars().all(is_url_safe) {
+        return Err(format!("\"{label}\" must be URL friendly"));
+    }
+    if len < min {
+        return Err(format!(
+            "\"{label}\" length must be at least {min} characters long"
+        ));
+    }
+    if len > max {
+        return Err(format!(
+            "\"{label}\" length must be less than or equal to {max} characters long"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_url_friendly_names() {
+        for ok in ["com.example", "com.example-company.someFeature.123", "123", "a_b~c*d'(e)!"] {
+            assert_eq!(check_name("name", ok, 2, NAME_MAX), Ok(()), "{ok}");
+        }
+    }
+
+    #[test]
+    fn rejects_other_names() {
+        for bad in ["some example", "some$example", "me&me", "   ", "o2%ae", "ØÆ`", "a", ""] {
+            assert!(check_name("name", bad, 2, NAME_MAX).is_err(), "{bad}");
+        }
+        assert!(check_name("name", &"x".repeat(101), 2, NAME_MAX).is_err());
+    }
+}

@@ -1,0 +1,169 @@
+//! Tag types, tags and the (type, value) references toggles carry (spec §2.5, API-FACTS §4).
+
+use serde::{Deserialize, Serialize};
+
+use super::error::{DomainError, ValidationErrors};
+use super::name::{check_name, TAG_MAX};
+
+/// The tag type every installation starts with.
+pub fn simple_tag_type() -> TagType {
+    TagType {
+        name: "simple".into(),
+        description: "Used to simplify filtering of features".into(),
+        icon: "#".into(),
+    }
+}
+
+/// A kind of tag, e.g. `simple`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TagType {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub icon: String,
+}
+
+/// A (type, value) pair identifying a tag.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct TagRef {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub value: String,
+}
+
+impl TagRef {
+    /// The key a tag is stored under: tag types cannot contain `:`, so the first `:` splits.
+    pub fn key(&self) -> String {
+        format!("{}:{}", self.kind, self.value)
+    }
+
+    /// Parses a `type:value` filter item (API-FACTS §11.3); `None` when it has no `:` or
+    /// either side is empty.
+    pub fn parse(item: &str) -> Option<Self> {
+        let (kind, value) = item.split_once(':')?;
+        (!kind.is_empty() && !value.is_empty()).then(|| Self {
+            kind: kind.to_string(),
+            value: value.to_string(),
+        })
+    }
+}
+
+/// A stored tag with its numeric id (the id appears in admin toggle responses).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tag {
+    pub id: u64,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub value: String,
+}
+
+impl Tag {
+    /// The (type, value) reference of this tag.
+    pub fn reference(&self) -> TagRef {
+        TagRef {
+            kind: self.kind.clone(),
+            value: self.value.clone(),
+        }
+    }
+}
+
+/// A tag as sent by a client.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct TagSpec {
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub value: Option<String>,
+}
+
+impl TagSpec {
+    /// Validates a tag: type URL friendly 2–50 (default `simple`), value 2–50 characters.
+    pub fn validate(self) -> Result<TagRef, DomainError> {
+        let mut errors = ValidationErrors::default();
+        let kind = self.kind.unwrap_or_else(|| "simple".to_string());
+        if let Err(m) = check_name("type", &kind, 2, TAG_MAX) {
+            errors.push("type", m);
+        }
+        let value = self.value.unwrap_or_default();
+        let len = value.trim().chars().count();
+        if len == 0 {
+            errors.push("value", "\"value\" is required");
+        } else if !(2..=TAG_MAX).contains(&value.chars().count()) {
+            errors.push(
+                "value",
+                format!("\"value\" length must be between 2 and {TAG_MAX} characters"),
+            );
+        }
+        errors.into_result(TagRef { kind, value })
+    }
+}
+
+/// A tag type as sent by a client.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct TagTypeSpec {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub icon: Option<String>,
+}
+
+impl TagTypeSpec {
+    /// Validates a tag type; `path_name` is the name from the URL on update.
+    pub fn validate(self, path_name: Option<&str>) -> Result<TagType, DomainError> {
+        let mut errors = ValidationErrors::default();
+        let name = match (self.name, path_name) {
+            (Some(body), Some(path)) if body != path => {
+                errors.push("name", "\"name\" in the body must match the name in the path");
+                body
+            }
+            (Some(name), _) => name,
+            (None, Some(path)) => path.to_string(),
+            (None, None) => {
+                errors.push("name", "\"name\" is required");
+                String::new()
+            }
+        };
+        if !name.is_empty() {
+            if let Err(m) = check_name("name", &name, 2, TAG_MAX) {
+                errors.push("name", m);
+            }
+        }
+        errors.into_result(TagType {
+            name,
+            description: self.description.unwrap_or_default(),
+            icon: self.icon.unwrap_or_default(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_filter_items() {
+        let t = TagRef::parse("simple:a:b").expect("parses");
+        assert_eq!((t.kind.as_str(), t.value.as_str()), ("simple", "a:b"));
+        assert_eq!(TagRef::parse("simple"), None);
+        assert_eq!(TagRef::parse(":x"), None);
+        assert_eq!(TagRef::parse("x:"), None);
+    }
+
+    #[test]
+    fn validates_tags() {
+        let ok = TagSpec {
+            kind: None,
+            value: Some("Team-Red".into()),
+        };
+        assert_eq!(ok.validate().map(|t| t.kind), Ok("simple".into()));
+        let short = TagSpec {
+            kind: Some("simple".into()),
+            value: Some("x".into()),
+        };
+        assert!(short.validate().is_err());
+        let bad_type = TagSpec {
+            kind: Some("a b".into()),
+            value: Some("xy".into()),
+        };
+        assert!(bad_type.validate().is_err());
+    }
+}

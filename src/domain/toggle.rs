@@ -1,0 +1,506 @@
+//! Feature toggles, their activation strategies, constraints and variants, and the rules that
+//! turn an untrusted input document into a valid toggle (API-FACTS §11.2, §14).
+
+use std::collections::{BTreeMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::error::{DomainError, ValidationErrors};
+use super::name::{check_name, NAME_MAX};
+use super::tag::TagRef;
+
+/// The project every toggle belongs to unless told otherwise.
+pub const DEFAULT_PROJECT: &str = "default";
+/// The toggle type used when none is given.
+pub const DEFAULT_TYPE: &str = "release";
+
+/// A stored feature toggle, active or archived.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Toggle {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub project: String,
+    pub enabled: bool,
+    pub stale: bool,
+    pub strategies: Vec<Strategy>,
+    #[serde(default)]
+    pub variants: Vec<Variant>,
+    pub created_at: DateTime<Utc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_seen_at: Option<DateTime<Utc>>,
+    /// Tags carried by the toggle, in the order they were added.
+    #[serde(default)]
+    pub tags: Vec<TagRef>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archived_at: Option<DateTime<Utc>>,
+}
+
+/// An activation strategy on a toggle.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Strategy {
+    pub name: String,
+    #[serde(default)]
+    pub parameters: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub constraints: Vec<Constraint>,
+}
+
+/// A rule on a context field that must hold for its strategy to apply (spec §2.3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Constraint {
+    pub context_name: String,
+    pub operator: Operator,
+    pub values: Vec<String>,
+}
+
+/// Constraint operators of spec §2.3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Operator {
+    #[serde(rename = "IN")]
+    In,
+    #[serde(rename = "NOT_IN")]
+    NotIn,
+}
+
+/// A variant of a toggle (spec §2.4, API-FACTS §14).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Variant {
+    pub name: String,
+    pub weight: u16,
+    pub weight_type: WeightType,
+    pub stickiness: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<Payload>,
+    #[serde(default)]
+    pub overrides: Vec<Override>,
+}
+
+/// How a variant's weight is treated when weights are redistributed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WeightType {
+    Variable,
+    Fix,
+}
+
+/// A variant payload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Payload {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub value: String,
+}
+
+/// Selects a variant when a context field has one of the values.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Override {
+    pub context_name: String,
+    pub values: Vec<String>,
+}
+
+/// A toggle as sent to create or replace it; every field optional so that all problems are
+/// reported at once instead of the first one serde meets.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToggleSpec {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub project: Option<String>,
+    pub enabled: Option<bool>,
+    pub stale: Option<bool>,
+    pub strategies: Option<Vec<StrategySpec>>,
+    pub variants: Option<Vec<VariantSpec>>,
+}
+
+/// A strategy as sent by a client.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct StrategySpec {
+    pub name: Option<String>,
+    pub parameters: Option<BTreeMap<String, Value>>,
+    pub constraints: Option<Vec<ConstraintSpec>>,
+}
+
+/// A constraint as sent by a client.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConstraintSpec {
+    pub context_name: Option<String>,
+    pub operator: Option<String>,
+    pub values: Option<Vec<String>>,
+}
+
+/// A variant as sent by a client.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VariantSpec {
+    pub name: Option<String>,
+    pub weight: Option<f64>,
+    pub weight_type: Option<String>,
+    pub stickiness: Option<String>,
+    pub payload: Option<PayloadSpec>,
+    pub overrides: Option<Vec<OverrideSpec>>,
+}
+
+/// A payload as sent by a client.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct PayloadSpec {
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub value: Option<String>,
+}
+
+/// An override as sent by a client.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OverrideSpec {
+    pub context_name: Option<String>,
+    pub values: Option<Vec<String>>,
+}
+
+/// The validated, defaulted content of a [`ToggleSpec`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidToggle {
+    pub name: String,
+    pub description: Option<String>,
+    pub kind: String,
+    pub project: String,
+    pub enabled: bool,
+    pub stale: bool,
+    pub strategies: Vec<Strategy>,
+    pub variants: Vec<Variant>,
+}
+
+/// Checks a toggle name (URL friendly, 2–100 characters).
+pub fn validate_toggle_name(name: &str) -> Result<(), DomainError> {
+    check_name("name", name, 2, NAME_MAX).map_err(|m| ValidationErrors::single("name", m))
+}
+
+impl ToggleSpec {
+    /// Validates the document and applies the defaults of API-FACTS §11.2.
+    pub fn validate(self) -> Result<ValidToggle, DomainError> {
+        let mut errors = ValidationErrors::default();
+        let name = match self.name {
+            Some(name) => {
+                if let Err(m) = check_name("name", &name, 2, NAME_MAX) {
+                    errors.push("name", m);
+                }
+                name
+            }
+            None => {
+                errors.push("name", "\"name\" is required");
+                String::new()
+            }
+        };
+        let kind = self.kind.unwrap_or_else(|| DEFAULT_TYPE.to_string());
+        if kind.trim().is_empty() {
+            errors.push("type", "\"type\" is not allowed to be empty");
+        }
+        let project = self.project.unwrap_or_else(|| DEFAULT_PROJECT.to_string());
+        if let Err(m) = check_name("project", &project, 1, NAME_MAX) {
+            errors.push("project", m);
+        }
+        let strategies = match self.strategies {
+            Some(list) if !list.is_empty() => list
+                .into_iter()
+                .enumerate()
+                .map(|(i, s)| validate_strategy(s, &format!("strategies[{i}]"), &mut errors))
+                .collect(),
+            Some(_) => {
+                errors.push("strategies", "\"strategies\" must contain at least 1 items");
+                Vec::new()
+            }
+            None => {
+                errors.push("strategies", "\"strategies\" is required");
+                Vec::new()
+            }
+        };
+        let variants = validate_variants(self.variants.unwrap_or_default(), &mut errors);
+        errors.into_result(ValidToggle {
+            name,
+            description: self.description,
+            kind,
+            project,
+            enabled: self.enabled.unwrap_or(false),
+            stale: self.stale.unwrap_or(false),
+            strategies,
+            variants,
+        })
+    }
+}
+
+fn validate_strategy(spec: StrategySpec, path: &str, errors: &mut ValidationErrors) -> Strategy {
+    let name = spec.name.unwrap_or_default();
+    if let Err(m) = check_name("name", &name, 1, NAME_MAX) {
+        errors.push(format!("{path}.name"), m);
+    }
+    let mut parameters = BTreeMap::new();
+    for (key, value) in spec.parameters.unwrap_or_default() {
+        // Clients evaluate parameters as strings; numbers and booleans are accepted for
+        // convenience and stored in their string form.
+        let text = match value {
+            Value::String(s) => s,
+            Value::Number(n) => n.to_string(),
+            Value::Bool(b) => b.to_string(),
+            Value::Null => String::new(),
+            _ => {
+                errors.push(
+                    format!("{path}.parameters.{key}"),
+                    format!("\"{key}\" must be a string"),
+                );
+                continue;
+            }
+        };
+        parameters.insert(key, text);
+    }
+    let constraints = spec
+        .constraints
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, c)| validate_constraint(c, &format!("{path}.constraints[{i}]"), errors))
+        .collect();
+    Strategy {
+        name,
+        parameters,
+        constraints,
+    }
+}
+
+fn validate_constraint(
+    spec: ConstraintSpec,
+    path: &str,
+    errors: &mut ValidationErrors,
+) -> Option<Constraint> {
+    let before = errors.0.len();
+    let context_name = spec.context_name.unwrap_or_default();
+    if context_name.is_empty() {
+        errors.push(format!("{path}.contextName"), "\"contextName\" is required");
+    }
+    let operator = match spec.operator.as_deref() {
+        Some("IN") => Some(Operator::In),
+        Some("NOT_IN") => Some(Operator::NotIn),
+        _ => {
+            errors.push(
+                format!("{path}.operator"),
+                "\"operator\" must be one of [IN, NOT_IN]",
+            );
+            None
+        }
+    };
+    let values = spec.values.unwrap_or_default();
+    if values.is_empty() {
+        errors.push(
+            format!("{path}.values"),
+            "\"values\" must contain at least 1 items",
+        );
+    }
+    for (i, v) in values.iter().enumerate() {
+        let len = v.chars().count();
+        if len == 0 || len > 100 {
+            errors.push(
+                format!("{path}.values[{i}]"),
+                "\"values\" items must be 1 to 100 characters long",
+            );
+        }
+    }
+    (errors.0.len() == before).then(|| Constraint {
+        context_name,
+        operator: operator.unwrap_or(Operator::In),
+        values,
+    })
+}
+
+/// Validates variants: unique names, weights 0–1000, known weight types (API-FACTS §14).
+pub fn validate_variants(specs: Vec<VariantSpec>, errors: &mut ValidationErrors) -> Vec<Variant> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::with_capacity(specs.len());
+    for (i, spec) in specs.into_iter().enumerate() {
+        let path = format!("variants[{i}]");
+        let before = errors.0.len();
+        let name = spec.name.unwrap_or_default();
+        if let Err(m) = check_name("name", &name, 1, NAME_MAX) {
+            errors.push(format!("{path}.name"), m);
+        } else if !seen.insert(name.clone()) {
+            errors.push(
+                format!("{path}.name"),
+                format!("variant name \"{name}\" is used twice; names must be unique"),
+            );
+        }
+        let weight = match spec.weight {
+            Some(w) if (0.0..=1000.0).contains(&w) && w.fract() == 0.0 => w as u16,
+            Some(_) => {
+                errors.push(
+                    format!("{path}.weight"),
+                    "\"weight\" must be a whole number from 0 to 1000",
+                );
+                0
+            }
+            None => {
+                errors.push(format!("{path}.weight"), "\"weight\" is required");
+                0
+            }
+        };
+        let weight_type = match spec.weight_type.as_deref() {
+            None | Some("variable") => WeightType::Variable,
+            Some("fix") => WeightType::Fix,
+            Some(_) => {
+                errors.push(
+                    format!("{path}.weightType"),
+                    format!("\"{path}.weightType\" must be one of [variable, fix]"),
+                );
+                WeightType::Variable
+            }
+        };
+        let payload = spec.payload.and_then(|p| match (p.kind, p.value) {
+            (Some(kind), Some(value)) => Some(Payload { kind, value }),
+            _ => {
+                errors.push(
+                    format!("{path}.payload"),
+                    "\"payload\" needs both \"type\" and \"value\"",
+                );
+                None
+            }
+        });
+        let overrides = spec
+            .overrides
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+            .filter_map(|(j, o)| match o.context_name {
+                Some(context_name) if !context_name.is_empty() => Some(Override {
+                    context_name,
+                    values: o.values.unwrap_or_default(),
+                }),
+                _ => {
+                    errors.push(
+                        format!("{path}.overrides[{j}].contextName"),
+                        "\"contextName\" is required",
+                    );
+                    None
+                }
+            })
+            .collect();
+        if errors.0.len() == before {
+            out.push(Variant {
+                name,
+                weight,
+                weight_type,
+                stickiness: spec.stickiness.unwrap_or_else(|| "default".to_string()),
+                payload,
+                overrides,
+            });
+        }
+    }
+    out
+}
+
+impl Toggle {
+    /// A new active toggle from validated input.
+    pub fn create(valid: ValidToggle, now: DateTime<Utc>) -> Self {
+        Self {
+            name: valid.name,
+            description: valid.description.unwrap_or_default(),
+            kind: valid.kind,
+            project: valid.project,
+            enabled: valid.enabled,
+            stale: valid.stale,
+            strategies: valid.strategies,
+            variants: valid.variants,
+            created_at: now,
+            last_seen_at: None,
+            tags: Vec::new(),
+            archived_at: None,
+        }
+    }
+
+    /// PUT semantics (API-FACTS §11.2): the document replaces the toggle; an omitted
+    /// description keeps the old one; tags and timestamps are not part of the document.
+    pub fn replaced_by(&self, valid: ValidToggle) -> Self {
+        Self {
+            name: self.name.clone(),
+            description: valid.description.unwrap_or_else(|| self.description.clone()),
+            kind: valid.kind,
+            project: valid.project,
+            enabled: valid.enabled,
+            stale: valid.stale,
+            strategies: valid.strategies,
+            variants: valid.variants,
+            created_at: self.created_at,
+            last_seen_at: self.last_seen_at,
+            tags: self.tags.clone(),
+            archived_at: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn spec(v: Value) -> ToggleSpec {
+        serde_json::from_value(v).expect("spec parses")
+    }
+
+    #[test]
+    fn defaults_are_applied() {
+        let t = spec(json!({"name": "demo", "strategies": [{"name": "default"}]}))
+            .validate()
+            .expect("valid");
+        assert_eq!(t.kind, "release");
+        assert_eq!(t.project, "default");
+        assert!(!t.enabled && !t.stale);
+        assert!(t.variants.is_empty());
+    }
+
+    #[test]
+    fn all_problems_are_reported() {
+        let err = spec(json!({"name": "a b", "strategies": [],
+            "variants": [{"name": "x", "weight": 2000, "weightType": "odd"}]}))
+        .validate()
+        .unwrap_err();
+        let DomainError::Invalid(errors) = err else {
+            panic!("not a validation error")
+        };
+        let paths: Vec<_> = errors.0.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            ["name", "strategies", "variants[0].weight", "variants[0].weightType"]
+        );
+    }
+
+    #[test]
+    fn duplicate_variant_names_are_rejected() {
+        let err = spec(json!({"name": "demo", "strategies": [{"name": "default"}],
+            "variants": [{"name": "a", "weight": 500}, {"name": "a", "weight": 500}]}))
+        .validate();
+        assert!(matches!(err, Err(DomainError::Invalid(_))));
+    }
+
+    #[test]
+    fn constraint_operators_are_checked() {
+        let bad = spec(json!({"name": "demo", "strategies": [{"name": "default",
+            "constraints": [{"contextName": "userId", "operator": "LIKE", "values": ["1"]}]}]}))
+        .validate();
+        assert!(bad.is_err());
+        let good = spec(json!({"name": "demo", "strategies": [{"name": "default",
+            "parameters": {"rollout": 50},
+            "constraints": [{"contextName": "userId", "operator": "NOT_IN", "values": ["1"]}]}]}))
+        .validate()
+        .expect("valid");
+        assert_eq!(good.strategies[0].parameters["rollout"], "50");
+        assert_eq!(good.strategies[0].constraints[0].operator, Operator::NotIn);
+    }
+}

@@ -1,0 +1,123 @@
+//! The JSON shapes toggles are served in. Pure serde; built from domain types.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::state::ConfigState;
+use super::tag::Tag;
+use super::toggle::{Strategy, Toggle, Variant};
+
+/// A toggle in admin responses: `variants` and `tags` (with `id`) always present (spec §2.1).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdminToggle<'a> {
+    pub name: &'a str,
+    pub description: &'a str,
+    #[serde(rename = "type")]
+    pub kind: &'a str,
+    pub project: &'a str,
+    pub enabled: bool,
+    pub stale: bool,
+    pub strategies: &'a [Strategy],
+    pub variants: &'a [Variant],
+    pub tags: Vec<Tag>,
+    pub created_at: DateTime<Utc>,
+    pub last_seen_at: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archived_at: Option<DateTime<Utc>>,
+    /// Legacy fields, only on archive listings (spec §4.2).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub legacy: Option<LegacyStrategy<'a>>,
+}
+
+/// spec §2.1: the legacy `strategy`/`parameters` pair (name and parameters of the first
+/// strategy), kept until version 2 of the client format.
+#[derive(Debug, Serialize)]
+pub struct LegacyStrategy<'a> {
+    pub strategy: &'a str,
+    pub parameters: &'a BTreeMap<String, String>,
+}
+
+static NO_PARAMETERS: BTreeMap<String, String> = BTreeMap::new();
+
+impl<'a> LegacyStrategy<'a> {
+    fn of(toggle: &'a Toggle) -> Self {
+        match toggle.strategies.first() {
+            Some(first) => Self {
+                strategy: &first.name,
+                parameters: &first.parameters,
+            },
+            None => Self {
+                strategy: "default",
+                parameters: &NO_PARAMETERS,
+            },
+        }
+    }
+}
+
+impl<'a> AdminToggle<'a> {
+    /// The admin view of `toggle`; tag ids are looked up in `state`.
+    pub fn new(toggle: &'a Toggle, state: &ConfigState) -> Self {
+        let tags = toggle
+            .tags
+            .iter()
+            .filter_map(|t| state.tag(t).map(|tag| (**tag).clone()))
+            .collect();
+        Self {
+            name: &toggle.name,
+            description: &toggle.description,
+            kind: &toggle.kind,
+            project: &toggle.project,
+            enabled: toggle.enabled,
+            stale: toggle.stale,
+            strategies: &toggle.strategies,
+            variants: &toggle.variants,
+            tags,
+            created_at: toggle.created_at,
+            last_seen_at: toggle.last_seen_at,
+            archived_at: toggle.archived_at,
+            legacy: None,
+        }
+    }
+
+    /// The archive-listing view: the admin view plus the legacy fields.
+    pub fn archived(toggle: &'a Toggle, state: &ConfigState) -> Self {
+        Self {
+            legacy: Some(LegacyStrategy::of(toggle)),
+            ..Self::new(toggle, state)
+        }
+    }
+}
+
+/// A toggle in client responses (spec §4.1): `strategies` plus the legacy pair; variants and
+/// constraints only when configured.
+#[derive(Debug, Serialize)]
+pub struct ClientToggle<'a> {
+    pub name: &'a str,
+    #[serde(rename = "type")]
+    pub kind: &'a str,
+    pub enabled: bool,
+    pub stale: bool,
+    pub strategies: &'a [Strategy],
+    #[serde(flatten)]
+    pub legacy: LegacyStrategy<'a>,
+    #[serde(skip_serializing_if = "<[Variant]>::is_empty")]
+    pub variants: &'a [Variant],
+}
+
+impl<'a> ClientToggle<'a> {
+    /// The client view of `toggle`.
+    pub fn new(toggle: &'a Toggle) -> Self {
+        Self {
+            name: &toggle.name,
+            kind: &toggle.kind,
+            enabled: toggle.enabled,
+            stale: toggle.stale,
+            strategies: &toggle.strategies,
+            legacy: LegacyStrategy::of(toggle),
+            variants: &toggle.variants,
+        }
+    }
+}

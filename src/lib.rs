@@ -1,0 +1,5 @@
+//! Flagpole: a feature-toggle service.
+#![forbid(unsafe_code)]
+
+pub mod domain;
+pub mod store;

@@ -1,0 +1,194 @@
+//! Embedded backend: a single-node durable store in one redb file. Every commit is one redb
+//! write transaction (records, version, change log and events together), made durable before
+//! it returns.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+
+use super::{
+    decode_event, encode_event, event_matches, Change, ChangeSet, Collection, CommitOutcome,
+    Records, StoreError, CHANGE_LOG_LENGTH,
+};
+use crate::domain::event::{Event, NewEvent};
+
+/// (collection, key) → JSON document.
+const RECORDS: TableDefinition<(&str, &str), &str> = TableDefinition::new("records");
+/// Named counters: `version`, `event_seq`.
+const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+/// version → JSON array of the changes that version made (the last `CHANGE_LOG_LENGTH`).
+const CHANGES: TableDefinition<u64, &str> = TableDefinition::new("changes");
+/// event id → JSON event record.
+const EVENTS: TableDefinition<u64, &str> = TableDefinition::new("events");
+
+/// The embedded backend; cheap to clone.
+#[derive(Clone)]
+pub struct EmbeddedStore {
+    db: Arc<Database>,
+}
+
+fn failed(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Unavailable(e.to_string())
+}
+
+impl EmbeddedStore {
+    /// Opens (or creates) the store in `data_dir`.
+    pub fn open(data_dir: &Path) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(data_dir)
+            .map_err(|e| failed(format!("cannot create {}: {e}", data_dir.display())))?;
+        let path = data_dir.join("flagpole.redb");
+        let db = Database::create(&path)
+            .map_err(|e| failed(format!("cannot open {}: {e}", path.display())))?;
+        let txn = db.begin_write().map_err(failed)?;
+        {
+            txn.open_table(RECORDS).map_err(failed)?;
+            txn.open_table(META).map_err(failed)?;
+            txn.open_table(CHANGES).map_err(failed)?;
+            txn.open_table(EVENTS).map_err(failed)?;
+        }
+        txn.commit().map_err(failed)?;
+        Ok(Self { db: Arc::new(db) })
+    }
+
+    /// Runs blocking redb work off the async runtime.
+    async fn blocking<T, F>(&self, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Database) -> Result<T, StoreError> + Send + 'static,
+    {
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || work(&db))
+            .await
+            .map_err(failed)?
+    }
+
+    pub(super) async fn load(&self) -> Result<Records, StoreError> {
+        self.blocking(|db| {
+            let txn = db.begin_read().map_err(failed)?;
+            let meta = txn.open_table(META).map_err(failed)?;
+            let version = meta.get("version").map_err(failed)?.map_or(0, |v| v.value());
+            let table = txn.open_table(RECORDS).map_err(failed)?;
+            let mut records = Vec::new();
+            for row in table.iter().map_err(failed)? {
+                let (key, value) = row.map_err(failed)?;
+                let (collection, key) = key.value();
+                let collection = Collection::from_name(collection)
+                    .ok_or_else(|| StoreError::Corrupt(format!("collection {collection}")))?;
+                records.push((collection, key.to_string(), value.value().to_string()));
+            }
+            Ok(Records { version, records })
+        })
+        .await
+    }
+
+    pub(super) async fn version(&self) -> Result<u64, StoreError> {
+        self.blocking(|db| {
+            let txn = db.begin_read().map_err(failed)?;
+            let meta = txn.open_table(META).map_err(failed)?;
+            Ok(meta.get("version").map_err(failed)?.map_or(0, |v| v.value()))
+        })
+        .await
+    }
+
+    pub(super) async fn changes_since(&self, version: u64) -> Result<Option<Vec<ChangeSet>>, StoreError> {
+        self.blocking(move |db| {
+            let txn = db.begin_read().map_err(failed)?;
+            let meta = txn.open_table(META).map_err(failed)?;
+            let current = meta.get("version").map_err(failed)?.map_or(0, |v| v.value());
+            if current < version {
+                return Ok(None);
+            }
+            let table = txn.open_table(CHANGES).map_err(failed)?;
+            let mut sets = Vec::new();
+            let mut expected = version + 1;
+            for row in table.range(version + 1..).map_err(failed)? {
+                let (v, raw) = row.map_err(failed)?;
+                if v.value() != expected {
+                    return Ok(None);
+                }
+                let changes: Vec<Change> = serde_json::from_str(raw.value())
+                    .map_err(|e| StoreError::Corrupt(format!("change set: {e}")))?;
+                sets.push(ChangeSet {
+                    version: expected,
+                    changes,
+                });
+                expected += 1;
+            }
+            Ok((expected - 1 == current).then_some(sets))
+        })
+        .await
+    }
+
+    pub(super) async fn commit(
+        &self,
+        expected_version: u64,
+        changes: &[Change],
+        events: &[NewEvent],
+    ) -> Result<CommitOutcome, StoreError> {
+        let changes_json =
+            serde_json::to_string(changes).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let events = events.iter().map(encode_event).collect::<Result<Vec<_>, _>>()?;
+        let changes = changes.to_vec();
+        self.blocking(move |db| {
+            let txn = db.begin_write().map_err(failed)?;
+            let version;
+            {
+                let mut meta = txn.open_table(META).map_err(failed)?;
+                let current = meta.get("version").map_err(failed)?.map_or(0, |v| v.value());
+                if current != expected_version {
+                    return Ok(CommitOutcome::Conflict { current });
+                }
+                version = current + 1;
+                meta.insert("version", version).map_err(failed)?;
+                let mut records = txn.open_table(RECORDS).map_err(failed)?;
+                for change in &changes {
+                    let key = (change.collection.as_str(), change.key.as_str());
+                    match &change.value {
+                        Some(value) => records.insert(key, value.as_str()).map(|_| ()),
+                        None => records.remove(key).map(|_| ()),
+                    }
+                    .map_err(failed)?;
+                }
+                let mut log = txn.open_table(CHANGES).map_err(failed)?;
+                log.insert(version, changes_json.as_str()).map_err(failed)?;
+                if version > CHANGE_LOG_LENGTH {
+                    let cutoff = version - CHANGE_LOG_LENGTH;
+                    log.retain_in(..cutoff, |_, _| false).map_err(failed)?;
+                }
+                let mut seq = meta.get("event_seq").map_err(failed)?.map_or(0, |v| v.value());
+                let mut table = txn.open_table(EVENTS).map_err(failed)?;
+                for event in &events {
+                    seq += 1;
+                    let record = format!("{{\"id\":{seq},{}", &event[1..]);
+                    table.insert(seq, record.as_str()).map_err(failed)?;
+                }
+                meta.insert("event_seq", seq).map_err(failed)?;
+            }
+            txn.commit().map_err(failed)?;
+            Ok(CommitOutcome::Committed { version })
+        })
+        .await
+    }
+
+    pub(super) async fn events(&self, limit: usize, toggle: Option<&str>) -> Result<Vec<Event>, StoreError> {
+        let toggle = toggle.map(str::to_string);
+        self.blocking(move |db| {
+            let txn = db.begin_read().map_err(failed)?;
+            let table = txn.open_table(EVENTS).map_err(failed)?;
+            let mut out = Vec::new();
+            for row in table.iter().map_err(failed)?.rev() {
+                if out.len() >= limit {
+                    break;
+                }
+                let (_, raw) = row.map_err(failed)?;
+                let event = decode_event(raw.value())?;
+                if event_matches(&event, toggle.as_deref()) {
+                    out.push(event);
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+}

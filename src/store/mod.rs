@@ -1,0 +1,181 @@
+//! The store interface: one enum over two backends, Redis (many replicas) and embedded
+//! (single node, redb). Backends are thin: they persist records, apply a change set
+//! atomically under an optimistic version check, keep a change log and the audit log.
+//! Domain rules live above, in `service/`.
+
+pub mod embedded;
+pub mod keys;
+pub mod redis;
+
+use serde::{Deserialize, Serialize};
+
+use crate::domain::event::{Event, NewEvent};
+
+/// A named set of records (one Redis hash, one slice of the embedded table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Collection {
+    Features,
+    Archive,
+    Strategies,
+    TagTypes,
+    Tags,
+    Counters,
+}
+
+impl Collection {
+    /// Every collection, in a fixed order.
+    pub const ALL: [Collection; 6] = [
+        Collection::Features,
+        Collection::Archive,
+        Collection::Strategies,
+        Collection::TagTypes,
+        Collection::Tags,
+        Collection::Counters,
+    ];
+
+    /// The collection's stable name (used in keys and change logs).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Collection::Features => "features",
+            Collection::Archive => "archive",
+            Collection::Strategies => "strategies",
+            Collection::TagTypes => "tag_types",
+            Collection::Tags => "tags",
+            Collection::Counters => "counters",
+        }
+    }
+
+    /// The collection with this name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == name)
+    }
+}
+
+/// One record written or deleted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    #[serde(rename = "c")]
+    pub collection: Collection,
+    #[serde(rename = "k")]
+    pub key: String,
+    /// The record's JSON document; `None` deletes it.
+    #[serde(rename = "v")]
+    pub value: Option<String>,
+}
+
+/// The changes one committed version made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangeSet {
+    pub version: u64,
+    pub changes: Vec<Change>,
+}
+
+/// Every record at one version.
+#[derive(Debug, Clone, Default)]
+pub struct Records {
+    pub version: u64,
+    pub records: Vec<(Collection, String, String)>,
+}
+
+/// How a commit went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitOutcome {
+    /// Written as this new version.
+    Committed { version: u64 },
+    /// The store had moved on from the expected version; nothing was written.
+    Conflict { current: u64 },
+}
+
+/// Failures of the store itself (never of the caller's input).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum StoreError {
+    /// The backing store cannot be reached or answered with an error.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// Stored bytes could not be decoded.
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+}
+
+/// Which backend a replica runs on.
+#[derive(Clone)]
+pub enum Store {
+    Redis(redis::RedisStore),
+    Embedded(embedded::EmbeddedStore),
+}
+
+impl Store {
+    /// Every record and the version they belong to, read atomically.
+    pub async fn load(&self) -> Result<Records, StoreError> {
+        match self {
+            Store::Redis(s) => s.load().await,
+            Store::Embedded(s) => s.load().await,
+        }
+    }
+
+    /// The current version.
+    pub async fn version(&self) -> Result<u64, StoreError> {
+        match self {
+            Store::Redis(s) => s.version().await,
+            Store::Embedded(s) => s.version().await,
+        }
+    }
+
+    /// The change sets after `version`, oldest first; `None` when the log no longer reaches
+    /// back that far (the caller reloads everything).
+    pub async fn changes_since(&self, version: u64) -> Result<Option<Vec<ChangeSet>>, StoreError> {
+        match self {
+            Store::Redis(s) => s.changes_since(version).await,
+            Store::Embedded(s) => s.changes_since(version).await,
+        }
+    }
+
+    /// Applies `changes`, bumps the version, logs the change set and appends `events`, all in
+    /// one atomic step, provided the store is still at `expected_version`.
+    pub async fn commit(
+        &self,
+        expected_version: u64,
+        changes: &[Change],
+        events: &[NewEvent],
+    ) -> Result<CommitOutcome, StoreError> {
+        match self {
+            Store::Redis(s) => s.commit(expected_version, changes, events).await,
+            Store::Embedded(s) => s.commit(expected_version, changes, events).await,
+        }
+    }
+
+    /// Recorded events, newest first: at most `limit`, only those about `toggle` if given.
+    pub async fn events(&self, limit: usize, toggle: Option<&str>) -> Result<Vec<Event>, StoreError> {
+        match self {
+            Store::Redis(s) => s.events(limit, toggle).await,
+            Store::Embedded(s) => s.events(limit, toggle).await,
+        }
+    }
+
+    /// A short name of the backend for logs and `/health`.
+    pub fn backend_name(&self) -> &'static str {
+        match self {
+            Store::Redis(_) => "redis",
+            Store::Embedded(_) => "embedded",
+        }
+    }
+}
+
+/// How many change sets the log keeps; a replica further behind reloads everything.
+pub const CHANGE_LOG_LENGTH: u64 = 1000;
+
+/// Serialises an event for storage, without its id (the store assigns it).
+pub(crate) fn encode_event(event: &NewEvent) -> Result<String, StoreError> {
+    serde_json::to_string(event).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+/// Decodes a stored event document.
+pub(crate) fn decode_event(raw: &str) -> Result<Event, StoreError> {
+    serde_json::from_str(raw).map_err(|e| StoreError::Corrupt(format!("event: {e}")))
+}
+
+/// Whether an event belongs in a listing filtered by `toggle`.
+pub(crate) fn event_matches(event: &Event, toggle: Option<&str>) -> bool {
+    toggle.is_none_or(|name| event.toggle_name() == Some(name))
+}

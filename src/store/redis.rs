@@ -1,0 +1,237 @@
+//! Redis backend: collections are hashes, commits are one Lua script, new versions are
+//! announced on a pub/sub channel (see `keys.rs` for the layout).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::streams::{StreamRangeReply};
+use redis::{AsyncCommands, Client, Script};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::keys::Keys;
+use super::{
+    decode_event, encode_event, event_matches, Change, ChangeSet, Collection, CommitOutcome,
+    Records, StoreError, CHANGE_LOG_LENGTH,
+};
+use crate::domain::event::{Event, NewEvent};
+
+/// How many audit events one read of the stream fetches while filtering.
+const EVENT_PAGE: usize = 500;
+/// How far back a filtered event listing searches before it stops.
+const EVENT_SCAN_LIMIT: usize = 100_000;
+
+/// The Redis backend of one installation (one key prefix).
+#[derive(Clone)]
+pub struct RedisStore {
+    client: Client,
+    conn: ConnectionManager,
+    keys: Arc<Keys>,
+    commit_script: Arc<Script>,
+}
+
+fn unavailable(e: redis::RedisError) -> StoreError {
+    StoreError::Unavailable(e.to_string())
+}
+
+impl RedisStore {
+    /// Connects lazily to `url`: the replica starts even when Redis is down and the
+    /// connection is re-established in the background.
+    pub fn connect(url: &str, prefix: &str) -> Result<Self, StoreError> {
+        let client = Client::open(url).map_err(unavailable)?;
+        // Short timeouts so that an outage turns into a prompt 503, not a hung request.
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(Duration::from_secs(1)))
+            .set_response_timeout(Some(Duration::from_secs(2)))
+            .set_number_of_retries(1)
+            .set_max_delay(Duration::from_millis(500));
+        let conn =
+            ConnectionManager::new_lazy_with_config(client.clone(), config).map_err(unavailable)?;
+        Ok(Self {
+            client,
+            conn,
+            keys: Arc::new(Keys::new(prefix)),
+            commit_script: Arc::new(Script::new(include_str!("commit.lua"))),
+        })
+    }
+
+    pub(super) async fn load(&self) -> Result<Records, StoreError> {
+        let mut pipe = redis::pipe();
+        pipe.atomic().get(self.keys.version());
+        for c in Collection::ALL {
+            pipe.hgetall(self.keys.collection(c));
+        }
+        let mut conn = self.conn.clone();
+        let (version, hashes): (Option<u64>, Vec<HashMap<String, String>>) = {
+            let mut values: Vec<redis::Value> = pipe.query_async(&mut conn).await.map_err(unavailable)?;
+            if values.len() != Collection::ALL.len() + 1 {
+                return Err(StoreError::Corrupt("unexpected reply to load".into()));
+            }
+            let version = redis::from_redis_value(values.remove(0))
+                .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            let hashes = values
+                .into_iter()
+                .map(|v| redis::from_redis_value(v).map_err(|e| StoreError::Corrupt(e.to_string())))
+                .collect::<Result<_, _>>()?;
+            (version, hashes)
+        };
+        let mut records = Vec::new();
+        for (c, hash) in Collection::ALL.into_iter().zip(hashes) {
+            records.extend(hash.into_iter().map(|(k, v)| (c, k, v)));
+        }
+        Ok(Records {
+            version: version.unwrap_or(0),
+            records,
+        })
+    }
+
+    pub(super) async fn version(&self) -> Result<u64, StoreError> {
+        let mut conn = self.conn.clone();
+        let v: Option<u64> = conn.get(self.keys.version()).await.map_err(unavailable)?;
+        Ok(v.unwrap_or(0))
+    }
+
+    pub(super) async fn changes_since(&self, version: u64) -> Result<Option<Vec<ChangeSet>>, StoreError> {
+        let mut conn = self.conn.clone();
+        let (current, reply): (Option<u64>, StreamRangeReply) = redis::pipe()
+            .atomic()
+            .get(self.keys.version())
+            .xrange(self.keys.changes(), format!("{}-0", version + 1), "+")
+            .query_async(&mut conn)
+            .await
+            .map_err(unavailable)?;
+        let current = current.unwrap_or(0);
+        let mut sets = Vec::with_capacity(reply.ids.len());
+        let mut expected = version + 1;
+        for entry in reply.ids {
+            let entry_version = entry
+                .id
+                .split('-')
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+                .ok_or_else(|| StoreError::Corrupt(format!("change id {}", entry.id)))?;
+            if entry_version != expected {
+                return Ok(None);
+            }
+            let raw: String = entry
+                .get("changes")
+                .ok_or_else(|| StoreError::Corrupt("change entry without changes".into()))?;
+            let changes: Vec<Change> = serde_json::from_str(&raw)
+                .map_err(|e| StoreError::Corrupt(format!("change set: {e}")))?;
+            sets.push(ChangeSet {
+                version: entry_version,
+                changes,
+            });
+            expected += 1;
+        }
+        // The log must reach the current version; otherwise it was trimmed or lost.
+        if expected - 1 != current.max(version) {
+            return Ok(None);
+        }
+        Ok(Some(sets))
+    }
+
+    pub(super) async fn commit(
+        &self,
+        expected_version: u64,
+        changes: &[Change],
+        events: &[NewEvent],
+    ) -> Result<CommitOutcome, StoreError> {
+        let changes_json =
+            serde_json::to_string(changes).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let events_json = serde_json::to_string(
+            &events.iter().map(encode_event).collect::<Result<Vec<_>, _>>()?,
+        )
+        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let mut invocation = self.commit_script.prepare_invoke();
+        invocation
+            .key(self.keys.version())
+            .key(self.keys.changes())
+            .key(self.keys.events())
+            .key(self.keys.event_seq());
+        for c in Collection::ALL {
+            invocation.key(self.keys.collection(c));
+        }
+        invocation
+            .arg(expected_version)
+            .arg(changes_json)
+            .arg(events_json)
+            .arg(CHANGE_LOG_LENGTH)
+            .arg(self.keys.notify_channel());
+        for c in Collection::ALL {
+            invocation.arg(c.as_str());
+        }
+        let mut conn = self.conn.clone();
+        let (committed, version): (u8, u64) =
+            invocation.invoke_async(&mut conn).await.map_err(unavailable)?;
+        Ok(if committed == 1 {
+            CommitOutcome::Committed { version }
+        } else {
+            CommitOutcome::Conflict { current: version }
+        })
+    }
+
+    pub(super) async fn events(&self, limit: usize, toggle: Option<&str>) -> Result<Vec<Event>, StoreError> {
+        let mut conn = self.conn.clone();
+        let mut out = Vec::new();
+        let mut end = "+".to_string();
+        let mut scanned = 0;
+        while out.len() < limit && scanned < EVENT_SCAN_LIMIT {
+            let page = if toggle.is_some() { EVENT_PAGE } else { limit - out.len() };
+            let reply: StreamRangeReply = conn
+                .xrevrange_count(self.keys.events(), &end, "-", page)
+                .await
+                .map_err(unavailable)?;
+            let fetched = reply.ids.len();
+            for entry in reply.ids {
+                end = format!("({}", entry.id);
+                let raw: String = entry
+                    .get("event")
+                    .ok_or_else(|| StoreError::Corrupt("event entry without event".into()))?;
+                let event = decode_event(&raw)?;
+                if event_matches(&event, toggle) && out.len() < limit {
+                    out.push(event);
+                }
+            }
+            scanned += fetched;
+            if fetched < page {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Listens for version announcements and signals `notify` for each, reconnecting after
+    /// failures until `shutdown`.
+    pub async fn listen_for_versions(&self, notify: Arc<Notify>, shutdown: CancellationToken) {
+        let channel = self.keys.notify_channel();
+        loop {
+            let session = async {
+                let mut pubsub = self.client.get_async_pubsub().await?;
+                pubsub.subscribe(&channel).await?;
+                // A reconnect may have missed announcements: ask for a check right away.
+                notify.notify_one();
+                let mut messages = pubsub.on_message();
+                while messages.next().await.is_some() {
+                    notify.notify_one();
+                }
+                Ok::<(), redis::RedisError>(())
+            };
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                result = session => {
+                    if let Err(e) = result {
+                        tracing::warn!(error = %e, "version subscription failed; retrying");
+                    }
+                }
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            }
+        }
+    }
+}
