@@ -1,0 +1,162 @@
+//! Use-cases: the only writers. Each decides, from the current snapshot, which records change
+//! and which events are recorded, then commits both in one atomic store step; on a version
+//! conflict it refreshes and decides again.
+
+mod seed;
+pub mod strategies;
+pub mod tags;
+pub mod toggles;
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::domain::event::{Event, EventKind, NewEvent};
+use crate::domain::state::ConfigState;
+use crate::domain::tag::TagRef;
+use crate::domain::DomainError;
+use crate::snapshot::Snapshot;
+use crate::store::{Change, Collection, CommitOutcome, Store, StoreError};
+
+/// How often a write re-decides after losing a race with another writer.
+const COMMIT_ATTEMPTS: usize = 8;
+
+/// Why a use-case failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error(transparent)]
+    Domain(#[from] DomainError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Other writers kept winning the race for every attempt.
+    #[error("too many concurrent writes; try again")]
+    Contention,
+    /// The replica has not loaded the configuration yet.
+    #[error("configuration not loaded yet")]
+    NotReady,
+}
+
+/// Who is acting (the `createdBy` of events).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Actor(pub String);
+
+/// The writes and events one decision produces, plus what the use-case returns.
+pub struct Plan<T> {
+    changes: Vec<Change>,
+    events: Vec<NewEvent>,
+    now: DateTime<Utc>,
+    output: T,
+}
+
+impl<T> Plan<T> {
+    /// An empty plan returning `output`.
+    pub fn new(now: DateTime<Utc>, output: T) -> Self {
+        Self {
+            changes: Vec::new(),
+            events: Vec::new(),
+            now,
+            output,
+        }
+    }
+
+    /// Writes `record` under `key`.
+    pub fn put(&mut self, collection: Collection, key: &str, record: &impl Serialize) -> Result<(), DomainError> {
+        let value = serde_json::to_string(record)
+            .map_err(|e| DomainError::Invalid(crate::domain::ValidationErrors(vec![
+                crate::domain::FieldError { message: e.to_string(), path: String::new() },
+            ])))?;
+        self.changes.push(Change {
+            collection,
+            key: key.to_string(),
+            value: Some(value),
+        });
+        Ok(())
+    }
+
+    /// Deletes the record `key`.
+    pub fn delete(&mut self, collection: Collection, key: &str) {
+        self.changes.push(Change {
+            collection,
+            key: key.to_string(),
+            value: None,
+        });
+    }
+
+    /// Records an event in the same commit.
+    pub fn event(&mut self, kind: EventKind, actor: &Actor, data: Value, tags: Vec<TagRef>) {
+        self.events.push(NewEvent {
+            kind,
+            created_by: actor.0.clone(),
+            created_at: self.now,
+            data,
+            tags,
+        });
+    }
+}
+
+/// The use-cases over one store and this replica's snapshot.
+#[derive(Clone)]
+pub struct Service {
+    store: Store,
+    snapshot: Arc<Snapshot>,
+}
+
+impl Service {
+    /// Use-cases writing to `store` and reading `snapshot`.
+    pub fn new(store: Store, snapshot: Arc<Snapshot>) -> Self {
+        Self { store, snapshot }
+    }
+
+    /// The current configuration, or `NotReady` before the first load.
+    pub fn state(&self) -> Result<Arc<ConfigState>, ServiceError> {
+        if self.snapshot.is_loaded() {
+            Ok(self.snapshot.state())
+        } else {
+            Err(ServiceError::NotReady)
+        }
+    }
+
+    /// Decides with `decide` against the current state and commits the plan atomically,
+    /// re-deciding after a conflict. Returns the plan's output once this replica's snapshot
+    /// holds the write.
+    pub async fn write<T>(
+        &self,
+        decide: impl Fn(&ConfigState, DateTime<Utc>) -> Result<Plan<T>, DomainError>,
+    ) -> Result<T, ServiceError> {
+        for _ in 0..COMMIT_ATTEMPTS {
+            let state = self.state()?;
+            let plan = decide(&state, Utc::now())?;
+            if plan.changes.is_empty() && plan.events.is_empty() {
+                return Ok(plan.output);
+            }
+            match self.store.commit(state.version, &plan.changes, &plan.events).await? {
+                CommitOutcome::Committed { version } => {
+                    if let Err(e) = self.snapshot.apply_commit(state.version, version, &plan.changes).await {
+                        // The write is durable; the snapshot catches up on its next refresh.
+                        tracing::warn!(error = %e, "snapshot update after commit failed");
+                    }
+                    return Ok(plan.output);
+                }
+                CommitOutcome::Conflict { .. } => self.snapshot.refresh().await?,
+            }
+        }
+        Err(ServiceError::Contention)
+    }
+
+    /// Recorded events, newest first.
+    pub async fn events(&self, limit: usize, toggle: Option<&str>) -> Result<Vec<Event>, ServiceError> {
+        Ok(self.store.events(limit, toggle).await?)
+    }
+
+    /// Writes the built-in strategies and tag type into a store that was never written.
+    pub async fn seed_if_empty(&self) -> Result<(), ServiceError> {
+        seed::seed_if_empty(self).await
+    }
+}
+
+/// Serialises a domain value into event data (plain data, cannot fail in practice).
+pub(crate) fn event_data(value: &impl Serialize) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}

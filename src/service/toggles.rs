@@ -1,0 +1,230 @@
+//! Toggle use-cases: create, replace, switch, mark stale, archive, revive, tag and untag.
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::{event_data, Actor, Plan, Service, ServiceError};
+use crate::domain::event::EventKind;
+use crate::domain::state::ConfigState;
+use crate::domain::tag::{Tag, TagRef, TagSpec};
+use crate::domain::toggle::{validate_toggle_name, Toggle, ToggleSpec};
+use crate::domain::{DomainError, ValidationErrors};
+use crate::store::Collection;
+
+fn active<'a>(state: &'a ConfigState, name: &str) -> Result<&'a Arc<Toggle>, DomainError> {
+    state
+        .features
+        .get(name)
+        .ok_or_else(|| DomainError::NotFound(format!("Could not find feature toggle \"{name}\"")))
+}
+
+/// Rejects a name held by an active or archived toggle (spec §1: names are never reused).
+pub fn ensure_name_free(state: &ConfigState, name: &str) -> Result<(), DomainError> {
+    if state.features.contains_key(name) {
+        return Err(DomainError::ToggleNameTaken(format!(
+            "A toggle with the name \"{name}\" already exists"
+        )));
+    }
+    if state.archive.contains_key(name) {
+        return Err(DomainError::ToggleNameTaken(format!(
+            "An archived toggle with the name \"{name}\" already exists; revive it instead"
+        )));
+    }
+    Ok(())
+}
+
+impl Service {
+    /// Checks that `name` could be used for a new toggle.
+    pub fn validate_toggle_name(&self, name: &str) -> Result<(), ServiceError> {
+        validate_toggle_name(name)?;
+        ensure_name_free(&*self.state()?, name)?;
+        Ok(())
+    }
+
+    /// Creates a toggle (spec §3 "POST create").
+    pub async fn create_toggle(&self, actor: &Actor, spec: ToggleSpec) -> Result<Toggle, ServiceError> {
+        // Order of checks: name format, then uniqueness, then the rest of the document.
+        let name = spec
+            .name
+            .clone()
+            .ok_or_else(|| ValidationErrors::single("name", "\"name\" is required"))?;
+        validate_toggle_name(&name)?;
+        let valid = spec.validate()?;
+        self.write(|state, now| {
+            ensure_name_free(state, &valid.name)?;
+            let toggle = Toggle::create(valid.clone(), now);
+            let mut plan = Plan::new(now, toggle.clone());
+            plan.put(Collection::Features, &toggle.name, &toggle)?;
+            plan.event(EventKind::FeatureCreated, actor, event_data(&toggle), vec![]);
+            Ok(plan)
+        })
+        .await
+    }
+
+    /// Replaces an active toggle's definition (PUT); the body's name, if any, must match.
+    pub async fn update_toggle(&self, actor: &Actor, name: &str, mut spec: ToggleSpec) -> Result<Toggle, ServiceError> {
+        match spec.name.as_deref() {
+            Some(body_name) if body_name != name => {
+                return Err(ValidationErrors::single(
+                    "name",
+                    format!("\"name\" in the body (\"{body_name}\") must match the toggle in the path (\"{name}\")"),
+                )
+                .into())
+            }
+            _ => spec.name = Some(name.to_string()),
+        }
+        let valid = spec.validate()?;
+        self.write(|state, now| {
+            let toggle = active(state, name)?.replaced_by(valid.clone());
+            let mut plan = Plan::new(now, toggle.clone());
+            plan.put(Collection::Features, name, &toggle)?;
+            plan.event(EventKind::FeatureUpdated, actor, event_data(&toggle), toggle.tags.clone());
+            Ok(plan)
+        })
+        .await
+    }
+
+    /// Switches a toggle on or off; a no-op when it already is.
+    pub async fn set_enabled(&self, actor: &Actor, name: &str, enabled: bool) -> Result<Toggle, ServiceError> {
+        self.write(|state, now| {
+            let current = active(state, name)?;
+            let mut plan = Plan::new(now, (**current).clone());
+            if current.enabled != enabled {
+                let toggle = Toggle { enabled, ..(**current).clone() };
+                plan.put(Collection::Features, name, &toggle)?;
+                plan.event(EventKind::FeatureUpdated, actor, event_data(&toggle), toggle.tags.clone());
+                plan.output = toggle;
+            }
+            Ok(plan)
+        })
+        .await
+    }
+
+    /// Marks a toggle stale or active again; a no-op when it already is.
+    pub async fn set_stale(&self, actor: &Actor, name: &str, stale: bool) -> Result<Toggle, ServiceError> {
+        self.write(|state, now| {
+            let current = active(state, name)?;
+            let mut plan = Plan::new(now, (**current).clone());
+            if current.stale != stale {
+                let toggle = Toggle { stale, ..(**current).clone() };
+                let kind = if stale { EventKind::FeatureStaleOn } else { EventKind::FeatureStaleOff };
+                plan.put(Collection::Features, name, &toggle)?;
+                plan.event(kind, actor, event_data(&toggle), toggle.tags.clone());
+                plan.output = toggle;
+            }
+            Ok(plan)
+        })
+        .await
+    }
+
+    /// Archives an active toggle: it leaves every active listing and is switched off.
+    pub async fn archive_toggle(&self, actor: &Actor, name: &str) -> Result<Toggle, ServiceError> {
+        self.write(|state, now| {
+            let current = active(state, name)?;
+            let toggle = Toggle {
+                enabled: false,
+                archived_at: Some(now),
+                ..(**current).clone()
+            };
+            let mut plan = Plan::new(now, toggle.clone());
+            plan.delete(Collection::Features, name);
+            plan.put(Collection::Archive, name, &toggle)?;
+            plan.event(EventKind::FeatureArchived, actor, json!({"name": name}), toggle.tags.clone());
+            Ok(plan)
+        })
+        .await
+    }
+
+    /// Brings an archived toggle back, switched off.
+    pub async fn revive_toggle(&self, actor: &Actor, name: &str) -> Result<Toggle, ServiceError> {
+        self.write(|state, now| {
+            let archived = state.archive.get(name).ok_or_else(|| {
+                DomainError::NotFound(format!("Could not find archived feature toggle \"{name}\""))
+            })?;
+            let toggle = Toggle {
+                archived_at: None,
+                enabled: false,
+                ..(**archived).clone()
+            };
+            let mut plan = Plan::new(now, toggle.clone());
+            plan.delete(Collection::Archive, name);
+            plan.put(Collection::Features, name, &toggle)?;
+            plan.event(EventKind::FeatureRevived, actor, json!({"name": name}), toggle.tags.clone());
+            Ok(plan)
+        })
+        .await
+    }
+
+    /// Tags an active toggle, creating the tag when the (type, value) pair is new.
+    pub async fn add_toggle_tag(&self, actor: &Actor, name: &str, spec: TagSpec) -> Result<Tag, ServiceError> {
+        let tag_ref = spec.validate()?;
+        self.write(|state, now| {
+            let current = active(state, name)?;
+            if !state.tag_types.contains_key(&tag_ref.kind) {
+                return Err(DomainError::NotFound(format!(
+                    "Could not find tag type \"{}\"",
+                    tag_ref.kind
+                )));
+            }
+            if current.tags.contains(&tag_ref) {
+                return Err(DomainError::AlreadyExists(format!(
+                    "{name} already has the tag {}",
+                    tag_ref.key()
+                )));
+            }
+            let mut plan = Plan::new(now, Tag { id: 0, kind: String::new(), value: String::new() });
+            let tag = match state.tag(&tag_ref) {
+                Some(tag) => (**tag).clone(),
+                None => {
+                    let tag = Tag {
+                        id: state.next_id("tag"),
+                        kind: tag_ref.kind.clone(),
+                        value: tag_ref.value.clone(),
+                    };
+                    plan.put(Collection::Counters, "tag", &tag.id)?;
+                    plan.put(Collection::Tags, &tag_ref.key(), &tag)?;
+                    plan.event(EventKind::TagCreated, actor, json!({"tag": tag_ref}), vec![]);
+                    tag
+                }
+            };
+            let mut toggle = (**current).clone();
+            toggle.tags.push(tag_ref.clone());
+            plan.put(Collection::Features, name, &toggle)?;
+            plan.event(
+                EventKind::FeatureTagged,
+                actor,
+                json!({"featureName": name, "tag": tag_ref}),
+                toggle.tags.clone(),
+            );
+            plan.output = tag;
+            Ok(plan)
+        })
+        .await
+    }
+
+    /// Removes a tag from an active toggle (the tag itself stays).
+    pub async fn remove_toggle_tag(&self, actor: &Actor, name: &str, tag_ref: TagRef) -> Result<(), ServiceError> {
+        self.write(|state, now| {
+            let current = active(state, name)?;
+            if !current.tags.contains(&tag_ref) {
+                return Err(DomainError::NotFound(format!(
+                    "{name} does not have the tag {}",
+                    tag_ref.key()
+                )));
+            }
+            let mut toggle = (**current).clone();
+            toggle.tags.retain(|t| t != &tag_ref);
+            let mut plan = Plan::new(now, ());
+            plan.put(Collection::Features, name, &toggle)?;
+            plan.event(
+                EventKind::FeatureUntagged,
+                actor,
+                json!({"featureName": name, "tag": tag_ref}),
+                toggle.tags.clone(),
+            );
+            Ok(plan)
+        })
+        .await
+    }
+}

@@ -1,0 +1,204 @@
+//! The per-replica snapshot: the whole configuration in memory, refreshed from the store's
+//! change log, with the client-features responses cached per version.
+//!
+//! Client reads never touch the store. Writers apply their own commit before answering
+//! (read-your-writes); other replicas learn of new versions by pub/sub and by a periodic
+//! version check, and then read only the change sets they missed.
+
+mod client_cache;
+mod decode;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use tokio::sync::{Mutex, Notify};
+use tokio_util::sync::CancellationToken;
+
+pub use client_cache::{ClientFeaturesCache, ClientResponse};
+
+use crate::domain::state::ConfigState;
+use crate::store::{Change, Collection, Store, StoreError};
+
+/// One version of the configuration and the client responses built from it.
+pub struct Loaded {
+    pub state: Arc<ConfigState>,
+    pub client: Arc<ClientFeaturesCache>,
+}
+
+/// The replica's view of the configuration.
+pub struct Snapshot {
+    store: Store,
+    current: ArcSwap<Loaded>,
+    /// Serialises updates so change sets are applied in order, exactly once.
+    update: Mutex<()>,
+    loaded: AtomicBool,
+    store_reachable: AtomicBool,
+}
+
+impl Snapshot {
+    /// An empty, not yet loaded snapshot over `store`.
+    pub fn new(store: Store) -> Self {
+        let state = Arc::new(ConfigState::default());
+        Self {
+            store,
+            current: ArcSwap::from_pointee(Loaded {
+                client: Arc::new(ClientFeaturesCache::new()),
+                state,
+            }),
+            update: Mutex::new(()),
+            loaded: AtomicBool::new(false),
+            store_reachable: AtomicBool::new(false),
+        }
+    }
+
+    /// The current configuration.
+    pub fn state(&self) -> Arc<ConfigState> {
+        self.current.load().state.clone()
+    }
+
+    /// The current configuration with its client response cache.
+    pub fn current(&self) -> Arc<Loaded> {
+        self.current.load_full()
+    }
+
+    /// Whether the first load from the store has happened.
+    pub fn is_loaded(&self) -> bool {
+        self.loaded.load(Ordering::Acquire)
+    }
+
+    /// Whether the last contact with the store succeeded.
+    pub fn store_reachable(&self) -> bool {
+        self.store_reachable.load(Ordering::Acquire)
+    }
+
+    fn note(&self, result: &Result<(), StoreError>) {
+        self.store_reachable.store(result.is_ok(), Ordering::Release);
+    }
+
+    /// Brings the snapshot up to the store's current version.
+    pub async fn refresh(&self) -> Result<(), StoreError> {
+        let _guard = self.update.lock().await;
+        let result = self.refresh_locked().await;
+        self.note(&result);
+        result
+    }
+
+    async fn refresh_locked(&self) -> Result<(), StoreError> {
+        let current = self.current.load_full();
+        if !self.is_loaded() {
+            return self.reload().await;
+        }
+        let base = current.state.version;
+        match self.store.changes_since(base).await? {
+            Some(sets) if sets.is_empty() => Ok(()),
+            Some(sets) => {
+                let mut state = (*current.state).clone();
+                let mut client_affected = false;
+                for set in &sets {
+                    for change in &set.changes {
+                        decode::apply(&mut state, change)?;
+                        client_affected |= affects_client(change);
+                    }
+                    state.version = set.version;
+                }
+                self.install(state, &current, client_affected);
+                Ok(())
+            }
+            None => {
+                tracing::info!(from = base, "change log does not reach back; reloading everything");
+                self.reload().await
+            }
+        }
+    }
+
+    async fn reload(&self) -> Result<(), StoreError> {
+        let records = self.store.load().await?;
+        let mut state = ConfigState {
+            version: records.version,
+            ..ConfigState::default()
+        };
+        for (collection, key, value) in &records.records {
+            decode::apply_record(&mut state, *collection, key, Some(value))?;
+        }
+        let previous = self.current.load_full();
+        if self.is_loaded() && records.version < previous.state.version {
+            tracing::error!(
+                had = previous.state.version,
+                store = records.version,
+                "store version went backwards (data lost in the store?); serving the store's data"
+            );
+        }
+        self.current.store(Arc::new(Loaded {
+            state: Arc::new(state),
+            client: Arc::new(ClientFeaturesCache::new()),
+        }));
+        self.loaded.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Applies a commit this replica just made: `changes` took the store from `base` to
+    /// `version`. Falls back to a refresh when the snapshot is not at `base`.
+    pub async fn apply_commit(&self, base: u64, version: u64, changes: &[Change]) -> Result<(), StoreError> {
+        let _guard = self.update.lock().await;
+        let current = self.current.load_full();
+        if current.state.version != base || !self.is_loaded() {
+            let result = self.refresh_locked().await;
+            self.note(&result);
+            return result;
+        }
+        let mut state = (*current.state).clone();
+        for change in changes {
+            decode::apply(&mut state, change)?;
+        }
+        state.version = version;
+        self.install(state, &current, changes.iter().any(affects_client));
+        self.store_reachable.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    fn install(&self, state: ConfigState, previous: &Loaded, client_affected: bool) {
+        // Responses depend only on toggles and tags; other writes keep the built responses.
+        let client = if client_affected {
+            Arc::new(ClientFeaturesCache::new())
+        } else {
+            previous.client.clone()
+        };
+        self.current.store(Arc::new(Loaded {
+            state: Arc::new(state),
+            client,
+        }));
+    }
+
+    /// Keeps the snapshot fresh until `shutdown`: on every `notify` (pub/sub) and at least every
+    /// `interval` (the fallback when announcements are lost).
+    pub async fn run_refresher(self: Arc<Self>, notify: Arc<Notify>, interval: Duration, shutdown: CancellationToken) {
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = notify.notified() => {}
+                _ = tokio::time::sleep(interval) => {}
+            }
+            if let Err(e) = self.check().await {
+                tracing::warn!(error = %e, "snapshot refresh failed; serving the last snapshot");
+            }
+        }
+    }
+
+    /// A cheap version check, followed by a refresh only when the store moved.
+    async fn check(&self) -> Result<(), StoreError> {
+        let version = self.store.version().await;
+        let result = match version {
+            Ok(v) if self.is_loaded() && v == self.state().version => Ok(()),
+            Ok(_) => return self.refresh().await,
+            Err(e) => Err(e),
+        };
+        self.note(&result);
+        result
+    }
+}
+
+fn affects_client(change: &Change) -> bool {
+    matches!(change.collection, Collection::Features | Collection::Tags)
+}
