@@ -1,7 +1,98 @@
-//! Flagpole: a feature-toggle service.
+//! Flagpole: a feature-toggle service. `run` starts the HTTP server and the background
+//! workers of one replica; the binary and the tests both call it.
 #![forbid(unsafe_code)]
 
+pub mod config;
 pub mod domain;
+pub mod error;
+pub mod http;
 pub mod service;
 pub mod snapshot;
+pub mod state;
 pub mod store;
+pub mod telemetry;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use config::Settings;
+use service::Service;
+use snapshot::Snapshot;
+use state::AppState;
+use store::{embedded::EmbeddedStore, redis::RedisStore, Store, StoreError};
+
+/// Why the service could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("cannot open the store: {0}")]
+    Store(#[from] StoreError),
+    #[error("server failed: {0}")]
+    Serve(#[from] std::io::Error),
+}
+
+/// Opens the store the settings name.
+pub fn open_store(settings: &Settings) -> Result<Store, StoreError> {
+    Ok(match &settings.redis_url {
+        Some(url) => Store::Redis(RedisStore::connect(url, &settings.key_prefix)?),
+        None => Store::Embedded(EmbeddedStore::open(&settings.data_dir)?),
+    })
+}
+
+/// Runs one replica on `listener` until `shutdown` is cancelled, then drains requests.
+pub async fn run(settings: Settings, listener: TcpListener, shutdown: CancellationToken) -> Result<(), RunError> {
+    let store = open_store(&settings)?;
+    tracing::info!(backend = store.backend_name(), "store opened");
+    let snapshot = Arc::new(Snapshot::new(store.clone()));
+    let service = Service::new(store.clone(), snapshot.clone());
+    let notify = Arc::new(Notify::new());
+    let interval = Duration::from_millis(settings.refresh_interval_ms);
+
+    let mut workers = tokio::task::JoinSet::new();
+    if let Store::Redis(redis) = &store {
+        let (redis, notify, shutdown) = (redis.clone(), notify.clone(), shutdown.clone());
+        workers.spawn(async move { redis.listen_for_versions(notify, shutdown).await });
+    }
+    workers.spawn(load_and_seed(service.clone(), snapshot.clone(), interval, shutdown.clone()));
+    workers.spawn(snapshot.clone().run_refresher(notify, interval, shutdown.clone()));
+
+    let app = http::app(AppState {
+        service,
+        snapshot,
+        auth: settings.auth,
+    });
+    tracing::info!(address = %listener.local_addr()?, "listening");
+    let served = axum::serve(listener, axum::ServiceExt::<axum::extract::Request>::into_make_service(app))
+        .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+        .await;
+    shutdown.cancel();
+    while workers.join_next().await.is_some() {}
+    Ok(served?)
+}
+
+/// First load of the snapshot and seeding of a new store, retried until the store answers.
+async fn load_and_seed(service: Service, snapshot: Arc<Snapshot>, retry: Duration, shutdown: CancellationToken) {
+    loop {
+        let attempt = async {
+            snapshot.refresh().await?;
+            service.seed_if_empty().await.map_err(|e| match e {
+                service::ServiceError::Store(e) => e,
+                other => StoreError::Unavailable(other.to_string()),
+            })
+        };
+        match attempt.await {
+            Ok(()) => {
+                tracing::info!(version = snapshot.state().version, "configuration loaded");
+                return;
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot load the configuration yet; retrying"),
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(retry.max(Duration::from_millis(200))) => {}
+        }
+    }
+}

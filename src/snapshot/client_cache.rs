@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use axum::http::HeaderValue;
 use base64::Engine;
@@ -96,6 +96,15 @@ impl ClientFeaturesCache {
             .await
             .clone()
     }
+}
+
+/// The response of a filter that matches nothing (an empty toggle list); the same for every
+/// version.
+pub fn no_match() -> Arc<ClientResponse> {
+    static EMPTY: OnceLock<Arc<ClientResponse>> = OnceLock::new();
+    EMPTY
+        .get_or_init(|| Arc::new(build(&ConfigState::default(), &FeatureFilter::default())))
+        .clone()
 }
 
 async fn build_off_runtime(state: Arc<ConfigState>, filter: FeatureFilter) -> Arc<ClientResponse> {

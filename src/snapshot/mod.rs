@@ -16,7 +16,7 @@ use arc_swap::ArcSwap;
 use tokio::sync::{Mutex, Notify};
 use tokio_util::sync::CancellationToken;
 
-pub use client_cache::{ClientFeaturesCache, ClientResponse};
+pub use client_cache::{no_match, ClientFeaturesCache, ClientResponse};
 
 use crate::domain::state::ConfigState;
 use crate::store::{Change, Collection, Store, StoreError};

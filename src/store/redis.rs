@@ -104,6 +104,10 @@ impl RedisStore {
             .await
             .map_err(unavailable)?;
         let current = current.unwrap_or(0);
+        if current < version {
+            // The store went backwards (restored or flushed): only a full reload is consistent.
+            return Ok(None);
+        }
         let mut sets = Vec::with_capacity(reply.ids.len());
         let mut expected = version + 1;
         for entry in reply.ids {
@@ -128,7 +132,7 @@ impl RedisStore {
             expected += 1;
         }
         // The log must reach the current version; otherwise it was trimmed or lost.
-        if expected - 1 != current.max(version) {
+        if expected - 1 != current {
             return Ok(None);
         }
         Ok(Some(sets))

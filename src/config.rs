@@ -1,0 +1,74 @@
+//! Settings, from flags or environment variables (`flagpole --help` lists them).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line, for log collectors.
+    Json,
+}
+
+/// How admin callers identify themselves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AuthMode {
+    /// HTTP basic auth; the username is the caller's identity, the password is not checked
+    /// (the spec's "insecure" method). Requests without it get 401.
+    Insecure,
+    /// No identification: every admin call acts as `unknown`. Local development only.
+    None,
+}
+
+/// Flagpole's settings.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "flagpole", version, about = "Flagpole feature-toggle service")]
+pub struct Settings {
+    /// Address to listen on.
+    #[arg(long, env = "FLAGPOLE_LISTEN", default_value = "0.0.0.0:4242")]
+    pub listen: SocketAddr,
+
+    /// Redis URL (redis://host:port/db, rediss://…, redis+unix:///path). Unset: the embedded
+    /// single-node store in --data-dir.
+    #[arg(long, env = "FLAGPOLE_REDIS_URL")]
+    pub redis_url: Option<String>,
+
+    /// Directory of the embedded store's files (used when no Redis URL is set).
+    #[arg(long, env = "FLAGPOLE_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+
+    /// Prefix of every Redis key, so several installations can share one Redis.
+    #[arg(long, env = "FLAGPOLE_KEY_PREFIX", default_value = "flagpole", value_parser = parse_key_prefix)]
+    pub key_prefix: String,
+
+    /// Log line format.
+    #[arg(long, env = "FLAGPOLE_LOG_FORMAT", value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+
+    /// How admin callers identify themselves.
+    #[arg(long, env = "FLAGPOLE_AUTH", value_enum, default_value = "insecure")]
+    pub auth: AuthMode,
+
+    /// Fallback interval of the snapshot's version check, in milliseconds (pub/sub normally
+    /// announces new versions at once).
+    #[arg(long, env = "FLAGPOLE_REFRESH_INTERVAL_MS", default_value_t = 500, value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    pub refresh_interval_ms: u64,
+}
+
+fn parse_key_prefix(value: &str) -> Result<String, String> {
+    if value.is_empty() || value.contains(['{', '}', ' ']) {
+        return Err("the key prefix must be non-empty without braces or spaces".into());
+    }
+    Ok(value.to_string())
+}
+
+impl Settings {
+    /// Settings for tests and embedding: the defaults, as if no flag or variable were given.
+    pub fn defaults() -> Self {
+        Self::parse_from(["flagpole"])
+    }
+}

@@ -1,0 +1,161 @@
+//! `ApiError`: the one error type of the HTTP edge, its status mapping and its JSON body
+//! `{"message": …, "details": [{"message": …, "path": …}]}`.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Serialize;
+
+use crate::domain::{DomainError, FieldError};
+use crate::service::ServiceError;
+use crate::store::StoreError;
+
+/// Everything a request can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// 400: the input is malformed or breaks a rule.
+    #[error("{message}")]
+    BadRequest { message: String, details: Vec<FieldError> },
+    /// 401: the caller did not identify itself.
+    #[error("You have to identify yourself in order to use Flagpole: send HTTP basic auth")]
+    Unauthorized,
+    /// 403: not allowed (spec §7: also a toggle name already in use).
+    #[error("{0}")]
+    Forbidden(String),
+    /// 404: no such resource or route.
+    #[error("{0}")]
+    NotFound(String),
+    /// 405: the route exists, the method does not.
+    #[error("method not allowed on this path")]
+    MethodNotAllowed,
+    /// 409: the resource already exists or is in a conflicting state.
+    #[error("{0}")]
+    Conflict(String),
+    /// 413: the body is larger than allowed.
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    /// 415: the body is not JSON.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    /// 500: a fault of ours; the cause is logged, never returned.
+    #[error("internal error")]
+    Internal(String),
+    /// 503: the store is unreachable or the replica is not ready; retry later.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    message: &'a str,
+    details: Vec<FieldError>,
+}
+
+impl ApiError {
+    /// A 400 with a single problem.
+    pub fn bad_request(path: &str, message: impl Into<String>) -> Self {
+        let message = message.into();
+        Self::BadRequest {
+            details: vec![FieldError {
+                message: message.clone(),
+                path: path.to_string(),
+            }],
+            message,
+        }
+    }
+
+    /// The status this error is answered with.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::BadRequest { .. } => StatusCode::BAD_REQUEST,
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::NotFound(_) => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let message = self.to_string();
+        let details = match &self {
+            Self::BadRequest { details, .. } => details.clone(),
+            _ => vec![FieldError {
+                message: message.clone(),
+                path: String::new(),
+            }],
+        };
+        match &self {
+            Self::Internal(cause) => tracing::error!(%cause, "request failed"),
+            Self::Unavailable(cause) => tracing::warn!(%cause, "request refused: unavailable"),
+            _ => {}
+        }
+        let mut response = (status, Json(ErrorBody { message: &message, details })).into_response();
+        match self {
+            Self::Unauthorized => {
+                response.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Basic realm=\"flagpole\""),
+                );
+            }
+            Self::Unavailable(_) => {
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            _ => {}
+        }
+        response
+    }
+}
+
+impl From<DomainError> for ApiError {
+    fn from(e: DomainError) -> Self {
+        match e {
+            DomainError::Invalid(errors) => Self::BadRequest {
+                message: errors
+                    .0
+                    .first()
+                    .map_or_else(|| "invalid input".to_string(), |d| d.message.clone()),
+                details: errors.0,
+            },
+            DomainError::ToggleNameTaken(m) | DomainError::Forbidden(m) => Self::Forbidden(m),
+            DomainError::AlreadyExists(m) => Self::Conflict(m),
+            DomainError::NotFound(m) => Self::NotFound(m),
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Unavailable(cause) => Self::Unavailable(format!(
+                "The store is unreachable, nothing was changed; try again shortly ({cause})"
+            )),
+            StoreError::Corrupt(cause) => Self::Internal(cause),
+        }
+    }
+}
+
+impl From<ServiceError> for ApiError {
+    fn from(e: ServiceError) -> Self {
+        match e {
+            ServiceError::Domain(e) => e.into(),
+            ServiceError::Store(e) => e.into(),
+            ServiceError::Contention => Self::Unavailable(e.to_string()),
+            ServiceError::NotReady => Self::Unavailable(
+                "The configuration has not been loaded from the store yet; try again shortly".into(),
+            ),
+        }
+    }
+}
+
+/// The result type of handlers.
+pub type ApiResult<T> = Result<T, ApiError>;

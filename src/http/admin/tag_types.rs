@@ -1,0 +1,77 @@
+//! `/api/admin/tag-types` (API-FACTS §4.2).
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+use crate::domain::tag::TagTypeSpec;
+use crate::domain::DomainError;
+use crate::error::{ApiError, ApiResult};
+use crate::http::empty;
+use crate::http::extract::AppJson;
+use crate::service::{Actor, Service};
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/tag-types", get(list_tag_types).post(create_tag_type))
+        .route("/tag-types/validate", post(validate_tag_type))
+        .route(
+            "/tag-types/{name}",
+            get(get_tag_type).put(update_tag_type).delete(delete_tag_type),
+        )
+}
+
+async fn list_tag_types(State(service): State<Service>) -> ApiResult<Json<Value>> {
+    let state = service.state()?;
+    let tag_types: Vec<_> = state.tag_types.values().collect();
+    Ok(Json(json!({"version": 1, "tagTypes": tag_types})))
+}
+
+async fn get_tag_type(State(service): State<Service>, Path(name): Path<String>) -> ApiResult<Json<Value>> {
+    let state = service.state()?;
+    let tag_type = state
+        .tag_types
+        .get(&name)
+        .ok_or_else(|| ApiError::NotFound(format!("Could not find tag type \"{name}\"")))?;
+    Ok(Json(json!({"version": 1, "tagType": tag_type})))
+}
+
+async fn create_tag_type(
+    State(service): State<Service>,
+    actor: Actor,
+    AppJson(spec): AppJson<TagTypeSpec>,
+) -> ApiResult<Response> {
+    let tag_type = service.create_tag_type(&actor, spec).await?;
+    Ok((StatusCode::CREATED, Json(tag_type)).into_response())
+}
+
+async fn validate_tag_type(State(service): State<Service>, AppJson(spec): AppJson<TagTypeSpec>) -> ApiResult<Json<Value>> {
+    let tag_type = spec.validate(None)?;
+    if service.state()?.tag_types.contains_key(&tag_type.name) {
+        return Err(DomainError::AlreadyExists(format!(
+            "There already exists a tag-type with the name {}",
+            tag_type.name
+        ))
+        .into());
+    }
+    Ok(Json(json!({"valid": true, "tagType": tag_type})))
+}
+
+async fn update_tag_type(
+    State(service): State<Service>,
+    actor: Actor,
+    Path(name): Path<String>,
+    AppJson(spec): AppJson<TagTypeSpec>,
+) -> ApiResult<Json<Value>> {
+    let tag_type = service.update_tag_type(&actor, &name, spec).await?;
+    Ok(Json(json!(tag_type)))
+}
+
+async fn delete_tag_type(State(service): State<Service>, actor: Actor, Path(name): Path<String>) -> ApiResult<Response> {
+    service.delete_tag_type(&actor, &name).await?;
+    Ok(empty(StatusCode::OK))
+}

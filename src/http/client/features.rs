@@ -1,0 +1,96 @@
+//! `GET /api/client/features`: the hot path. The response bytes, gzip and ETag come from the
+//! snapshot's cache; a request only picks the entry and compares headers.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{header, HeaderMap, HeaderValue, Response, StatusCode};
+use axum::response::IntoResponse;
+use axum::Json;
+
+use crate::domain::filter::FeatureFilter;
+use crate::domain::views::ClientToggle;
+use crate::error::{ApiError, ApiResult};
+use crate::http::extract::FilterQuery;
+use crate::snapshot::{no_match, ClientResponse, Snapshot};
+
+fn accepts_gzip(headers: &HeaderMap) -> bool {
+    headers.get_all(header::ACCEPT_ENCODING).iter().any(|value| {
+        value.to_str().is_ok_and(|list| {
+            list.split(',').any(|item| {
+                let mut parts = item.split(';');
+                let coding = parts.next().unwrap_or("").trim();
+                let refused = parts.any(|p| {
+                    p.trim()
+                        .strip_prefix("q=")
+                        .and_then(|q| q.trim().parse::<f32>().ok())
+                        .is_some_and(|q| q == 0.0)
+                });
+                (coding.eq_ignore_ascii_case("gzip") || coding == "*") && !refused
+            })
+        })
+    })
+}
+
+fn respond(response: &ClientResponse, headers: &HeaderMap) -> Response<Body> {
+    let not_modified = headers
+        .get(header::IF_NONE_MATCH)
+        .is_some_and(|inm| response.matches(inm.as_bytes()));
+    let mut builder = Response::builder()
+        .header(header::ETAG, response.etag.clone())
+        .header(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    let body = if not_modified {
+        builder = builder.status(StatusCode::NOT_MODIFIED);
+        Body::empty()
+    } else {
+        builder = builder.status(StatusCode::OK).header(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json; charset=utf-8"),
+        );
+        if accepts_gzip(headers) {
+            builder = builder.header(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+            Body::from(response.gzip.clone())
+        } else {
+            Body::from(response.plain.clone())
+        }
+    };
+    builder
+        .body(body)
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// All active toggles in the client format (spec §4.1).
+pub async fn list_client_features(
+    State(snapshot): State<Arc<Snapshot>>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response<Body> {
+    if !snapshot.is_loaded() {
+        return ApiError::Unavailable("The configuration has not been loaded yet".into()).into_response();
+    }
+    let loaded = snapshot.current();
+    let filter = match query.as_deref() {
+        None | Some("") => Some(FeatureFilter::default()),
+        // spec §4.1 allows only 20x/304 here: a malformed filter matches no toggle.
+        Some(q) => FilterQuery::parse(q).ok().and_then(|f| f.filter().ok()),
+    };
+    let response = match filter {
+        Some(filter) => loaded.client.response(&loaded.state, &filter).await,
+        None => no_match(),
+    };
+    respond(&response, &headers)
+}
+
+/// One active toggle in the client format, without `version`; for debugging.
+pub async fn get_client_feature(
+    State(snapshot): State<Arc<Snapshot>>,
+    Path(name): Path<String>,
+) -> ApiResult<Response<Body>> {
+    let state = snapshot.state();
+    let toggle = state
+        .features
+        .get(&name)
+        .ok_or_else(|| ApiError::NotFound(format!("Could not find feature \"{name}\"")))?;
+    Ok(Json(ClientToggle::new(toggle)).into_response())
+}

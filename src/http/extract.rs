@@ -1,0 +1,151 @@
+//! Our extractors: JSON bodies, list filters and the admin caller, each failing with
+//! `ApiError` (400/401/415 with a JSON body) instead of axum's defaults.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::{header, request::Parts, HeaderMap};
+use axum::middleware::Next;
+use axum::response::Response;
+use axum_extra::headers::authorization::Basic;
+use axum_extra::headers::{Authorization, HeaderMapExt};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+
+use crate::config::AuthMode;
+use crate::domain::filter::FeatureFilter;
+use crate::domain::DomainError;
+use crate::error::ApiError;
+use crate::service::Actor;
+
+/// A JSON request body. Lenient about Content-Type (any JSON type, with or without
+/// parameters, or none at all); strict about the document.
+pub struct AppJson<T>(pub T);
+
+/// Whether the request declares a non-JSON body (no Content-Type counts as JSON).
+fn declares_other_media_type(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(header::CONTENT_TYPE)?;
+    let essence = value
+        .to_str()
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let json = essence == "application/json" || essence.ends_with("+json") || essence.is_empty();
+    (!json).then_some(essence)
+}
+
+/// Parses a JSON document, naming the path of a type mismatch.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::bad_request("", "A JSON body is required"));
+    }
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
+        let path = e.path().to_string();
+        let path = if path == "." { String::new() } else { path };
+        let inner = e.into_inner();
+        let message = if inner.is_syntax() || inner.is_eof() {
+            format!("The body is not valid JSON: {inner}")
+        } else {
+            format!("Invalid value{}: {inner}", if path.is_empty() { String::new() } else { format!(" at \"{path}\"") })
+        };
+        ApiError::bad_request(&path, message)
+    })?;
+    deserializer
+        .end()
+        .map_err(|e| ApiError::bad_request("", format!("The body is not valid JSON: {e}")))?;
+    Ok(value)
+}
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for AppJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let declared = declares_other_media_type(req.headers());
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+            if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::PayloadTooLarge("The body is larger than allowed".into())
+            } else {
+                ApiError::bad_request("", format!("Could not read the body: {e}"))
+            }
+        })?;
+        match (parse_json(&bytes), declared) {
+            (Ok(value), _) => Ok(AppJson(value)),
+            // A JSON document sent with another Content-Type (curl -d does that) is accepted;
+            // anything else under a foreign Content-Type is a 415.
+            (Err(_), Some(essence)) => Err(ApiError::UnsupportedMediaType(format!(
+                "Expected a JSON body (Content-Type: application/json), got \"{essence}\""
+            ))),
+            (Err(e), None) => Err(e),
+        }
+    }
+}
+
+/// The raw `tag[]`/`tag`, `project`/`project[]` and `namePrefix` query parameters.
+#[derive(Debug, Default, Deserialize)]
+pub struct FilterQuery {
+    #[serde(default, rename = "tag[]")]
+    tag_list: Vec<String>,
+    #[serde(default)]
+    tag: Vec<String>,
+    #[serde(default, rename = "project[]")]
+    project_list: Vec<String>,
+    #[serde(default)]
+    project: Vec<String>,
+    #[serde(default, rename = "namePrefix")]
+    name_prefix: Option<String>,
+}
+
+impl FilterQuery {
+    /// Parses a raw query string.
+    pub fn parse(query: &str) -> Result<Self, ApiError> {
+        serde_html_form::from_str(query)
+            .map_err(|e| ApiError::bad_request("", format!("Invalid query string: {e}")))
+    }
+
+    /// The validated filter.
+    pub fn filter(self) -> Result<FeatureFilter, DomainError> {
+        let tags: Vec<String> = self.tag_list.into_iter().chain(self.tag).collect();
+        let projects: Vec<String> = self.project_list.into_iter().chain(self.project).collect();
+        FeatureFilter::parse(&tags, &projects, self.name_prefix.as_deref())
+    }
+}
+
+/// Middleware on the admin routes: identifies the caller per `AuthMode` and stores the
+/// resulting [`Actor`] in the request, or answers 401.
+pub async fn authenticate_admin(
+    axum::extract::State(mode): axum::extract::State<AuthMode>,
+    mut req: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let actor = match mode {
+        AuthMode::None => Actor("unknown".into()),
+        AuthMode::Insecure => {
+            // The insecure method: the basic-auth username is the identity; the password is
+            // not checked. API tokens will plug in here.
+            let username = req
+                .headers()
+                .typed_get::<Authorization<Basic>>()
+                .map(|auth| auth.username().trim().to_string())
+                .filter(|name| !name.is_empty())
+                .ok_or(ApiError::Unauthorized)?;
+            Actor(username)
+        }
+    };
+    req.extensions_mut().insert(actor);
+    Ok(next.run(req).await)
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Actor {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        parts
+            .extensions
+            .get::<Actor>()
+            .cloned()
+            .ok_or(ApiError::Unauthorized)
+    }
+}

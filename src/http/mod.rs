@@ -1,0 +1,56 @@
+//! The HTTP edge: one router per resource, merged here with the layers they share.
+
+pub mod admin;
+pub mod client;
+pub mod extract;
+mod index;
+
+use axum::extract::Request;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::{middleware, Router};
+use tower::Layer;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::normalize_path::{NormalizePath, NormalizePathLayer};
+use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
+use tower_http::trace::TraceLayer;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The whole application. `NormalizePath` wraps the router (as a router layer it would run
+/// after routing) so that `POST /api/admin/features/` reaches the same handler.
+pub fn app(state: AppState) -> NormalizePath<Router> {
+    let admin = admin::router().route_layer(middleware::from_fn_with_state(
+        state.clone(),
+        extract::authenticate_admin,
+    ));
+    let router = Router::new()
+        .merge(index::router())
+        .nest("/api/client", client::router())
+        .nest("/api/admin", admin)
+        .fallback(unknown_route)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(CatchPanicLayer::custom(|_| {
+            ApiError::Internal("handler panicked".into()).into_response()
+        }))
+        .layer(TraceLayer::new_for_http())
+        .layer(SetSensitiveRequestHeadersLayer::new([
+            axum::http::header::AUTHORIZATION,
+        ]))
+        .with_state(state);
+    NormalizePathLayer::trim_trailing_slash().layer(router)
+}
+
+async fn unknown_route(req: Request) -> ApiError {
+    ApiError::NotFound(format!("No route for {} {}", req.method(), req.uri().path()))
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
+}
+
+/// A 200 or 201 with an empty body, for writes whose result the spec does not shape.
+pub fn empty(status: StatusCode) -> Response {
+    status.into_response()
+}

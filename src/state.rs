@@ -1,0 +1,35 @@
+//! `AppState`, shared by every handler, and the sub-states handlers take.
+
+use std::sync::Arc;
+
+use axum::extract::FromRef;
+
+use crate::config::AuthMode;
+use crate::service::Service;
+use crate::snapshot::Snapshot;
+
+/// Everything the HTTP layer needs; cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    pub service: Service,
+    pub snapshot: Arc<Snapshot>,
+    pub auth: AuthMode,
+}
+
+impl FromRef<AppState> for Service {
+    fn from_ref(state: &AppState) -> Self {
+        state.service.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<Snapshot> {
+    fn from_ref(state: &AppState) -> Self {
+        state.snapshot.clone()
+    }
+}
+
+impl FromRef<AppState> for AuthMode {
+    fn from_ref(state: &AppState) -> Self {
+        state.auth
+    }
+}
