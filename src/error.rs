@@ -15,7 +15,10 @@ use crate::store::StoreError;
 pub enum ApiError {
     /// 400: the input is malformed or breaks a rule.
     #[error("{message}")]
-    BadRequest { message: String, details: Vec<FieldError> },
+    BadRequest {
+        message: String,
+        details: Vec<FieldError>,
+    },
     /// 401: the caller did not identify itself.
     #[error("You have to identify yourself in order to use Flagpole: send HTTP basic auth")]
     Unauthorized,
@@ -97,7 +100,14 @@ impl IntoResponse for ApiError {
             Self::Unavailable(cause) => tracing::warn!(%cause, "request refused: unavailable"),
             _ => {}
         }
-        let mut response = (status, Json(ErrorBody { message: &message, details })).into_response();
+        let mut response = (
+            status,
+            Json(ErrorBody {
+                message: &message,
+                details,
+            }),
+        )
+            .into_response();
         match self {
             Self::Unauthorized => {
                 response.headers_mut().insert(
@@ -151,7 +161,8 @@ impl From<ServiceError> for ApiError {
             ServiceError::Store(e) => e.into(),
             ServiceError::Contention => Self::Unavailable(e.to_string()),
             ServiceError::NotReady => Self::Unavailable(
-                "The configuration has not been loaded from the store yet; try again shortly".into(),
+                "The configuration has not been loaded from the store yet; try again shortly"
+                    .into(),
             ),
         }
     }

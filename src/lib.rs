@@ -43,7 +43,11 @@ pub fn open_store(settings: &Settings) -> Result<Store, StoreError> {
 }
 
 /// Runs one replica on `listener` until `shutdown` is cancelled, then drains requests.
-pub async fn run(settings: Settings, listener: TcpListener, shutdown: CancellationToken) -> Result<(), RunError> {
+pub async fn run(
+    settings: Settings,
+    listener: TcpListener,
+    shutdown: CancellationToken,
+) -> Result<(), RunError> {
     let store = open_store(&settings)?;
     tracing::info!(backend = store.backend_name(), "store opened");
     let snapshot = Arc::new(Snapshot::new(store.clone()));
@@ -56,8 +60,17 @@ pub async fn run(settings: Settings, listener: TcpListener, shutdown: Cancellati
         let (redis, notify, shutdown) = (redis.clone(), notify.clone(), shutdown.clone());
         workers.spawn(async move { redis.listen_for_versions(notify, shutdown).await });
     }
-    workers.spawn(load_and_seed(service.clone(), snapshot.clone(), interval, shutdown.clone()));
-    workers.spawn(snapshot.clone().run_refresher(notify, interval, shutdown.clone()));
+    workers.spawn(load_and_seed(
+        service.clone(),
+        snapshot.clone(),
+        interval,
+        shutdown.clone(),
+    ));
+    workers.spawn(
+        snapshot
+            .clone()
+            .run_refresher(notify, interval, shutdown.clone()),
+    );
 
     let app = http::app(AppState {
         service,
@@ -65,16 +78,24 @@ pub async fn run(settings: Settings, listener: TcpListener, shutdown: Cancellati
         auth: settings.auth,
     });
     tracing::info!(address = %listener.local_addr()?, "listening");
-    let served = axum::serve(listener, axum::ServiceExt::<axum::extract::Request>::into_make_service(app))
-        .with_graceful_shutdown(shutdown.clone().cancelled_owned())
-        .await;
+    let served = axum::serve(
+        listener,
+        axum::ServiceExt::<axum::extract::Request>::into_make_service(app),
+    )
+    .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+    .await;
     shutdown.cancel();
     while workers.join_next().await.is_some() {}
     Ok(served?)
 }
 
 /// First load of the snapshot and seeding of a new store, retried until the store answers.
-async fn load_and_seed(service: Service, snapshot: Arc<Snapshot>, retry: Duration, shutdown: CancellationToken) {
+async fn load_and_seed(
+    service: Service,
+    snapshot: Arc<Snapshot>,
+    retry: Duration,
+    shutdown: CancellationToken,
+) {
     loop {
         let attempt = async {
             snapshot.refresh().await?;
@@ -85,6 +106,7 @@ async fn load_and_seed(service: Service, snapshot: Arc<Snapshot>, retry: Duratio
         };
         match attempt.await {
             Ok(()) => {
+                snapshot.mark_ready();
                 tracing::info!(version = snapshot.state().version, "configuration loaded");
                 return;
             }

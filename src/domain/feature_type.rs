@@ -17,7 +17,8 @@ pub const FEATURE_TYPES: [FeatureType; 5] = [
     FeatureType {
         id: "release",
         name: "Release",
-        description: "Used to enable trunk-based development for teams practicing Continuous Delivery.",
+        description:
+            "Used to enable trunk-based development for teams practicing Continuous Delivery.",
         lifetime_days: Some(40),
     },
     FeatureType {
@@ -41,7 +42,8 @@ pub const FEATURE_TYPES: [FeatureType; 5] = [
     FeatureType {
         id: "permission",
         name: "Permission",
-        description: "Used to change the features or product experience that certain users receive.",
+        description:
+            "Used to change the features or product experience that certain users receive.",
         lifetime_days: None,
     },
 ];

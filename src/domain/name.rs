@@ -39,14 +39,28 @@ mod tests {
 
     #[test]
     fn accepts_url_friendly_names() {
-        for ok in ["com.example", "com.example-company.someFeature.123", "123", "a_b~c*d'(e)!"] {
+        for ok in [
+            "com.example",
+            "com.example-company.someFeature.123",
+            "123",
+            "a_b~c*d'(e)!",
+        ] {
             assert_eq!(check_name("name", ok, 2, NAME_MAX), Ok(()), "{ok}");
         }
     }
 
     #[test]
     fn rejects_other_names() {
-        for bad in ["some example", "some$example", "me&me", "   ", "o2%ae", "ØÆ`", "a", ""] {
+        for bad in [
+            "some example",
+            "some$example",
+            "me&me",
+            "   ",
+            "o2%ae",
+            "ØÆ`",
+            "a",
+            "",
+        ] {
             assert!(check_name("name", bad, 2, NAME_MAX).is_err(), "{bad}");
         }
         assert!(check_name("name", &"x".repeat(101), 2, NAME_MAX).is_err());

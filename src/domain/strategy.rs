@@ -57,7 +57,10 @@ impl StrategyDefinitionSpec {
         let mut errors = ValidationErrors::default();
         let name = match (self.name, path_name) {
             (Some(body), Some(path)) if body != path => {
-                errors.push("name", "\"name\" in the body must match the name in the path");
+                errors.push(
+                    "name",
+                    "\"name\" in the body must match the name in the path",
+                );
                 body
             }
             (Some(name), _) => name,
@@ -118,7 +121,11 @@ fn param(name: &str, kind: &str, required: bool, description: &str) -> Parameter
     }
 }
 
-fn built_in(name: &str, description: &str, parameters: Vec<ParameterDefinition>) -> StrategyDefinition {
+fn built_in(
+    name: &str,
+    description: &str,
+    parameters: Vec<ParameterDefinition>,
+) -> StrategyDefinition {
     StrategyDefinition {
         name: name.into(),
         description: description.into(),
@@ -173,7 +180,12 @@ pub fn built_in_strategies() -> Vec<StrategyDefinition> {
         built_in(
             "remoteAddress",
             "Active for remote addresses defined in the IPs list.",
-            vec![param("IPs", "list", true, "List of IPs to enable the feature toggle for.")],
+            vec![param(
+                "IPs",
+                "list",
+                true,
+                "List of IPs to enable the feature toggle for.",
+            )],
         ),
         built_in(
             "flexibleRollout",

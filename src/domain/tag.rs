@@ -112,7 +112,10 @@ impl TagTypeSpec {
         let mut errors = ValidationErrors::default();
         let name = match (self.name, path_name) {
             (Some(body), Some(path)) if body != path => {
-                errors.push("name", "\"name\" in the body must match the name in the path");
+                errors.push(
+                    "name",
+                    "\"name\" in the body must match the name in the path",
+                );
                 body
             }
             (Some(name), _) => name,

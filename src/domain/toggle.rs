@@ -430,7 +430,9 @@ impl Toggle {
     pub fn replaced_by(&self, valid: ValidToggle) -> Self {
         Self {
             name: self.name.clone(),
-            description: valid.description.unwrap_or_else(|| self.description.clone()),
+            description: valid
+                .description
+                .unwrap_or_else(|| self.description.clone()),
             kind: valid.kind,
             project: valid.project,
             enabled: valid.enabled,
@@ -477,7 +479,12 @@ mod tests {
         let paths: Vec<_> = errors.0.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(
             paths,
-            ["name", "strategies", "variants[0].weight", "variants[0].weightType"]
+            [
+                "name",
+                "strategies",
+                "variants[0].weight",
+                "variants[0].weightType"
+            ]
         );
     }
 

@@ -49,7 +49,14 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         let message = if inner.is_syntax() || inner.is_eof() {
             format!("The body is not valid JSON: {inner}")
         } else {
-            format!("Invalid value{}: {inner}", if path.is_empty() { String::new() } else { format!(" at \"{path}\"") })
+            format!(
+                "Invalid value{}: {inner}",
+                if path.is_empty() {
+                    String::new()
+                } else {
+                    format!(" at \"{path}\"")
+                }
+            )
         };
         ApiError::bad_request(&path, message)
     })?;

@@ -59,8 +59,10 @@ async fn client_index() -> Json<Value> {
 
 /// `GOOD` while the configuration is loaded and the store answered the last check; never
 /// touches the store itself, so probes cannot overload it.
-async fn health(axum::extract::State(snapshot): axum::extract::State<Arc<Snapshot>>) -> impl IntoResponse {
-    let loaded = snapshot.is_loaded();
+async fn health(
+    axum::extract::State(snapshot): axum::extract::State<Arc<Snapshot>>,
+) -> impl IntoResponse {
+    let loaded = snapshot.is_ready();
     let reachable = snapshot.store_reachable();
     let body = json!({
         "health": if loaded && reachable { "GOOD" } else { "BAD" },

@@ -43,7 +43,11 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
 }
 
 async fn unknown_route(req: Request) -> ApiError {
-    ApiError::NotFound(format!("No route for {} {}", req.method(), req.uri().path()))
+    ApiError::NotFound(format!(
+        "No route for {} {}",
+        req.method(),
+        req.uri().path()
+    ))
 }
 
 async fn method_not_allowed() -> ApiError {

@@ -62,11 +62,20 @@ impl<T> Plan<T> {
     }
 
     /// Writes `record` under `key`.
-    pub fn put(&mut self, collection: Collection, key: &str, record: &impl Serialize) -> Result<(), DomainError> {
-        let value = serde_json::to_string(record)
-            .map_err(|e| DomainError::Invalid(crate::domain::ValidationErrors(vec![
-                crate::domain::FieldError { message: e.to_string(), path: String::new() },
-            ])))?;
+    pub fn put(
+        &mut self,
+        collection: Collection,
+        key: &str,
+        record: &impl Serialize,
+    ) -> Result<(), DomainError> {
+        let value = serde_json::to_string(record).map_err(|e| {
+            DomainError::Invalid(crate::domain::ValidationErrors(vec![
+                crate::domain::FieldError {
+                    message: e.to_string(),
+                    path: String::new(),
+                },
+            ]))
+        })?;
         self.changes.push(Change {
             collection,
             key: key.to_string(),
@@ -109,9 +118,9 @@ impl Service {
         Self { store, snapshot }
     }
 
-    /// The current configuration, or `NotReady` before the first load.
+    /// The current configuration, or `NotReady` before the first load and seeding.
     pub fn state(&self) -> Result<Arc<ConfigState>, ServiceError> {
-        if self.snapshot.is_loaded() {
+        if self.snapshot.is_ready() {
             Ok(self.snapshot.state())
         } else {
             Err(ServiceError::NotReady)
@@ -125,15 +134,35 @@ impl Service {
         &self,
         decide: impl Fn(&ConfigState, DateTime<Utc>) -> Result<Plan<T>, DomainError>,
     ) -> Result<T, ServiceError> {
+        self.state()?;
+        self.write_loaded(decide).await
+    }
+
+    /// `write` without the readiness check, for seeding a freshly loaded snapshot.
+    async fn write_loaded<T>(
+        &self,
+        decide: impl Fn(&ConfigState, DateTime<Utc>) -> Result<Plan<T>, DomainError>,
+    ) -> Result<T, ServiceError> {
         for _ in 0..COMMIT_ATTEMPTS {
-            let state = self.state()?;
+            if !self.snapshot.is_loaded() {
+                return Err(ServiceError::NotReady);
+            }
+            let state = self.snapshot.state();
             let plan = decide(&state, Utc::now())?;
             if plan.changes.is_empty() && plan.events.is_empty() {
                 return Ok(plan.output);
             }
-            match self.store.commit(state.version, &plan.changes, &plan.events).await? {
+            match self
+                .store
+                .commit(state.version, &plan.changes, &plan.events)
+                .await?
+            {
                 CommitOutcome::Committed { version } => {
-                    if let Err(e) = self.snapshot.apply_commit(state.version, version, &plan.changes).await {
+                    if let Err(e) = self
+                        .snapshot
+                        .apply_commit(state.version, version, &plan.changes)
+                        .await
+                    {
                         // The write is durable; the snapshot catches up on its next refresh.
                         tracing::warn!(error = %e, "snapshot update after commit failed");
                     }
@@ -146,7 +175,11 @@ impl Service {
     }
 
     /// Recorded events, newest first.
-    pub async fn events(&self, limit: usize, toggle: Option<&str>) -> Result<Vec<Event>, ServiceError> {
+    pub async fn events(
+        &self,
+        limit: usize,
+        toggle: Option<&str>,
+    ) -> Result<Vec<Event>, ServiceError> {
         Ok(self.store.events(limit, toggle).await?)
     }
 

@@ -9,12 +9,12 @@ use crate::domain::tag::simple_tag_type;
 use crate::store::Collection;
 
 pub(super) async fn seed_if_empty(service: &Service) -> Result<(), ServiceError> {
-    if service.state()?.version > 0 {
+    if service.snapshot.state().version > 0 {
         return Ok(());
     }
     let actor = Actor("migration".into());
     service
-        .write(|state, now| {
+        .write_loaded(|state, now| {
             let mut plan = Plan::new(now, ());
             // Another replica may have seeded between our load and this decision.
             if state.version > 0 {

@@ -30,7 +30,11 @@ fn editable<'a>(state: &'a ConfigState, name: &str) -> Result<&'a StrategyDefini
 
 impl Service {
     /// Adds a strategy definition.
-    pub async fn create_strategy(&self, actor: &Actor, spec: StrategyDefinitionSpec) -> Result<StrategyDefinition, ServiceError> {
+    pub async fn create_strategy(
+        &self,
+        actor: &Actor,
+        spec: StrategyDefinitionSpec,
+    ) -> Result<StrategyDefinition, ServiceError> {
         let strategy = spec.validate(None)?;
         self.write(|state, now| {
             if state.strategies.contains_key(&strategy.name) {
@@ -41,14 +45,24 @@ impl Service {
             }
             let mut plan = Plan::new(now, strategy.clone());
             plan.put(Collection::Strategies, &strategy.name, &strategy)?;
-            plan.event(EventKind::StrategyCreated, actor, event_data(&strategy), vec![]);
+            plan.event(
+                EventKind::StrategyCreated,
+                actor,
+                event_data(&strategy),
+                vec![],
+            );
             Ok(plan)
         })
         .await
     }
 
     /// Replaces a definition's description and parameters; keeps its deprecation.
-    pub async fn update_strategy(&self, actor: &Actor, name: &str, spec: StrategyDefinitionSpec) -> Result<StrategyDefinition, ServiceError> {
+    pub async fn update_strategy(
+        &self,
+        actor: &Actor,
+        name: &str,
+        spec: StrategyDefinitionSpec,
+    ) -> Result<StrategyDefinition, ServiceError> {
         let valid = spec.validate(Some(name))?;
         self.write(|state, now| {
             let current = editable(state, name)?;
@@ -58,7 +72,12 @@ impl Service {
             };
             let mut plan = Plan::new(now, strategy.clone());
             plan.put(Collection::Strategies, name, &strategy)?;
-            plan.event(EventKind::StrategyUpdated, actor, event_data(&strategy), vec![]);
+            plan.event(
+                EventKind::StrategyUpdated,
+                actor,
+                event_data(&strategy),
+                vec![],
+            );
             Ok(plan)
         })
         .await
@@ -70,14 +89,24 @@ impl Service {
             editable(state, name)?;
             let mut plan = Plan::new(now, ());
             plan.delete(Collection::Strategies, name);
-            plan.event(EventKind::StrategyDeleted, actor, json!({"name": name}), vec![]);
+            plan.event(
+                EventKind::StrategyDeleted,
+                actor,
+                json!({"name": name}),
+                vec![],
+            );
             Ok(plan)
         })
         .await
     }
 
     /// Marks a definition deprecated (or active again); a no-op when it already is.
-    pub async fn set_strategy_deprecated(&self, actor: &Actor, name: &str, deprecated: bool) -> Result<StrategyDefinition, ServiceError> {
+    pub async fn set_strategy_deprecated(
+        &self,
+        actor: &Actor,
+        name: &str,
+        deprecated: bool,
+    ) -> Result<StrategyDefinition, ServiceError> {
         self.write(|state, now| {
             let current = existing(state, name)?;
             if deprecated && name == "default" {
@@ -87,8 +116,15 @@ impl Service {
             }
             let mut plan = Plan::new(now, current.clone());
             if current.deprecated != deprecated {
-                let strategy = StrategyDefinition { deprecated, ..current.clone() };
-                let kind = if deprecated { EventKind::StrategyDeprecated } else { EventKind::StrategyReactivated };
+                let strategy = StrategyDefinition {
+                    deprecated,
+                    ..current.clone()
+                };
+                let kind = if deprecated {
+                    EventKind::StrategyDeprecated
+                } else {
+                    EventKind::StrategyReactivated
+                };
                 plan.put(Collection::Strategies, name, &strategy)?;
                 plan.event(kind, actor, json!({"name": name}), vec![]);
                 plan.output = strategy;

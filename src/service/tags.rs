@@ -86,7 +86,11 @@ impl Service {
     }
 
     /// Creates a tag type.
-    pub async fn create_tag_type(&self, actor: &Actor, spec: TagTypeSpec) -> Result<TagType, ServiceError> {
+    pub async fn create_tag_type(
+        &self,
+        actor: &Actor,
+        spec: TagTypeSpec,
+    ) -> Result<TagType, ServiceError> {
         let tag_type = spec.validate(None)?;
         self.write(|state, now| {
             if state.tag_types.contains_key(&tag_type.name) {
@@ -97,22 +101,39 @@ impl Service {
             }
             let mut plan = Plan::new(now, tag_type.clone());
             plan.put(Collection::TagTypes, &tag_type.name, &tag_type)?;
-            plan.event(EventKind::TagTypeCreated, actor, tag_type_data(&tag_type), vec![]);
+            plan.event(
+                EventKind::TagTypeCreated,
+                actor,
+                tag_type_data(&tag_type),
+                vec![],
+            );
             Ok(plan)
         })
         .await
     }
 
     /// Changes a tag type's description and icon.
-    pub async fn update_tag_type(&self, actor: &Actor, name: &str, spec: TagTypeSpec) -> Result<TagType, ServiceError> {
+    pub async fn update_tag_type(
+        &self,
+        actor: &Actor,
+        name: &str,
+        spec: TagTypeSpec,
+    ) -> Result<TagType, ServiceError> {
         let tag_type = spec.validate(Some(name))?;
         self.write(|state, now| {
             if !state.tag_types.contains_key(name) {
-                return Err(DomainError::NotFound(format!("Could not find tag type \"{name}\"")));
+                return Err(DomainError::NotFound(format!(
+                    "Could not find tag type \"{name}\""
+                )));
             }
             let mut plan = Plan::new(now, tag_type.clone());
             plan.put(Collection::TagTypes, name, &tag_type)?;
-            plan.event(EventKind::TagTypeUpdated, actor, tag_type_data(&tag_type), vec![]);
+            plan.event(
+                EventKind::TagTypeUpdated,
+                actor,
+                tag_type_data(&tag_type),
+                vec![],
+            );
             Ok(plan)
         })
         .await
@@ -122,7 +143,9 @@ impl Service {
     pub async fn delete_tag_type(&self, actor: &Actor, name: &str) -> Result<(), ServiceError> {
         self.write(|state, now| {
             if !state.tag_types.contains_key(name) {
-                return Err(DomainError::NotFound(format!("Could not find tag type \"{name}\"")));
+                return Err(DomainError::NotFound(format!(
+                    "Could not find tag type \"{name}\""
+                )));
             }
             let mut plan = Plan::new(now, ());
             untag_everywhere(state, &mut plan, |t| t.kind == name)?;
@@ -132,7 +155,12 @@ impl Service {
                 }
             }
             plan.delete(Collection::TagTypes, name);
-            plan.event(EventKind::TagTypeDeleted, actor, json!({"name": name}), vec![]);
+            plan.event(
+                EventKind::TagTypeDeleted,
+                actor,
+                json!({"name": name}),
+                vec![],
+            );
             Ok(plan)
         })
         .await

@@ -43,7 +43,11 @@ impl Service {
     }
 
     /// Creates a toggle (spec §3 "POST create").
-    pub async fn create_toggle(&self, actor: &Actor, spec: ToggleSpec) -> Result<Toggle, ServiceError> {
+    pub async fn create_toggle(
+        &self,
+        actor: &Actor,
+        spec: ToggleSpec,
+    ) -> Result<Toggle, ServiceError> {
         // Order of checks: name format, then uniqueness, then the rest of the document.
         let name = spec
             .name
@@ -56,14 +60,24 @@ impl Service {
             let toggle = Toggle::create(valid.clone(), now);
             let mut plan = Plan::new(now, toggle.clone());
             plan.put(Collection::Features, &toggle.name, &toggle)?;
-            plan.event(EventKind::FeatureCreated, actor, event_data(&toggle), vec![]);
+            plan.event(
+                EventKind::FeatureCreated,
+                actor,
+                event_data(&toggle),
+                vec![],
+            );
             Ok(plan)
         })
         .await
     }
 
     /// Replaces an active toggle's definition (PUT); the body's name, if any, must match.
-    pub async fn update_toggle(&self, actor: &Actor, name: &str, mut spec: ToggleSpec) -> Result<Toggle, ServiceError> {
+    pub async fn update_toggle(
+        &self,
+        actor: &Actor,
+        name: &str,
+        mut spec: ToggleSpec,
+    ) -> Result<Toggle, ServiceError> {
         match spec.name.as_deref() {
             Some(body_name) if body_name != name => {
                 return Err(ValidationErrors::single(
@@ -79,21 +93,39 @@ impl Service {
             let toggle = active(state, name)?.replaced_by(valid.clone());
             let mut plan = Plan::new(now, toggle.clone());
             plan.put(Collection::Features, name, &toggle)?;
-            plan.event(EventKind::FeatureUpdated, actor, event_data(&toggle), toggle.tags.clone());
+            plan.event(
+                EventKind::FeatureUpdated,
+                actor,
+                event_data(&toggle),
+                toggle.tags.clone(),
+            );
             Ok(plan)
         })
         .await
     }
 
     /// Switches a toggle on or off; a no-op when it already is.
-    pub async fn set_enabled(&self, actor: &Actor, name: &str, enabled: bool) -> Result<Toggle, ServiceError> {
+    pub async fn set_enabled(
+        &self,
+        actor: &Actor,
+        name: &str,
+        enabled: bool,
+    ) -> Result<Toggle, ServiceError> {
         self.write(|state, now| {
             let current = active(state, name)?;
             let mut plan = Plan::new(now, (**current).clone());
             if current.enabled != enabled {
-                let toggle = Toggle { enabled, ..(**current).clone() };
+                let toggle = Toggle {
+                    enabled,
+                    ..(**current).clone()
+                };
                 plan.put(Collection::Features, name, &toggle)?;
-                plan.event(EventKind::FeatureUpdated, actor, event_data(&toggle), toggle.tags.clone());
+                plan.event(
+                    EventKind::FeatureUpdated,
+                    actor,
+                    event_data(&toggle),
+                    toggle.tags.clone(),
+                );
                 plan.output = toggle;
             }
             Ok(plan)
@@ -102,13 +134,25 @@ impl Service {
     }
 
     /// Marks a toggle stale or active again; a no-op when it already is.
-    pub async fn set_stale(&self, actor: &Actor, name: &str, stale: bool) -> Result<Toggle, ServiceError> {
+    pub async fn set_stale(
+        &self,
+        actor: &Actor,
+        name: &str,
+        stale: bool,
+    ) -> Result<Toggle, ServiceError> {
         self.write(|state, now| {
             let current = active(state, name)?;
             let mut plan = Plan::new(now, (**current).clone());
             if current.stale != stale {
-                let toggle = Toggle { stale, ..(**current).clone() };
-                let kind = if stale { EventKind::FeatureStaleOn } else { EventKind::FeatureStaleOff };
+                let toggle = Toggle {
+                    stale,
+                    ..(**current).clone()
+                };
+                let kind = if stale {
+                    EventKind::FeatureStaleOn
+                } else {
+                    EventKind::FeatureStaleOff
+                };
                 plan.put(Collection::Features, name, &toggle)?;
                 plan.event(kind, actor, event_data(&toggle), toggle.tags.clone());
                 plan.output = toggle;
@@ -130,7 +174,12 @@ impl Service {
             let mut plan = Plan::new(now, toggle.clone());
             plan.delete(Collection::Features, name);
             plan.put(Collection::Archive, name, &toggle)?;
-            plan.event(EventKind::FeatureArchived, actor, json!({"name": name}), toggle.tags.clone());
+            plan.event(
+                EventKind::FeatureArchived,
+                actor,
+                json!({"name": name}),
+                toggle.tags.clone(),
+            );
             Ok(plan)
         })
         .await
@@ -150,14 +199,24 @@ impl Service {
             let mut plan = Plan::new(now, toggle.clone());
             plan.delete(Collection::Archive, name);
             plan.put(Collection::Features, name, &toggle)?;
-            plan.event(EventKind::FeatureRevived, actor, json!({"name": name}), toggle.tags.clone());
+            plan.event(
+                EventKind::FeatureRevived,
+                actor,
+                json!({"name": name}),
+                toggle.tags.clone(),
+            );
             Ok(plan)
         })
         .await
     }
 
     /// Tags an active toggle, creating the tag when the (type, value) pair is new.
-    pub async fn add_toggle_tag(&self, actor: &Actor, name: &str, spec: TagSpec) -> Result<Tag, ServiceError> {
+    pub async fn add_toggle_tag(
+        &self,
+        actor: &Actor,
+        name: &str,
+        spec: TagSpec,
+    ) -> Result<Tag, ServiceError> {
         let tag_ref = spec.validate()?;
         self.write(|state, now| {
             let current = active(state, name)?;
@@ -173,7 +232,14 @@ impl Service {
                     tag_ref.key()
                 )));
             }
-            let mut plan = Plan::new(now, Tag { id: 0, kind: String::new(), value: String::new() });
+            let mut plan = Plan::new(
+                now,
+                Tag {
+                    id: 0,
+                    kind: String::new(),
+                    value: String::new(),
+                },
+            );
             let tag = match state.tag(&tag_ref) {
                 Some(tag) => (**tag).clone(),
                 None => {
@@ -184,7 +250,12 @@ impl Service {
                     };
                     plan.put(Collection::Counters, "tag", &tag.id)?;
                     plan.put(Collection::Tags, &tag_ref.key(), &tag)?;
-                    plan.event(EventKind::TagCreated, actor, json!({"tag": tag_ref}), vec![]);
+                    plan.event(
+                        EventKind::TagCreated,
+                        actor,
+                        json!({"tag": tag_ref}),
+                        vec![],
+                    );
                     tag
                 }
             };
@@ -204,7 +275,12 @@ impl Service {
     }
 
     /// Removes a tag from an active toggle (the tag itself stays).
-    pub async fn remove_toggle_tag(&self, actor: &Actor, name: &str, tag_ref: TagRef) -> Result<(), ServiceError> {
+    pub async fn remove_toggle_tag(
+        &self,
+        actor: &Actor,
+        name: &str,
+        tag_ref: TagRef,
+    ) -> Result<(), ServiceError> {
         self.write(|state, now| {
             let current = active(state, name)?;
             if !current.tags.contains(&tag_ref) {

@@ -73,7 +73,11 @@ impl ClientFeaturesCache {
 
     /// The response for `filter` over `state`, built on first use (concurrent callers wait
     /// for the one build).
-    pub async fn response(&self, state: &Arc<ConfigState>, filter: &FeatureFilter) -> Arc<ClientResponse> {
+    pub async fn response(
+        &self,
+        state: &Arc<ConfigState>,
+        filter: &FeatureFilter,
+    ) -> Arc<ClientResponse> {
         let entry = if filter.is_empty() {
             self.unfiltered.clone()
         } else {

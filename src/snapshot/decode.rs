@@ -7,7 +7,11 @@ use serde::de::DeserializeOwned;
 use crate::domain::state::ConfigState;
 use crate::store::{Change, Collection, StoreError};
 
-fn parse<T: DeserializeOwned>(collection: Collection, key: &str, raw: &str) -> Result<Arc<T>, StoreError> {
+fn parse<T: DeserializeOwned>(
+    collection: Collection,
+    key: &str,
+    raw: &str,
+) -> Result<Arc<T>, StoreError> {
     serde_json::from_str(raw)
         .map(Arc::new)
         .map_err(|e| StoreError::Corrupt(format!("{}/{key}: {e}", collection.as_str())))
@@ -15,7 +19,12 @@ fn parse<T: DeserializeOwned>(collection: Collection, key: &str, raw: &str) -> R
 
 /// Applies one change to `state`.
 pub fn apply(state: &mut ConfigState, change: &Change) -> Result<(), StoreError> {
-    apply_record(state, change.collection, &change.key, change.value.as_deref())
+    apply_record(
+        state,
+        change.collection,
+        &change.key,
+        change.value.as_deref(),
+    )
 }
 
 /// Sets (`Some`) or removes (`None`) the record `key` of `collection`.
@@ -40,13 +49,17 @@ pub fn apply_record(
             state.archive.remove(key);
         }
         (Collection::Strategies, Some(v)) => {
-            state.strategies.insert(key_owned, parse(collection, key, v)?);
+            state
+                .strategies
+                .insert(key_owned, parse(collection, key, v)?);
         }
         (Collection::Strategies, None) => {
             state.strategies.remove(key);
         }
         (Collection::TagTypes, Some(v)) => {
-            state.tag_types.insert(key_owned, parse(collection, key, v)?);
+            state
+                .tag_types
+                .insert(key_owned, parse(collection, key, v)?);
         }
         (Collection::TagTypes, None) => {
             state.tag_types.remove(key);

@@ -34,6 +34,8 @@ pub struct Snapshot {
     /// Serialises updates so change sets are applied in order, exactly once.
     update: Mutex<()>,
     loaded: AtomicBool,
+    /// Loaded and seeded: requests may be served.
+    ready: AtomicBool,
     store_reachable: AtomicBool,
 }
 
@@ -49,6 +51,7 @@ impl Snapshot {
             }),
             update: Mutex::new(()),
             loaded: AtomicBool::new(false),
+            ready: AtomicBool::new(false),
             store_reachable: AtomicBool::new(false),
         }
     }
@@ -68,13 +71,24 @@ impl Snapshot {
         self.loaded.load(Ordering::Acquire)
     }
 
+    /// Whether requests may be served: loaded, and a new store seeded.
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    /// Declares the snapshot ready to serve (after the first load and seeding).
+    pub fn mark_ready(&self) {
+        self.ready.store(true, Ordering::Release);
+    }
+
     /// Whether the last contact with the store succeeded.
     pub fn store_reachable(&self) -> bool {
         self.store_reachable.load(Ordering::Acquire)
     }
 
     fn note(&self, result: &Result<(), StoreError>) {
-        self.store_reachable.store(result.is_ok(), Ordering::Release);
+        self.store_reachable
+            .store(result.is_ok(), Ordering::Release);
     }
 
     /// Brings the snapshot up to the store's current version.
@@ -107,7 +121,10 @@ impl Snapshot {
                 Ok(())
             }
             None => {
-                tracing::info!(from = base, "change log does not reach back; reloading everything");
+                tracing::info!(
+                    from = base,
+                    "change log does not reach back; reloading everything"
+                );
                 self.reload().await
             }
         }
@@ -140,7 +157,12 @@ impl Snapshot {
 
     /// Applies a commit this replica just made: `changes` took the store from `base` to
     /// `version`. Falls back to a refresh when the snapshot is not at `base`.
-    pub async fn apply_commit(&self, base: u64, version: u64, changes: &[Change]) -> Result<(), StoreError> {
+    pub async fn apply_commit(
+        &self,
+        base: u64,
+        version: u64,
+        changes: &[Change],
+    ) -> Result<(), StoreError> {
         let _guard = self.update.lock().await;
         let current = self.current.load_full();
         if current.state.version != base || !self.is_loaded() {
@@ -173,7 +195,12 @@ impl Snapshot {
 
     /// Keeps the snapshot fresh until `shutdown`: on every `notify` (pub/sub) and at least every
     /// `interval` (the fallback when announcements are lost).
-    pub async fn run_refresher(self: Arc<Self>, notify: Arc<Notify>, interval: Duration, shutdown: CancellationToken) {
+    pub async fn run_refresher(
+        self: Arc<Self>,
+        notify: Arc<Notify>,
+        interval: Duration,
+        shutdown: CancellationToken,
+    ) {
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => return,

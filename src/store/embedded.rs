@@ -67,7 +67,10 @@ impl EmbeddedStore {
         self.blocking(|db| {
             let txn = db.begin_read().map_err(failed)?;
             let meta = txn.open_table(META).map_err(failed)?;
-            let version = meta.get("version").map_err(failed)?.map_or(0, |v| v.value());
+            let version = meta
+                .get("version")
+                .map_err(failed)?
+                .map_or(0, |v| v.value());
             let table = txn.open_table(RECORDS).map_err(failed)?;
             let mut records = Vec::new();
             for row in table.iter().map_err(failed)? {
@@ -86,16 +89,25 @@ impl EmbeddedStore {
         self.blocking(|db| {
             let txn = db.begin_read().map_err(failed)?;
             let meta = txn.open_table(META).map_err(failed)?;
-            Ok(meta.get("version").map_err(failed)?.map_or(0, |v| v.value()))
+            Ok(meta
+                .get("version")
+                .map_err(failed)?
+                .map_or(0, |v| v.value()))
         })
         .await
     }
 
-    pub(super) async fn changes_since(&self, version: u64) -> Result<Option<Vec<ChangeSet>>, StoreError> {
+    pub(super) async fn changes_since(
+        &self,
+        version: u64,
+    ) -> Result<Option<Vec<ChangeSet>>, StoreError> {
         self.blocking(move |db| {
             let txn = db.begin_read().map_err(failed)?;
             let meta = txn.open_table(META).map_err(failed)?;
-            let current = meta.get("version").map_err(failed)?.map_or(0, |v| v.value());
+            let current = meta
+                .get("version")
+                .map_err(failed)?
+                .map_or(0, |v| v.value());
             if current < version {
                 return Ok(None);
             }
@@ -128,14 +140,20 @@ impl EmbeddedStore {
     ) -> Result<CommitOutcome, StoreError> {
         let changes_json =
             serde_json::to_string(changes).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        let events = events.iter().map(encode_event).collect::<Result<Vec<_>, _>>()?;
+        let events = events
+            .iter()
+            .map(encode_event)
+            .collect::<Result<Vec<_>, _>>()?;
         let changes = changes.to_vec();
         self.blocking(move |db| {
             let txn = db.begin_write().map_err(failed)?;
             let version;
             {
                 let mut meta = txn.open_table(META).map_err(failed)?;
-                let current = meta.get("version").map_err(failed)?.map_or(0, |v| v.value());
+                let current = meta
+                    .get("version")
+                    .map_err(failed)?
+                    .map_or(0, |v| v.value());
                 if current != expected_version {
                     return Ok(CommitOutcome::Conflict { current });
                 }
@@ -156,7 +174,10 @@ impl EmbeddedStore {
                     let cutoff = version - CHANGE_LOG_LENGTH;
                     log.retain_in(..cutoff, |_, _| false).map_err(failed)?;
                 }
-                let mut seq = meta.get("event_seq").map_err(failed)?.map_or(0, |v| v.value());
+                let mut seq = meta
+                    .get("event_seq")
+                    .map_err(failed)?
+                    .map_or(0, |v| v.value());
                 let mut table = txn.open_table(EVENTS).map_err(failed)?;
                 for event in &events {
                     seq += 1;
@@ -171,7 +192,11 @@ impl EmbeddedStore {
         .await
     }
 
-    pub(super) async fn events(&self, limit: usize, toggle: Option<&str>) -> Result<Vec<Event>, StoreError> {
+    pub(super) async fn events(
+        &self,
+        limit: usize,
+        toggle: Option<&str>,
+    ) -> Result<Vec<Event>, StoreError> {
         let toggle = toggle.map(str::to_string);
         self.blocking(move |db| {
             let txn = db.begin_read().map_err(failed)?;

@@ -146,7 +146,11 @@ impl Store {
     }
 
     /// Recorded events, newest first: at most `limit`, only those about `toggle` if given.
-    pub async fn events(&self, limit: usize, toggle: Option<&str>) -> Result<Vec<Event>, StoreError> {
+    pub async fn events(
+        &self,
+        limit: usize,
+        toggle: Option<&str>,
+    ) -> Result<Vec<Event>, StoreError> {
         match self {
             Store::Redis(s) => s.events(limit, toggle).await,
             Store::Embedded(s) => s.events(limit, toggle).await,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::streams::{StreamRangeReply};
+use redis::streams::StreamRangeReply;
 use redis::{AsyncCommands, Client, Script};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -66,7 +66,8 @@ impl RedisStore {
         }
         let mut conn = self.conn.clone();
         let (version, hashes): (Option<u64>, Vec<HashMap<String, String>>) = {
-            let mut values: Vec<redis::Value> = pipe.query_async(&mut conn).await.map_err(unavailable)?;
+            let mut values: Vec<redis::Value> =
+                pipe.query_async(&mut conn).await.map_err(unavailable)?;
             if values.len() != Collection::ALL.len() + 1 {
                 return Err(StoreError::Corrupt("unexpected reply to load".into()));
             }
@@ -94,7 +95,10 @@ impl RedisStore {
         Ok(v.unwrap_or(0))
     }
 
-    pub(super) async fn changes_since(&self, version: u64) -> Result<Option<Vec<ChangeSet>>, StoreError> {
+    pub(super) async fn changes_since(
+        &self,
+        version: u64,
+    ) -> Result<Option<Vec<ChangeSet>>, StoreError> {
         let mut conn = self.conn.clone();
         let (current, reply): (Option<u64>, StreamRangeReply) = redis::pipe()
             .atomic()
@@ -147,7 +151,10 @@ impl RedisStore {
         let changes_json =
             serde_json::to_string(changes).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         let events_json = serde_json::to_string(
-            &events.iter().map(encode_event).collect::<Result<Vec<_>, _>>()?,
+            &events
+                .iter()
+                .map(encode_event)
+                .collect::<Result<Vec<_>, _>>()?,
         )
         .map_err(|e| StoreError::Corrupt(e.to_string()))?;
         let mut invocation = self.commit_script.prepare_invoke();
@@ -169,8 +176,10 @@ impl RedisStore {
             invocation.arg(c.as_str());
         }
         let mut conn = self.conn.clone();
-        let (committed, version): (u8, u64) =
-            invocation.invoke_async(&mut conn).await.map_err(unavailable)?;
+        let (committed, version): (u8, u64) = invocation
+            .invoke_async(&mut conn)
+            .await
+            .map_err(unavailable)?;
         Ok(if committed == 1 {
             CommitOutcome::Committed { version }
         } else {
@@ -178,13 +187,21 @@ impl RedisStore {
         })
     }
 
-    pub(super) async fn events(&self, limit: usize, toggle: Option<&str>) -> Result<Vec<Event>, StoreError> {
+    pub(super) async fn events(
+        &self,
+        limit: usize,
+        toggle: Option<&str>,
+    ) -> Result<Vec<Event>, StoreError> {
         let mut conn = self.conn.clone();
         let mut out = Vec::new();
         let mut end = "+".to_string();
         let mut scanned = 0;
         while out.len() < limit && scanned < EVENT_SCAN_LIMIT {
-            let page = if toggle.is_some() { EVENT_PAGE } else { limit - out.len() };
+            let page = if toggle.is_some() {
+                EVENT_PAGE
+            } else {
+                limit - out.len()
+            };
             let reply: StreamRangeReply = conn
                 .xrevrange_count(self.keys.events(), &end, "-", page)
                 .await

@@ -54,6 +54,10 @@ async fn revive_feature_by_body(
 }
 
 /// The reference server's form: `POST /api/admin/archive/revive/:name`.
-async fn revive_feature(State(service): State<Service>, actor: Actor, Path(name): Path<String>) -> ApiResult<Json<Value>> {
+async fn revive_feature(
+    State(service): State<Service>,
+    actor: Actor,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Value>> {
     revive(&service, &actor, &name).await
 }

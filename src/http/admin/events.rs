@@ -41,7 +41,10 @@ fn limit(query: Option<&str>) -> ApiResult<usize> {
     }
 }
 
-async fn list_events(State(service): State<Service>, RawQuery(query): RawQuery) -> ApiResult<Json<Value>> {
+async fn list_events(
+    State(service): State<Service>,
+    RawQuery(query): RawQuery,
+) -> ApiResult<Json<Value>> {
     let events = service.events(limit(query.as_deref())?, None).await?;
     Ok(Json(json!({"version": 1, "events": events})))
 }
@@ -51,6 +54,8 @@ async fn list_toggle_events(
     Path(name): Path<String>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Json<Value>> {
-    let events = service.events(limit(query.as_deref())?, Some(&name)).await?;
+    let events = service
+        .events(limit(query.as_deref())?, Some(&name))
+        .await?;
     Ok(Json(json!({"toggleName": name, "events": events})))
 }

@@ -12,8 +12,8 @@ use crate::domain::tag::{TagRef, TagSpec};
 use crate::domain::toggle::{Toggle, ToggleSpec};
 use crate::domain::views::AdminToggle;
 use crate::error::{ApiError, ApiResult};
-use crate::http::extract::{AppJson, FilterQuery};
 use crate::http::empty;
+use crate::http::extract::{AppJson, FilterQuery};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
@@ -29,8 +29,14 @@ pub fn router() -> Router<AppState> {
         .route("/features/{name}/toggle/off", post(disable_feature))
         .route("/features/{name}/stale/on", post(mark_stale))
         .route("/features/{name}/stale/off", post(unmark_stale))
-        .route("/features/{name}/tags", get(list_feature_tags).post(add_feature_tag))
-        .route("/features/{name}/tags/{type}/{value}", delete(remove_feature_tag))
+        .route(
+            "/features/{name}/tags",
+            get(list_feature_tags).post(add_feature_tag),
+        )
+        .route(
+            "/features/{name}/tags/{type}/{value}",
+            delete(remove_feature_tag),
+        )
 }
 
 /// Renders a toggle as the admin API shows it, tag ids from the current snapshot.
@@ -39,7 +45,10 @@ fn admin_json(service: &Service, toggle: &Toggle) -> ApiResult<Json<Value>> {
     Ok(Json(json!(AdminToggle::new(toggle, &state))))
 }
 
-async fn list_features(State(service): State<Service>, RawQuery(query): RawQuery) -> ApiResult<Json<Value>> {
+async fn list_features(
+    State(service): State<Service>,
+    RawQuery(query): RawQuery,
+) -> ApiResult<Json<Value>> {
     let filter = FilterQuery::parse(query.as_deref().unwrap_or(""))?.filter()?;
     let state = service.state()?;
     let features: Vec<AdminToggle> = state
@@ -52,7 +61,10 @@ async fn list_features(State(service): State<Service>, RawQuery(query): RawQuery
     Ok(Json(json!({"version": 2, "features": features})))
 }
 
-async fn get_feature(State(service): State<Service>, Path(name): Path<String>) -> ApiResult<Json<Value>> {
+async fn get_feature(
+    State(service): State<Service>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Value>> {
     let state = service.state()?;
     let toggle = state
         .features
@@ -106,27 +118,46 @@ async fn archive_feature(
     admin_json(&service, &toggle)
 }
 
-async fn enable_feature(State(service): State<Service>, actor: Actor, Path(name): Path<String>) -> ApiResult<Json<Value>> {
+async fn enable_feature(
+    State(service): State<Service>,
+    actor: Actor,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Value>> {
     let toggle = service.set_enabled(&actor, &name, true).await?;
     admin_json(&service, &toggle)
 }
 
-async fn disable_feature(State(service): State<Service>, actor: Actor, Path(name): Path<String>) -> ApiResult<Json<Value>> {
+async fn disable_feature(
+    State(service): State<Service>,
+    actor: Actor,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Value>> {
     let toggle = service.set_enabled(&actor, &name, false).await?;
     admin_json(&service, &toggle)
 }
 
-async fn mark_stale(State(service): State<Service>, actor: Actor, Path(name): Path<String>) -> ApiResult<Json<Value>> {
+async fn mark_stale(
+    State(service): State<Service>,
+    actor: Actor,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Value>> {
     let toggle = service.set_stale(&actor, &name, true).await?;
     admin_json(&service, &toggle)
 }
 
-async fn unmark_stale(State(service): State<Service>, actor: Actor, Path(name): Path<String>) -> ApiResult<Json<Value>> {
+async fn unmark_stale(
+    State(service): State<Service>,
+    actor: Actor,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Value>> {
     let toggle = service.set_stale(&actor, &name, false).await?;
     admin_json(&service, &toggle)
 }
 
-async fn list_feature_tags(State(service): State<Service>, Path(name): Path<String>) -> ApiResult<Json<Value>> {
+async fn list_feature_tags(
+    State(service): State<Service>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Value>> {
     let state = service.state()?;
     let toggle = state
         .features
@@ -157,7 +188,9 @@ async fn remove_feature_tag(
         Ok(()) => Ok(empty(StatusCode::OK)),
         // spec §7: removing a tag while the database cannot be reached is a 500.
         Err(crate::service::ServiceError::Store(crate::store::StoreError::Unavailable(cause))) => {
-            Err(ApiError::Internal(format!("tag removal failed, store unreachable: {cause}")))
+            Err(ApiError::Internal(format!(
+                "tag removal failed, store unreachable: {cause}"
+            )))
         }
         Err(e) => Err(e.into()),
     }

@@ -20,7 +20,9 @@ pub fn router() -> Router<AppState> {
         .route("/strategies", get(list_strategies).post(create_strategy))
         .route(
             "/strategies/{name}",
-            get(get_strategy).put(update_strategy).delete(delete_strategy),
+            get(get_strategy)
+                .put(update_strategy)
+                .delete(delete_strategy),
         )
         .route("/strategies/{name}/deprecate", post(deprecate_strategy))
         .route("/strategies/{name}/reactivate", post(reactivate_strategy))
@@ -52,7 +54,10 @@ async fn list_strategies(State(service): State<Service>) -> ApiResult<Json<Value
     Ok(Json(json!({"version": 1, "strategies": strategies})))
 }
 
-async fn get_strategy(State(service): State<Service>, Path(name): Path<String>) -> ApiResult<Json<Value>> {
+async fn get_strategy(
+    State(service): State<Service>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Value>> {
     let state = service.state()?;
     let strategy = state
         .strategies
@@ -80,17 +85,31 @@ async fn update_strategy(
     Ok(Json(json!(view(&strategy))))
 }
 
-async fn delete_strategy(State(service): State<Service>, actor: Actor, Path(name): Path<String>) -> ApiResult<Response> {
+async fn delete_strategy(
+    State(service): State<Service>,
+    actor: Actor,
+    Path(name): Path<String>,
+) -> ApiResult<Response> {
     service.delete_strategy(&actor, &name).await?;
     Ok(empty(StatusCode::OK))
 }
 
-async fn deprecate_strategy(State(service): State<Service>, actor: Actor, Path(name): Path<String>) -> ApiResult<Json<Value>> {
+async fn deprecate_strategy(
+    State(service): State<Service>,
+    actor: Actor,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Value>> {
     let strategy = service.set_strategy_deprecated(&actor, &name, true).await?;
     Ok(Json(json!(view(&strategy))))
 }
 
-async fn reactivate_strategy(State(service): State<Service>, actor: Actor, Path(name): Path<String>) -> ApiResult<Json<Value>> {
-    let strategy = service.set_strategy_deprecated(&actor, &name, false).await?;
+async fn reactivate_strategy(
+    State(service): State<Service>,
+    actor: Actor,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let strategy = service
+        .set_strategy_deprecated(&actor, &name, false)
+        .await?;
     Ok(Json(json!(view(&strategy))))
 }

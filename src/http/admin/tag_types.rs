@@ -21,7 +21,9 @@ pub fn router() -> Router<AppState> {
         .route("/tag-types/validate", post(validate_tag_type))
         .route(
             "/tag-types/{name}",
-            get(get_tag_type).put(update_tag_type).delete(delete_tag_type),
+            get(get_tag_type)
+                .put(update_tag_type)
+                .delete(delete_tag_type),
         )
 }
 
@@ -31,7 +33,10 @@ async fn list_tag_types(State(service): State<Service>) -> ApiResult<Json<Value>
     Ok(Json(json!({"version": 1, "tagTypes": tag_types})))
 }
 
-async fn get_tag_type(State(service): State<Service>, Path(name): Path<String>) -> ApiResult<Json<Value>> {
+async fn get_tag_type(
+    State(service): State<Service>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Value>> {
     let state = service.state()?;
     let tag_type = state
         .tag_types
@@ -49,7 +54,10 @@ async fn create_tag_type(
     Ok((StatusCode::CREATED, Json(tag_type)).into_response())
 }
 
-async fn validate_tag_type(State(service): State<Service>, AppJson(spec): AppJson<TagTypeSpec>) -> ApiResult<Json<Value>> {
+async fn validate_tag_type(
+    State(service): State<Service>,
+    AppJson(spec): AppJson<TagTypeSpec>,
+) -> ApiResult<Json<Value>> {
     let tag_type = spec.validate(None)?;
     if service.state()?.tag_types.contains_key(&tag_type.name) {
         return Err(DomainError::AlreadyExists(format!(
@@ -71,7 +79,11 @@ async fn update_tag_type(
     Ok(Json(json!(tag_type)))
 }
 
-async fn delete_tag_type(State(service): State<Service>, actor: Actor, Path(name): Path<String>) -> ApiResult<Response> {
+async fn delete_tag_type(
+    State(service): State<Service>,
+    actor: Actor,
+    Path(name): Path<String>,
+) -> ApiResult<Response> {
     service.delete_tag_type(&actor, &name).await?;
     Ok(empty(StatusCode::OK))
 }

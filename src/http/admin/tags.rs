@@ -27,13 +27,19 @@ async fn list_tags(State(service): State<Service>) -> ApiResult<Json<Value>> {
     Ok(Json(json!({"version": 1, "tags": tags})))
 }
 
-async fn list_tags_of_type(State(service): State<Service>, Path(kind): Path<String>) -> ApiResult<Json<Value>> {
+async fn list_tags_of_type(
+    State(service): State<Service>,
+    Path(kind): Path<String>,
+) -> ApiResult<Json<Value>> {
     let state = service.state()?;
     let tags: Vec<_> = state.tags.values().filter(|t| t.kind == kind).collect();
     Ok(Json(json!({"version": 1, "tags": tags})))
 }
 
-async fn get_tag(State(service): State<Service>, Path((kind, value)): Path<(String, String)>) -> ApiResult<Json<Value>> {
+async fn get_tag(
+    State(service): State<Service>,
+    Path((kind, value)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
     let state = service.state()?;
     let tag_ref = TagRef { kind, value };
     let tag = state
@@ -42,7 +48,11 @@ async fn get_tag(State(service): State<Service>, Path((kind, value)): Path<(Stri
     Ok(Json(json!({"version": 1, "tag": tag})))
 }
 
-async fn create_tag(State(service): State<Service>, actor: Actor, AppJson(spec): AppJson<TagSpec>) -> ApiResult<Response> {
+async fn create_tag(
+    State(service): State<Service>,
+    actor: Actor,
+    AppJson(spec): AppJson<TagSpec>,
+) -> ApiResult<Response> {
     let tag = service.create_tag(&actor, spec).await?;
     Ok((StatusCode::CREATED, Json(tag)).into_response())
 }

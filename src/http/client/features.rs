@@ -16,21 +16,24 @@ use crate::http::extract::FilterQuery;
 use crate::snapshot::{no_match, ClientResponse, Snapshot};
 
 fn accepts_gzip(headers: &HeaderMap) -> bool {
-    headers.get_all(header::ACCEPT_ENCODING).iter().any(|value| {
-        value.to_str().is_ok_and(|list| {
-            list.split(',').any(|item| {
-                let mut parts = item.split(';');
-                let coding = parts.next().unwrap_or("").trim();
-                let refused = parts.any(|p| {
-                    p.trim()
-                        .strip_prefix("q=")
-                        .and_then(|q| q.trim().parse::<f32>().ok())
-                        .is_some_and(|q| q == 0.0)
-                });
-                (coding.eq_ignore_ascii_case("gzip") || coding == "*") && !refused
+    headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .any(|value| {
+            value.to_str().is_ok_and(|list| {
+                list.split(',').any(|item| {
+                    let mut parts = item.split(';');
+                    let coding = parts.next().unwrap_or("").trim();
+                    let refused = parts.any(|p| {
+                        p.trim()
+                            .strip_prefix("q=")
+                            .and_then(|q| q.trim().parse::<f32>().ok())
+                            .is_some_and(|q| q == 0.0)
+                    });
+                    (coding.eq_ignore_ascii_case("gzip") || coding == "*") && !refused
+                })
             })
         })
-    })
 }
 
 fn respond(response: &ClientResponse, headers: &HeaderMap) -> Response<Body> {
@@ -66,8 +69,9 @@ pub async fn list_client_features(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response<Body> {
-    if !snapshot.is_loaded() {
-        return ApiError::Unavailable("The configuration has not been loaded yet".into()).into_response();
+    if !snapshot.is_ready() {
+        return ApiError::Unavailable("The configuration has not been loaded yet".into())
+            .into_response();
     }
     let loaded = snapshot.current();
     let filter = match query.as_deref() {

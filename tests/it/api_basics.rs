@@ -1,0 +1,171 @@
+//! Index documents, health, authentication and the error contract of the HTTP edge.
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::common::{send, Backend, TestApp};
+use crate::conformance;
+
+conformance!(
+    index_documents_and_health,
+    admin_requires_identity,
+    error_contract,
+    lenient_content_types
+);
+
+async fn index_documents_and_health(backend: &Backend) {
+    let app = TestApp::spawn(backend).await;
+    let api = send(app.anonymous(Method::GET, "/api"))
+        .await
+        .expect(200)
+        .json;
+    assert_eq!(api["links"]["admin"]["uri"], "/api/admin");
+    assert_eq!(
+        api["links"]["client"]["links"]["feature-toggles"]["uri"],
+        "/api/client/features"
+    );
+    let admin = app.get("/api/admin").await.expect(200).json;
+    assert_eq!(
+        admin["links"]["feature-toggles"]["uri"],
+        "/api/admin/features"
+    );
+    let client = send(app.anonymous(Method::GET, "/api/client"))
+        .await
+        .expect(200)
+        .json;
+    assert_eq!(client["version"], 3);
+    let health = send(app.anonymous(Method::GET, "/health"))
+        .await
+        .expect(200)
+        .json;
+    assert_eq!(health["health"], "GOOD");
+}
+
+async fn admin_requires_identity(backend: &Backend) {
+    let app = TestApp::spawn(backend).await;
+    for (method, path) in [
+        (Method::GET, "/api/admin/features"),
+        (Method::POST, "/api/admin/features"),
+        (Method::GET, "/api/admin/events"),
+        (Method::DELETE, "/api/admin/features/x"),
+    ] {
+        let reply = send(app.anonymous(method, path)).await.expect(401);
+        assert!(reply.error_message().contains("identify"));
+        assert!(reply
+            .header("www-authenticate")
+            .expect("challenge")
+            .starts_with("Basic"));
+    }
+    // An empty username is no identity.
+    send(
+        app.anonymous(Method::GET, "/api/admin/features")
+            .basic_auth("", Some("pw")),
+    )
+    .await
+    .expect(401);
+    // Client endpoints need no credentials, with either header family.
+    send(
+        app.anonymous(Method::GET, "/api/client/features")
+            .header("SERVICE-APPNAME", "a")
+            .header("SERVICE-INSTANCEID", "1"),
+    )
+    .await
+    .expect(200);
+    send(
+        app.anonymous(Method::GET, "/api/client/features")
+            .header("UNLEASH-APPNAME", "a")
+            .header("UNLEASH-INSTANCEID", "1"),
+    )
+    .await
+    .expect(200);
+}
+
+async fn error_contract(backend: &Backend) {
+    let app = TestApp::spawn(backend).await;
+    let reply = send(app.anonymous(Method::GET, "/no/such/route"))
+        .await
+        .expect(404);
+    assert!(reply.error_message().contains("/no/such/route"));
+    assert!(reply
+        .header("content-type")
+        .expect("type")
+        .starts_with("application/json"));
+    app.admin(Method::PATCH, "/api/admin/features")
+        .send()
+        .await
+        .expect("sent");
+    let reply = send(app.admin(Method::PATCH, "/api/admin/features"))
+        .await
+        .expect(405);
+    reply.error_message();
+
+    let malformed = send(
+        app.admin(Method::POST, "/api/admin/features")
+            .header("content-type", "application/json")
+            .body("{\"name\": \"x\""),
+    )
+    .await
+    .expect(400);
+    assert!(malformed.error_message().contains("not valid JSON"));
+    let trailing = send(
+        app.admin(Method::POST, "/api/admin/features")
+            .header("content-type", "application/json")
+            .body("{\"name\": \"abc\", \"strategies\": [{\"name\": \"default\"}]} trailing"),
+    )
+    .await
+    .expect(400);
+    trailing.error_message();
+    let missing = send(app.admin(Method::POST, "/api/admin/features"))
+        .await
+        .expect(400);
+    assert!(missing.error_message().contains("required"));
+    let wrong_shape = send(
+        app.admin(Method::POST, "/api/admin/features")
+            .json(&json!([1, 2])),
+    )
+    .await
+    .expect(400);
+    wrong_shape.error_message();
+    let not_json = send(
+        app.admin(Method::POST, "/api/admin/features")
+            .header("content-type", "text/plain")
+            .body("name=x"),
+    )
+    .await
+    .expect(415);
+    not_json.error_message();
+    // Nothing was half-written by any of the above.
+    assert_eq!(
+        app.get("/api/admin/features").await.json["features"],
+        json!([])
+    );
+}
+
+async fn lenient_content_types(backend: &Backend) {
+    let app = TestApp::spawn(backend).await;
+    send(
+        app.admin(Method::POST, "/api/admin/features/")
+            .header("content-type", "application/json; charset=utf-8")
+            .body(r#"{"name": "charset", "strategies": [{"name": "default"}]}"#),
+    )
+    .await
+    .expect(200);
+    // curl -d sends application/x-www-form-urlencoded; a JSON document is still accepted.
+    send(
+        app.admin(Method::POST, "/api/admin/features")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(r#"{"name": "curl", "strategies": [{"name": "default"}]}"#),
+    )
+    .await
+    .expect(200);
+    // Bodyless POSTs need no Content-Type.
+    send(app.admin(Method::POST, "/api/admin/features/charset/toggle/on"))
+        .await
+        .expect(200);
+    send(
+        app.admin(Method::POST, "/api/admin/features/charset/toggle/off")
+            .header("content-type", "application/json"),
+    )
+    .await
+    .expect(200);
+}

@@ -1,0 +1,12 @@
+//! End-to-end tests over real HTTP. Conformance suites run against both store backends.
+
+mod common;
+
+mod api_basics;
+mod client_api;
+mod embedded_store;
+mod events;
+mod redis_replicas;
+mod strategies;
+mod tags;
+mod toggles;

@@ -1,0 +1,160 @@
+//! Redis only: several replicas on one Redis, and surviving a Redis outage.
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::common::{eventually, send, Backend, TestApp};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_through_one_replica_is_served_by_the_other() {
+    let backend = Backend::redis();
+    let a = TestApp::spawn(&backend).await;
+    let b = TestApp::spawn(&backend).await;
+    a.create_toggle("shared").await;
+    // Read-your-writes on the writer.
+    assert_eq!(
+        a.client_features("", None).await.json["features"][0]["name"],
+        "shared"
+    );
+    // The other replica learns of it by pub/sub well within a second.
+    let seen = eventually(Duration::from_secs(1), || async {
+        b.client_features("", None).await.json["features"][0]["name"] == "shared"
+    })
+    .await;
+    assert!(seen, "replica b did not see the write within 1 s");
+    b.post_empty("/api/admin/features/shared/toggle/on")
+        .await
+        .expect(200);
+    let seen = eventually(Duration::from_secs(1), || async {
+        a.client_features("", None).await.json["features"][0]["enabled"] == true
+    })
+    .await;
+    assert!(seen, "replica a did not see the write within 1 s");
+    // Identical content gives identical ETags on both replicas.
+    assert_eq!(
+        a.client_features("", None).await.header("etag"),
+        b.client_features("", None).await.header("etag")
+    );
+    // Both replicas keep the name unique across the installation.
+    b.post(
+        "/api/admin/features",
+        json!({"name": "shared", "strategies": [{"name": "default"}]}),
+    )
+    .await
+    .expect(403);
+    // Concurrent writes through both replicas all land.
+    let writes = (0..10).map(|i| {
+        let app = if i % 2 == 0 { &a } else { &b };
+        app.create_toggle_owned(format!("race.{i}"))
+    });
+    futures_util::future::join_all(writes).await;
+    let seen = eventually(Duration::from_secs(2), || async {
+        b.get("/api/admin/features?namePrefix=race.").await.json["features"]
+            .as_array()
+            .map(Vec::len)
+            == Some(10)
+    })
+    .await;
+    assert!(seen, "not all concurrent writes landed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_outage_is_survived() {
+    let backend = Backend::redis();
+    let app = TestApp::spawn(&backend).await;
+    app.create_toggle("steady").await;
+    app.post(
+        "/api/admin/features/steady/tags",
+        json!({"type": "simple", "value": "keep"}),
+    )
+    .await
+    .expect(201);
+    let served = app.client_features("", None).await.expect(200);
+    let etag = served.header("etag").expect("etag");
+
+    backend.redis_server().stop();
+
+    // Writes are refused with a clear 503 and nothing changes.
+    let reply = app.create_toggle_reply("during-outage").await.expect(503);
+    assert!(reply.error_message().contains("unreachable"));
+    assert!(reply.header("retry-after").is_some());
+    app.post_empty("/api/admin/features/steady/toggle/on")
+        .await
+        .expect(503);
+    // spec §7: removing a tag while the database cannot be reached is a 500.
+    app.delete("/api/admin/features/steady/tags/simple/keep")
+        .await
+        .expect(500)
+        .error_message();
+    // Client reads keep being served from the snapshot.
+    let during = app.client_features("", None).await.expect(200);
+    assert_eq!(during.bytes, served.bytes);
+    app.client_features("", Some(&etag)).await.expect(304);
+    // Health reports the outage.
+    let bad = eventually(Duration::from_secs(3), || async {
+        send(app.anonymous(Method::GET, "/health"))
+            .await
+            .status
+            .as_u16()
+            == 500
+    })
+    .await;
+    assert!(bad, "health did not report the outage");
+
+    backend.redis_server().restart();
+
+    // Recovery without a restart of the service.
+    let healthy = eventually(Duration::from_secs(10), || async {
+        send(app.anonymous(Method::GET, "/health"))
+            .await
+            .status
+            .as_u16()
+            == 200
+    })
+    .await;
+    assert!(healthy, "service did not recover");
+    app.create_toggle_reply("after-outage").await.expect(200);
+    app.post_empty("/api/admin/features/steady/toggle/on")
+        .await
+        .expect(200);
+    let names: Vec<_> = app.client_features("", None).await.json["features"]
+        .as_array()
+        .expect("features")
+        .iter()
+        .map(|t| t["name"].clone())
+        .collect();
+    assert_eq!(names, [json!("after-outage"), json!("steady")]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_started_during_an_outage_serves_once_redis_is_back() {
+    let backend = Backend::redis();
+    let first = TestApp::spawn(&backend).await;
+    first.create_toggle("existing").await;
+    backend.redis_server().stop();
+    let mut settings = backend.settings();
+    settings.listen = "127.0.0.1:0".parse().expect("addr");
+    let listener = tokio::net::TcpListener::bind(settings.listen)
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let token = tokio_util::sync::CancellationToken::new();
+    let run = tokio::spawn(flagpole::run(settings, listener, token.clone()));
+    let http = reqwest::Client::new();
+    // Not loaded yet: a clear 503, not an empty toggle list.
+    let reply = send(http.get(format!("{base}/api/client/features")))
+        .await
+        .expect(503);
+    reply.error_message();
+    backend.redis_server().restart();
+    let served = eventually(Duration::from_secs(10), || async {
+        let reply = send(http.get(format!("{base}/api/client/features"))).await;
+        reply.status.as_u16() == 200 && reply.json["features"][0]["name"] == "existing"
+    })
+    .await;
+    assert!(served, "late replica never loaded the configuration");
+    token.cancel();
+    run.await.expect("join").expect("clean shutdown");
+}
