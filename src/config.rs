@@ -32,7 +32,7 @@ pub struct Settings {
     #[arg(long, env = "FLAGPOLE_LISTEN", default_value = "0.0.0.0:4242")]
     pub listen: SocketAddr,
 
-    /// Redis URL (redis://host:port/db, rediss://…, redis+unix:///path). Unset: the embedded
+    /// Redis URL (redis://[user:password@]host:port/db or redis+unix:///path). Unset: the embedded
     /// single-node store in --data-dir.
     #[arg(long, env = "FLAGPOLE_REDIS_URL")]
     pub redis_url: Option<String>,
