@@ -1,5 +1,7 @@
 //! The "URL friendly" name rule shared by toggles, strategies, tag types and more.
 
+use super::error::ValidationErrors;
+
 /// Maximum length of toggle, strategy, variant and context names.
 pub const NAME_MAX: usize = 100;
 /// Maximum length of tag types and tag values.
@@ -31,6 +33,36 @@ pub fn check_name(label: &str, value: &str, min: usize, max: usize) -> Result<()
         ));
     }
     Ok(())
+}
+
+/// The name a create or update addresses: the body's name, which on update (`path` given) must
+/// match the path; checked against the URL-friendly rule with `max` characters. Problems are
+/// recorded in `errors`.
+pub fn resolve_name(
+    body: Option<String>,
+    path: Option<&str>,
+    max: usize,
+    errors: &mut ValidationErrors,
+) -> String {
+    let name = match (body, path) {
+        (Some(body), Some(path)) if body != path => {
+            errors.push(
+                "name",
+                "\"name\" in the body must match the name in the path",
+            );
+            body
+        }
+        (Some(name), _) => name,
+        (None, Some(path)) => path.to_string(),
+        (None, None) => {
+            errors.push("name", "\"name\" is required");
+            return String::new();
+        }
+    };
+    if let Err(m) = check_name("name", &name, 2, max) {
+        errors.push("name", m);
+    }
+    name
 }
 
 #[cfg(test)]

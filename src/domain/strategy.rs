@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::error::{DomainError, ValidationErrors};
-use super::name::{check_name, NAME_MAX};
+use super::name::{resolve_name, NAME_MAX};
 
 /// A strategy definition as stored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -55,26 +55,7 @@ impl StrategyDefinitionSpec {
     /// Validates a definition; `path_name` is the name from the URL on update.
     pub fn validate(self, path_name: Option<&str>) -> Result<StrategyDefinition, DomainError> {
         let mut errors = ValidationErrors::default();
-        let name = match (self.name, path_name) {
-            (Some(body), Some(path)) if body != path => {
-                errors.push(
-                    "name",
-                    "\"name\" in the body must match the name in the path",
-                );
-                body
-            }
-            (Some(name), _) => name,
-            (None, Some(path)) => path.to_string(),
-            (None, None) => {
-                errors.push("name", "\"name\" is required");
-                String::new()
-            }
-        };
-        if !name.is_empty() {
-            if let Err(m) = check_name("name", &name, 2, NAME_MAX) {
-                errors.push("name", m);
-            }
-        }
+        let name = resolve_name(self.name, path_name, NAME_MAX, &mut errors);
         let parameters = match self.parameters {
             None => {
                 errors.push("parameters", "\"parameters\" is required");

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::error::{DomainError, ValidationErrors};
-use super::name::{check_name, TAG_MAX};
+use super::name::{check_name, resolve_name, TAG_MAX};
 
 /// The tag type every installation starts with.
 pub fn simple_tag_type() -> TagType {
@@ -110,26 +110,7 @@ impl TagTypeSpec {
     /// Validates a tag type; `path_name` is the name from the URL on update.
     pub fn validate(self, path_name: Option<&str>) -> Result<TagType, DomainError> {
         let mut errors = ValidationErrors::default();
-        let name = match (self.name, path_name) {
-            (Some(body), Some(path)) if body != path => {
-                errors.push(
-                    "name",
-                    "\"name\" in the body must match the name in the path",
-                );
-                body
-            }
-            (Some(name), _) => name,
-            (None, Some(path)) => path.to_string(),
-            (None, None) => {
-                errors.push("name", "\"name\" is required");
-                String::new()
-            }
-        };
-        if !name.is_empty() {
-            if let Err(m) = check_name("name", &name, 2, TAG_MAX) {
-                errors.push("name", m);
-            }
-        }
+        let name = resolve_name(self.name, path_name, TAG_MAX, &mut errors);
         errors.into_result(TagType {
             name,
             description: self.description.unwrap_or_default(),

@@ -111,24 +111,16 @@ impl Service {
         name: &str,
         enabled: bool,
     ) -> Result<Toggle, ServiceError> {
-        self.write(|state, now| {
-            let current = active(state, name)?;
-            let mut plan = Plan::new(now, (**current).clone());
-            if current.enabled != enabled {
-                let toggle = Toggle {
-                    enabled,
-                    ..(**current).clone()
-                };
-                plan.put(Collection::Features, name, &toggle)?;
-                plan.event(
+        self.change_flag(actor, name, |t| {
+            (t.enabled != enabled).then(|| {
+                (
+                    Toggle {
+                        enabled,
+                        ..t.clone()
+                    },
                     EventKind::FeatureUpdated,
-                    actor,
-                    event_data(&toggle),
-                    toggle.tags.clone(),
-                );
-                plan.output = toggle;
-            }
-            Ok(plan)
+                )
+            })
         })
         .await
     }
@@ -140,19 +132,28 @@ impl Service {
         name: &str,
         stale: bool,
     ) -> Result<Toggle, ServiceError> {
+        let kind = if stale {
+            EventKind::FeatureStaleOn
+        } else {
+            EventKind::FeatureStaleOff
+        };
+        self.change_flag(actor, name, |t| {
+            (t.stale != stale).then(|| (Toggle { stale, ..t.clone() }, kind))
+        })
+        .await
+    }
+
+    /// Applies `change` to an active toggle; `None` from it means nothing to do.
+    async fn change_flag(
+        &self,
+        actor: &Actor,
+        name: &str,
+        change: impl Fn(&Toggle) -> Option<(Toggle, EventKind)>,
+    ) -> Result<Toggle, ServiceError> {
         self.write(|state, now| {
             let current = active(state, name)?;
             let mut plan = Plan::new(now, (**current).clone());
-            if current.stale != stale {
-                let toggle = Toggle {
-                    stale,
-                    ..(**current).clone()
-                };
-                let kind = if stale {
-                    EventKind::FeatureStaleOn
-                } else {
-                    EventKind::FeatureStaleOff
-                };
+            if let Some((toggle, kind)) = change(current) {
                 plan.put(Collection::Features, name, &toggle)?;
                 plan.event(kind, actor, event_data(&toggle), toggle.tags.clone());
                 plan.output = toggle;
