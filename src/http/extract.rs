@@ -2,6 +2,7 @@
 //! `ApiError` (400/401/415 with a JSON body) instead of axum's defaults.
 
 use axum::body::Bytes;
+use axum::extract::rejection::PathRejection;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::{header, request::Parts, HeaderMap};
 use axum::middleware::Next;
@@ -87,6 +88,17 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for AppJson<T> {
             ))),
             (Err(e), None) => Err(e),
         }
+    }
+}
+
+/// A path parameter; an undecodable segment is a 400 with our JSON body.
+#[derive(FromRequestParts)]
+#[from_request(via(axum::extract::Path), rejection(ApiError))]
+pub struct AppPath<T>(pub T);
+
+impl From<PathRejection> for ApiError {
+    fn from(rejection: PathRejection) -> Self {
+        ApiError::bad_request("", format!("Invalid path: {}", rejection.body_text()))
     }
 }
 

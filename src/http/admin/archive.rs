@@ -1,6 +1,6 @@
 //! `/api/admin/archive`: archived toggles and reviving them (spec §4.2).
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::domain::views::AdminToggle;
 use crate::error::{ApiError, ApiResult};
-use crate::http::extract::AppJson;
+use crate::http::extract::{AppJson, AppPath};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
@@ -57,7 +57,7 @@ async fn revive_feature_by_body(
 async fn revive_feature(
     State(service): State<Service>,
     actor: Actor,
-    Path(name): Path<String>,
+    AppPath(name): AppPath<String>,
 ) -> ApiResult<Json<Value>> {
     revive(&service, &actor, &name).await
 }

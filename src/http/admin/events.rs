@@ -1,12 +1,13 @@
 //! `/api/admin/events`: the audit log, newest first (API-FACTS §3).
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::error::{ApiError, ApiResult};
+use crate::http::extract::AppPath;
 use crate::service::Service;
 use crate::state::AppState;
 
@@ -51,7 +52,7 @@ async fn list_events(
 
 async fn list_toggle_events(
     State(service): State<Service>,
-    Path(name): Path<String>,
+    AppPath(name): AppPath<String>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Json<Value>> {
     let events = service

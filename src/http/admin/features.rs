@@ -1,6 +1,6 @@
 //! `/api/admin/features`: toggles and the tags on them (spec §4.2).
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
@@ -13,7 +13,7 @@ use crate::domain::toggle::{Toggle, ToggleSpec};
 use crate::domain::views::AdminToggle;
 use crate::error::{ApiError, ApiResult};
 use crate::http::empty;
-use crate::http::extract::{AppJson, FilterQuery};
+use crate::http::extract::{AppJson, AppPath, FilterQuery};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
@@ -63,7 +63,7 @@ async fn list_features(
 
 async fn get_feature(
     State(service): State<Service>,
-    Path(name): Path<String>,
+    AppPath(name): AppPath<String>,
 ) -> ApiResult<Json<Value>> {
     let state = service.state()?;
     let toggle = state
@@ -102,7 +102,7 @@ async fn validate_feature_name(
 async fn update_feature(
     State(service): State<Service>,
     actor: Actor,
-    Path(name): Path<String>,
+    AppPath(name): AppPath<String>,
     AppJson(spec): AppJson<ToggleSpec>,
 ) -> ApiResult<Json<Value>> {
     let toggle = service.update_toggle(&actor, &name, spec).await?;
@@ -112,7 +112,7 @@ async fn update_feature(
 async fn archive_feature(
     State(service): State<Service>,
     actor: Actor,
-    Path(name): Path<String>,
+    AppPath(name): AppPath<String>,
 ) -> ApiResult<Json<Value>> {
     let toggle = service.archive_toggle(&actor, &name).await?;
     admin_json(&service, &toggle)
@@ -121,7 +121,7 @@ async fn archive_feature(
 async fn enable_feature(
     State(service): State<Service>,
     actor: Actor,
-    Path(name): Path<String>,
+    AppPath(name): AppPath<String>,
 ) -> ApiResult<Json<Value>> {
     let toggle = service.set_enabled(&actor, &name, true).await?;
     admin_json(&service, &toggle)
@@ -130,7 +130,7 @@ async fn enable_feature(
 async fn disable_feature(
     State(service): State<Service>,
     actor: Actor,
-    Path(name): Path<String>,
+    AppPath(name): AppPath<String>,
 ) -> ApiResult<Json<Value>> {
     let toggle = service.set_enabled(&actor, &name, false).await?;
     admin_json(&service, &toggle)
@@ -139,7 +139,7 @@ async fn disable_feature(
 async fn mark_stale(
     State(service): State<Service>,
     actor: Actor,
-    Path(name): Path<String>,
+    AppPath(name): AppPath<String>,
 ) -> ApiResult<Json<Value>> {
     let toggle = service.set_stale(&actor, &name, true).await?;
     admin_json(&service, &toggle)
@@ -148,7 +148,7 @@ async fn mark_stale(
 async fn unmark_stale(
     State(service): State<Service>,
     actor: Actor,
-    Path(name): Path<String>,
+    AppPath(name): AppPath<String>,
 ) -> ApiResult<Json<Value>> {
     let toggle = service.set_stale(&actor, &name, false).await?;
     admin_json(&service, &toggle)
@@ -156,7 +156,7 @@ async fn unmark_stale(
 
 async fn list_feature_tags(
     State(service): State<Service>,
-    Path(name): Path<String>,
+    AppPath(name): AppPath<String>,
 ) -> ApiResult<Json<Value>> {
     let state = service.state()?;
     let toggle = state
@@ -170,7 +170,7 @@ async fn list_feature_tags(
 async fn add_feature_tag(
     State(service): State<Service>,
     actor: Actor,
-    Path(name): Path<String>,
+    AppPath(name): AppPath<String>,
     AppJson(spec): AppJson<TagSpec>,
 ) -> ApiResult<Response> {
     let tag = service.add_toggle_tag(&actor, &name, spec).await?;
@@ -181,7 +181,7 @@ async fn add_feature_tag(
 async fn remove_feature_tag(
     State(service): State<Service>,
     actor: Actor,
-    Path((name, kind, value)): Path<(String, String, String)>,
+    AppPath((name, kind, value)): AppPath<(String, String, String)>,
 ) -> ApiResult<Response> {
     let tag = TagRef { kind, value };
     match service.remove_toggle_tag(&actor, &name, tag).await {

@@ -1,6 +1,6 @@
 //! `/api/admin/strategies` (API-FACTS §2).
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use crate::domain::strategy::{ParameterDefinition, StrategyDefinition, StrategyDefinitionSpec};
 use crate::error::{ApiError, ApiResult};
 use crate::http::empty;
-use crate::http::extract::AppJson;
+use crate::http::extract::{AppJson, AppPath};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
@@ -56,7 +56,7 @@ async fn list_strategies(State(service): State<Service>) -> ApiResult<Json<Value
 
 async fn get_strategy(
     State(service): State<Service>,
-    Path(name): Path<String>,
+    AppPath(name): AppPath<String>,
 ) -> ApiResult<Json<Value>> {
     let state = service.state()?;
     let strategy = state
@@ -78,7 +78,7 @@ async fn create_strategy(
 async fn update_strategy(
     State(service): State<Service>,
     actor: Actor,
-    Path(name): Path<String>,
+    AppPath(name): AppPath<String>,
     AppJson(spec): AppJson<StrategyDefinitionSpec>,
 ) -> ApiResult<Json<Value>> {
     let strategy = service.update_strategy(&actor, &name, spec).await?;
@@ -88,7 +88,7 @@ async fn update_strategy(
 async fn delete_strategy(
     State(service): State<Service>,
     actor: Actor,
-    Path(name): Path<String>,
+    AppPath(name): AppPath<String>,
 ) -> ApiResult<Response> {
     service.delete_strategy(&actor, &name).await?;
     Ok(empty(StatusCode::OK))
@@ -97,7 +97,7 @@ async fn delete_strategy(
 async fn deprecate_strategy(
     State(service): State<Service>,
     actor: Actor,
-    Path(name): Path<String>,
+    AppPath(name): AppPath<String>,
 ) -> ApiResult<Json<Value>> {
     let strategy = service.set_strategy_deprecated(&actor, &name, true).await?;
     Ok(Json(json!(view(&strategy))))
@@ -106,7 +106,7 @@ async fn deprecate_strategy(
 async fn reactivate_strategy(
     State(service): State<Service>,
     actor: Actor,
-    Path(name): Path<String>,
+    AppPath(name): AppPath<String>,
 ) -> ApiResult<Json<Value>> {
     let strategy = service
         .set_strategy_deprecated(&actor, &name, false)

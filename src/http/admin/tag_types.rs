@@ -1,6 +1,6 @@
 //! `/api/admin/tag-types` (API-FACTS §4.2).
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -11,7 +11,7 @@ use crate::domain::tag::TagTypeSpec;
 use crate::domain::DomainError;
 use crate::error::{ApiError, ApiResult};
 use crate::http::empty;
-use crate::http::extract::AppJson;
+use crate::http::extract::{AppJson, AppPath};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
@@ -35,7 +35,7 @@ async fn list_tag_types(State(service): State<Service>) -> ApiResult<Json<Value>
 
 async fn get_tag_type(
     State(service): State<Service>,
-    Path(name): Path<String>,
+    AppPath(name): AppPath<String>,
 ) -> ApiResult<Json<Value>> {
     let state = service.state()?;
     let tag_type = state
@@ -72,7 +72,7 @@ async fn validate_tag_type(
 async fn update_tag_type(
     State(service): State<Service>,
     actor: Actor,
-    Path(name): Path<String>,
+    AppPath(name): AppPath<String>,
     AppJson(spec): AppJson<TagTypeSpec>,
 ) -> ApiResult<Json<Value>> {
     let tag_type = service.update_tag_type(&actor, &name, spec).await?;
@@ -82,7 +82,7 @@ async fn update_tag_type(
 async fn delete_tag_type(
     State(service): State<Service>,
     actor: Actor,
-    Path(name): Path<String>,
+    AppPath(name): AppPath<String>,
 ) -> ApiResult<Response> {
     service.delete_tag_type(&actor, &name).await?;
     Ok(empty(StatusCode::OK))

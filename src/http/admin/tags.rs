@@ -1,6 +1,6 @@
 //! `/api/admin/tags` (API-FACTS §4.3).
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use crate::domain::tag::{TagRef, TagSpec};
 use crate::error::{ApiError, ApiResult};
 use crate::http::empty;
-use crate::http::extract::AppJson;
+use crate::http::extract::{AppJson, AppPath};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
@@ -29,7 +29,7 @@ async fn list_tags(State(service): State<Service>) -> ApiResult<Json<Value>> {
 
 async fn list_tags_of_type(
     State(service): State<Service>,
-    Path(kind): Path<String>,
+    AppPath(kind): AppPath<String>,
 ) -> ApiResult<Json<Value>> {
     let state = service.state()?;
     let tags: Vec<_> = state.tags.values().filter(|t| t.kind == kind).collect();
@@ -38,7 +38,7 @@ async fn list_tags_of_type(
 
 async fn get_tag(
     State(service): State<Service>,
-    Path((kind, value)): Path<(String, String)>,
+    AppPath((kind, value)): AppPath<(String, String)>,
 ) -> ApiResult<Json<Value>> {
     let state = service.state()?;
     let tag_ref = TagRef { kind, value };
@@ -60,7 +60,7 @@ async fn create_tag(
 async fn delete_tag(
     State(service): State<Service>,
     actor: Actor,
-    Path((kind, value)): Path<(String, String)>,
+    AppPath((kind, value)): AppPath<(String, String)>,
 ) -> ApiResult<Response> {
     service.delete_tag(&actor, TagRef { kind, value }).await?;
     Ok(empty(StatusCode::OK))

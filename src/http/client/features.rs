@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, Response, StatusCode};
 use axum::response::IntoResponse;
 use axum::Json;
@@ -12,7 +12,7 @@ use axum::Json;
 use crate::domain::filter::FeatureFilter;
 use crate::domain::views::ClientToggle;
 use crate::error::{ApiError, ApiResult};
-use crate::http::extract::FilterQuery;
+use crate::http::extract::{AppPath, FilterQuery};
 use crate::snapshot::{no_match, ClientResponse, Snapshot};
 
 fn accepts_gzip(headers: &HeaderMap) -> bool {
@@ -89,7 +89,7 @@ pub async fn list_client_features(
 /// One active toggle in the client format, without `version`; for debugging.
 pub async fn get_client_feature(
     State(snapshot): State<Arc<Snapshot>>,
-    Path(name): Path<String>,
+    AppPath(name): AppPath<String>,
 ) -> ApiResult<Response<Body>> {
     let state = snapshot.state();
     let toggle = state
