@@ -2,6 +2,7 @@
 
 pub mod error;
 pub mod event;
+pub mod event_diff;
 pub mod feature_type;
 pub mod filter;
 pub mod name;

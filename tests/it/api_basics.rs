@@ -174,6 +174,12 @@ async fn lenient_content_types(backend: &Backend) {
 async fn undecodable_paths_get_a_json_400() {
     let backend = Backend::embedded();
     let app = TestApp::spawn(&backend).await;
-    app.get("/api/admin/features/%FF%FE").await.expect(400).error_message();
-    send(app.anonymous(Method::GET, "/api/client/features/%FF")).await.expect(400).error_message();
+    app.get("/api/admin/features/%FF%FE")
+        .await
+        .expect(400)
+        .error_message();
+    send(app.anonymous(Method::GET, "/api/client/features/%FF"))
+        .await
+        .expect(400)
+        .error_message();
 }

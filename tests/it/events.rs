@@ -164,6 +164,12 @@ async fn events_filter_and_limit(backend: &Backend) {
     let for_one = app.get("/api/admin/events/one").await.expect(200).json;
     assert_eq!(for_one["toggleName"], "one");
     assert_eq!(types(&for_one), ["feature-updated", "feature-created"]);
+    // Each event shows what changed since the previous event of the same toggle.
+    assert_eq!(
+        for_one["events"][0]["diffs"],
+        json!([{"kind": "E", "path": ["enabled"], "lhs": false, "rhs": true}])
+    );
+    assert_eq!(for_one["events"][1]["diffs"], Value::Null);
     let for_none = app.get("/api/admin/events/none").await.expect(200).json;
     assert_eq!(for_none["events"], json!([]));
     app.get("/api/admin/events?limit=0")

@@ -1,4 +1,5 @@
-//! `/api/admin/events`: the audit log, newest first (API-FACTS §3).
+//! `/api/admin/events`: the audit log, newest first, each event with its `diffs` from the
+//! previous event of the same resource (API-FACTS §3).
 
 use axum::extract::{RawQuery, State};
 use axum::routing::get;
@@ -6,6 +7,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::domain::event_diff::with_diffs;
 use crate::error::{ApiError, ApiResult};
 use crate::http::extract::AppPath;
 use crate::service::Service;
@@ -47,7 +49,7 @@ async fn list_events(
     RawQuery(query): RawQuery,
 ) -> ApiResult<Json<Value>> {
     let events = service.events(limit(query.as_deref())?, None).await?;
-    Ok(Json(json!({"version": 1, "events": events})))
+    Ok(Json(json!({"version": 1, "events": with_diffs(&events)})))
 }
 
 async fn list_toggle_events(
@@ -58,5 +60,7 @@ async fn list_toggle_events(
     let events = service
         .events(limit(query.as_deref())?, Some(&name))
         .await?;
-    Ok(Json(json!({"toggleName": name, "events": events})))
+    Ok(Json(
+        json!({"toggleName": name, "events": with_diffs(&events)}),
+    ))
 }
