@@ -81,7 +81,7 @@ OUT=$(cd "$OUT" && pwd)
 
 # ---- cleanup: stop exactly the processes this script started -------------------------------
 BENCH_PID=""; FP_PID=""; REDIS_PID=""; DATA_DIR=""
-stop() {  # stop PID NAME: SIGTERM, wait up to 5 s, then SIGKILL
+stop() {  # stop PID: SIGTERM, wait up to 5 s, then SIGKILL
   local pid=$1
   [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
   kill "$pid" 2>/dev/null || true
@@ -104,16 +104,21 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # ---- 1. build --------------------------------------------------------------------------------
+REV="prebuilt binary"
 if [ -n "${FLAGPOLE_BIN:-}" ]; then
   BIN=$FLAGPOLE_BIN
 else
   BIN=$CARGO_TARGET_DIR/release/flagpole
   if [ "$BUILD" = 1 ]; then
-    echo "# building flagpole (release) into $CARGO_TARGET_DIR" >&2
+    REV="source $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')"
+    [ -n "$(git -C "$REPO" status --porcelain -- src Cargo.toml Cargo.lock 2>/dev/null)" ] \
+      && REV="$REV + uncommitted changes"
+    echo "# building flagpole (release, $REV) into $CARGO_TARGET_DIR" >&2
     (cd "$REPO" && cargo build --release -q --bin flagpole)
   fi
 fi
 [ -x "$BIN" ] || { echo "flagpole binary $BIN not found" >&2; exit 1; }
+REV="$REV, binary built $(date -r "$BIN" '+%F %T')"
 
 # ---- 2. start redis-server and flagpole --------------------------------------------------
 free_ports() {  # free_ports K: K distinct free loopback TCP ports, space-separated
@@ -127,8 +132,10 @@ EOF
 }
 read -r REDIS_PORT FP_PORT CEILING_PORT <<<"$(free_ports 3)"
 
-echo "# machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)," \
-     "$(awk '/MemAvailable/{printf "%.0f MiB", $2/1024}' /proc/meminfo) available" >&2
+{
+  echo "# $(date '+%F %T %Z'); machine: $(nproc) cores ($(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)), load average $(cut -d' ' -f1-3 /proc/loadavg), $(awk '/MemAvailable/{printf "%.0f MiB", $2/1024}' /proc/meminfo) available"
+  echo "# wrk $(wrk -v 2>&1 | head -1 | awk '{print $2}'), $("$REDIS_SERVER" --version 2>/dev/null | awk '{print $3}' || echo 'no redis-server'), $(uname -sr)"
+} | tee "$OUT/machine.txt" >&2
 
 if [ "$STORE" = redis ]; then
   command -v "$REDIS_SERVER" >/dev/null || { echo "redis-server not found (apt-get install -y redis-server)" >&2; exit 2; }
@@ -159,7 +166,7 @@ for _ in $(seq 300); do  # up to ~30 s
   sleep 0.1
 done
 [ "$ready" = 1 ] || { echo "flagpole not healthy after 30 s; see $OUT/flagpole.log" >&2; exit 1; }
-echo "# flagpole pid $FP_PID on $URL ($STORE store, $(cd "$REPO" && git rev-parse --short HEAD 2>/dev/null || echo '?'))" >&2
+echo "# flagpole pid $FP_PID on $URL ($STORE store; $REV)" >&2
 
 # ---- 3. bench ------------------------------------------------------------------------------
 # bench.sh stops its own ceiling on exit; timeout bounds the whole run (loading included).

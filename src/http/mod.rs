@@ -25,9 +25,9 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
         state.clone(),
         extract::authenticate_admin,
     ));
+    let snapshot = state.snapshot.clone();
     let router = Router::new()
         .merge(index::router())
-        .nest("/api/client", client::router())
         .nest("/api/admin", admin)
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
@@ -38,7 +38,8 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
         .layer(SetSensitiveRequestHeadersLayer::new([
             axum::http::header::AUTHORIZATION,
         ]))
-        .with_state(state);
+        .with_state(state)
+        .merge(client::router(snapshot));
     NormalizePathLayer::trim_trailing_slash().layer(router)
 }
 

@@ -183,3 +183,19 @@ async fn undecodable_paths_get_a_json_400() {
         .expect(400)
         .error_message();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_methods_on_client_routes_get_a_json_405() {
+    let backend = Backend::embedded();
+    let app = TestApp::spawn(&backend).await;
+    send(app.anonymous(Method::POST, "/api/client/features"))
+        .await
+        .expect(405)
+        .error_message();
+    send(
+        app.anonymous(Method::DELETE, "/api/admin/features/x")
+            .basic_auth("a", Some("")),
+    )
+    .await
+    .expect(404);
+}

@@ -1,14 +1,23 @@
-//! The client API: what SDKs poll.
+//! The client API: what SDKs poll. These routes are the hot path: they carry only the
+//! snapshot as state and none of the per-request layers of the rest of the API (each layer
+//! and the nesting of routers cost measurable CPU per request; see loadtest/README.md).
 
 mod features;
+
+use std::sync::Arc;
 
 use axum::routing::get;
 use axum::Router;
 
-use crate::state::AppState;
+use crate::snapshot::Snapshot;
 
-pub fn router() -> Router<AppState> {
+pub fn router(snapshot: Arc<Snapshot>) -> Router {
     Router::new()
-        .route("/features", get(features::list_client_features))
-        .route("/features/{name}", get(features::get_client_feature))
+        .route("/api/client/features", get(features::list_client_features))
+        .route(
+            "/api/client/features/{name}",
+            get(features::get_client_feature),
+        )
+        .method_not_allowed_fallback(super::method_not_allowed)
+        .with_state(snapshot)
 }
