@@ -3,6 +3,7 @@
 mod common;
 
 mod api_basics;
+mod binary;
 mod client_api;
 mod embedded_store;
 mod events;

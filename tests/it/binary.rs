@@ -1,0 +1,90 @@
+//! The real binary: settings from flags and environment, serving, graceful shutdown.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_serves_and_stops_on_sigterm() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let port = free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_flagpole"))
+        .env("FLAGPOLE_LISTEN", format!("127.0.0.1:{port}"))
+        .args(["--data-dir"])
+        .arg(data.path())
+        .args(["--log-format", "json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn flagpole");
+    let http = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Ok(r) = http.get(format!("{base}/health")).send().await {
+            if r.status() == 200 {
+                break;
+            }
+        }
+        assert!(Instant::now() < deadline, "binary did not become healthy");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let created = http
+        .post(format!("{base}/api/admin/features"))
+        .basic_auth("ops", Some(""))
+        .json(&serde_json::json!({"name": "from-binary", "strategies": [{"name": "default"}]}))
+        .send()
+        .await
+        .expect("create");
+    assert_eq!(created.status(), 200);
+    assert!(data.path().join("flagpole.redb").exists());
+
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let exit = loop {
+        if let Some(exit) = child.try_wait().expect("wait") {
+            break exit;
+        }
+        assert!(Instant::now() < deadline, "binary did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(exit.success(), "exit status {exit}");
+}
+
+#[test]
+fn bad_settings_are_refused_at_start() {
+    let output = Command::new(env!("CARGO_BIN_EXE_flagpole"))
+        .args(["--key-prefix", "a{b}"])
+        .output()
+        .expect("run flagpole");
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("key prefix"));
+    let help = Command::new(env!("CARGO_BIN_EXE_flagpole"))
+        .arg("--help")
+        .output()
+        .expect("run flagpole --help");
+    let text = String::from_utf8_lossy(&help.stdout);
+    for variable in [
+        "FLAGPOLE_LISTEN",
+        "FLAGPOLE_REDIS_URL",
+        "FLAGPOLE_DATA_DIR",
+        "FLAGPOLE_KEY_PREFIX",
+        "FLAGPOLE_LOG_FORMAT",
+        "FLAGPOLE_AUTH",
+    ] {
+        assert!(
+            text.contains(variable),
+            "--help does not mention {variable}"
+        );
+    }
+}
