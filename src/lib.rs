@@ -35,10 +35,10 @@ pub enum RunError {
 }
 
 /// Opens the store the settings name.
-pub fn open_store(settings: &Settings) -> Result<Store, StoreError> {
+pub async fn open_store(settings: &Settings) -> Result<Store, StoreError> {
     Ok(match &settings.redis_url {
         Some(url) => Store::Redis(RedisStore::connect(url, &settings.key_prefix)?),
-        None => Store::Embedded(EmbeddedStore::open(&settings.data_dir)?),
+        None => Store::Embedded(EmbeddedStore::open(&settings.data_dir).await?),
     })
 }
 
@@ -48,7 +48,7 @@ pub async fn run(
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> Result<(), RunError> {
-    let store = open_store(&settings)?;
+    let store = open_store(&settings).await?;
     tracing::info!(backend = store.backend_name(), "store opened");
     let snapshot = Arc::new(Snapshot::new(store.clone()));
     let service = Service::new(store.clone(), snapshot.clone());

@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::domain::event::{Event, EventKind, NewEvent};
 use crate::domain::state::ConfigState;
 use crate::domain::tag::TagRef;
-use crate::domain::DomainError;
+use crate::domain::{DomainError, ValidationErrors};
 use crate::snapshot::Snapshot;
 use crate::store::{Change, Collection, CommitOutcome, Store, StoreError};
 
@@ -68,14 +68,9 @@ impl<T> Plan<T> {
         key: &str,
         record: &impl Serialize,
     ) -> Result<(), DomainError> {
-        let value = serde_json::to_string(record).map_err(|e| {
-            DomainError::Invalid(crate::domain::ValidationErrors(vec![
-                crate::domain::FieldError {
-                    message: e.to_string(),
-                    path: String::new(),
-                },
-            ]))
-        })?;
+        // Only a map with non-string keys fails to serialise; our records have none.
+        let value = serde_json::to_string(record)
+            .map_err(|e| ValidationErrors::single("", format!("unserialisable record: {e}")))?;
         self.changes.push(Change {
             collection,
             key: key.to_string(),

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
@@ -22,6 +23,9 @@ const CHANGES: TableDefinition<u64, &str> = TableDefinition::new("changes");
 /// event id → JSON event record.
 const EVENTS: TableDefinition<u64, &str> = TableDefinition::new("events");
 
+/// How long opening waits for another process to release the database file.
+const LOCK_WAIT: Duration = Duration::from_secs(5);
+
 /// The embedded backend; cheap to clone.
 #[derive(Clone)]
 pub struct EmbeddedStore {
@@ -33,13 +37,33 @@ fn failed(e: impl std::fmt::Display) -> StoreError {
 }
 
 impl EmbeddedStore {
-    /// Opens (or creates) the store in `data_dir`.
-    pub fn open(data_dir: &Path) -> Result<Self, StoreError> {
+    /// Opens (or creates) the store in `data_dir`. The file is locked by one process at a time;
+    /// while another holds it (a predecessor still shutting down) opening is retried for up to
+    /// `LOCK_WAIT`.
+    pub async fn open(data_dir: &Path) -> Result<Self, StoreError> {
         std::fs::create_dir_all(data_dir)
             .map_err(|e| failed(format!("cannot create {}: {e}", data_dir.display())))?;
         let path = data_dir.join("flagpole.redb");
-        let db = Database::create(&path)
-            .map_err(|e| failed(format!("cannot open {}: {e}", path.display())))?;
+        let deadline = tokio::time::Instant::now() + LOCK_WAIT;
+        let db = loop {
+            let attempt = {
+                let path = path.clone();
+                tokio::task::spawn_blocking(move || Database::create(&path))
+                    .await
+                    .map_err(failed)?
+            };
+            match attempt {
+                Ok(db) => break db,
+                Err(redb::DatabaseError::DatabaseAlreadyOpen)
+                    if tokio::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => {
+                    return Err(failed(format!("cannot open {}: {e}", path.display())));
+                }
+            }
+        };
         let txn = db.begin_write().map_err(failed)?;
         {
             txn.open_table(RECORDS).map_err(failed)?;
