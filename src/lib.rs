@@ -76,6 +76,7 @@ pub async fn run(
         service,
         snapshot,
         auth: settings.auth,
+        metrics: Arc::new(telemetry::metrics::Metrics::new()),
     });
     tracing::info!(address = %listener.local_addr()?, "listening");
     let served = axum::serve(

@@ -7,6 +7,7 @@ use axum::extract::FromRef;
 use crate::config::AuthMode;
 use crate::service::Service;
 use crate::snapshot::Snapshot;
+use crate::telemetry::metrics::Metrics;
 
 /// Everything the HTTP layer needs; cheap to clone.
 #[derive(Clone)]
@@ -14,6 +15,7 @@ pub struct AppState {
     pub service: Service,
     pub snapshot: Arc<Snapshot>,
     pub auth: AuthMode,
+    pub metrics: Arc<Metrics>,
 }
 
 impl FromRef<AppState> for Service {
@@ -31,5 +33,11 @@ impl FromRef<AppState> for Arc<Snapshot> {
 impl FromRef<AppState> for AuthMode {
     fn from_ref(state: &AppState) -> Self {
         state.auth
+    }
+}
+
+impl FromRef<AppState> for Arc<Metrics> {
+    fn from_ref(state: &AppState) -> Self {
+        state.metrics.clone()
     }
 }

@@ -1,4 +1,5 @@
-//! Index documents (`/api`, `/api/admin`, `/api/client`) and `/health`.
+//! Index documents (`/api`, `/api/admin`, `/api/client`), `/health` and
+//! `/internal-backstage/prometheus`.
 
 use std::sync::Arc;
 
@@ -17,6 +18,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/admin", get(admin_index))
         .route("/api/client", get(client_index))
         .route("/health", get(health))
+        .route("/internal-backstage/prometheus", get(prometheus))
 }
 
 fn admin_links() -> Value {
@@ -76,4 +78,18 @@ async fn health(
         StatusCode::INTERNAL_SERVER_ERROR
     };
     (status, Json(body))
+}
+
+/// Prometheus metrics in the OpenMetrics text format (unauthenticated, like `/health`; keep it
+/// off the public ingress).
+async fn prometheus(
+    axum::extract::State(state): axum::extract::State<AppState>,
+) -> impl IntoResponse {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.metrics.render(&state.snapshot),
+    )
 }

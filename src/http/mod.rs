@@ -17,6 +17,7 @@ use tower_http::trace::TraceLayer;
 
 use crate::error::ApiError;
 use crate::state::AppState;
+use crate::telemetry::metrics::track_requests;
 
 /// The whole application. `NormalizePath` wraps the router (as a router layer it would run
 /// after routing) so that `POST /api/admin/features/` reaches the same handler.
@@ -25,7 +26,11 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
         state.clone(),
         extract::authenticate_admin,
     ));
-    let snapshot = state.snapshot.clone();
+    let client = client::ClientApi {
+        snapshot: state.snapshot.clone(),
+        metrics: state.metrics.clone(),
+    };
+    let metrics = state.metrics.clone();
     let router = Router::new()
         .merge(index::router())
         .nest("/api/admin", admin)
@@ -34,12 +39,13 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
         .layer(CatchPanicLayer::custom(|_| {
             ApiError::Internal("handler panicked".into()).into_response()
         }))
+        .layer(middleware::from_fn_with_state(metrics, track_requests))
         .layer(TraceLayer::new_for_http())
         .layer(SetSensitiveRequestHeadersLayer::new([
             axum::http::header::AUTHORIZATION,
         ]))
         .with_state(state)
-        .merge(client::router(snapshot));
+        .merge(client::router(client));
     NormalizePathLayer::trim_trailing_slash().layer(router)
 }
 

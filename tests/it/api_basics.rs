@@ -199,3 +199,38 @@ async fn wrong_methods_on_client_routes_get_a_json_405() {
     .await
     .expect(404);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prometheus_metrics_are_exposed() {
+    let backend = Backend::embedded();
+    let app = TestApp::spawn(&backend).await;
+    app.create_toggle("metered").await;
+    let etag = app
+        .client_features("", None)
+        .await
+        .expect(200)
+        .header("etag")
+        .expect("etag");
+    app.client_features("", Some(&etag)).await.expect(304);
+    app.get("/api/admin/features/metered").await.expect(200);
+    let reply = send(app.anonymous(Method::GET, "/internal-backstage/prometheus"))
+        .await
+        .expect(200);
+    assert!(reply
+        .header("content-type")
+        .expect("type")
+        .starts_with("application/openmetrics-text"));
+    let text = String::from_utf8(reply.bytes).expect("utf-8");
+    for expected in [
+        "flagpole_client_features_responses_total{response=\"200\"} 1",
+        "flagpole_client_features_responses_total{response=\"304\"} 1",
+        "flagpole_active_toggles 1",
+        "flagpole_ready 1",
+        "flagpole_store_reachable 1",
+        "http_route=\"/api/admin/features/{name}\",http_response_status_code=\"200\"",
+        "# EOF",
+    ] {
+        assert!(text.contains(expected), "missing {expected} in\n{text}");
+    }
+    assert!(!text.contains("/health"), "probes are not recorded");
+}

@@ -9,11 +9,13 @@ use axum::http::{header, HeaderMap, HeaderValue, Response, StatusCode};
 use axum::response::IntoResponse;
 use axum::Json;
 
+use super::ClientApi;
 use crate::domain::filter::FeatureFilter;
 use crate::domain::views::ClientToggle;
 use crate::error::{ApiError, ApiResult};
 use crate::http::extract::{AppPath, FilterQuery};
-use crate::snapshot::{no_match, ClientResponse, Snapshot};
+use crate::snapshot::{no_match, ClientResponse};
+use crate::telemetry::metrics::ClientFeatureCounts;
 
 fn accepts_gzip(headers: &HeaderMap) -> bool {
     headers
@@ -36,7 +38,11 @@ fn accepts_gzip(headers: &HeaderMap) -> bool {
         })
 }
 
-fn respond(response: &ClientResponse, headers: &HeaderMap) -> Response<Body> {
+fn respond(
+    response: &ClientResponse,
+    headers: &HeaderMap,
+    counts: &ClientFeatureCounts,
+) -> Response<Body> {
     let not_modified = headers
         .get(header::IF_NONE_MATCH)
         .is_some_and(|inm| response.matches(inm.as_bytes()));
@@ -44,6 +50,7 @@ fn respond(response: &ClientResponse, headers: &HeaderMap) -> Response<Body> {
         .header(header::ETAG, response.etag.clone())
         .header(header::VARY, HeaderValue::from_static("Accept-Encoding"));
     let body = if not_modified {
+        counts.not_modified.inc();
         builder = builder.status(StatusCode::NOT_MODIFIED);
         Body::empty()
     } else {
@@ -52,9 +59,11 @@ fn respond(response: &ClientResponse, headers: &HeaderMap) -> Response<Body> {
             HeaderValue::from_static("application/json; charset=utf-8"),
         );
         if accepts_gzip(headers) {
+            counts.gzip.inc();
             builder = builder.header(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
             Body::from(response.gzip.clone())
         } else {
+            counts.plain.inc();
             Body::from(response.plain.clone())
         }
     };
@@ -65,10 +74,11 @@ fn respond(response: &ClientResponse, headers: &HeaderMap) -> Response<Body> {
 
 /// All active toggles in the client format (spec §4.1).
 pub async fn list_client_features(
-    State(snapshot): State<Arc<Snapshot>>,
+    State(api): State<Arc<ClientApi>>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response<Body> {
+    let snapshot = &api.snapshot;
     if !snapshot.is_ready() {
         return ApiError::Unavailable("The configuration has not been loaded yet".into())
             .into_response();
@@ -83,15 +93,15 @@ pub async fn list_client_features(
         Some(filter) => loaded.client.response(&loaded.state, &filter).await,
         None => no_match(),
     };
-    respond(&response, &headers)
+    respond(&response, &headers, &api.metrics.client_counts)
 }
 
 /// One active toggle in the client format, without `version`; for debugging.
 pub async fn get_client_feature(
-    State(snapshot): State<Arc<Snapshot>>,
+    State(api): State<Arc<ClientApi>>,
     AppPath(name): AppPath<String>,
 ) -> ApiResult<Response<Body>> {
-    let state = snapshot.state();
+    let state = api.snapshot.state();
     let toggle = state
         .features
         .get(&name)

@@ -10,8 +10,15 @@ use axum::routing::get;
 use axum::Router;
 
 use crate::snapshot::Snapshot;
+use crate::telemetry::metrics::Metrics;
 
-pub fn router(snapshot: Arc<Snapshot>) -> Router {
+/// What the client routes need: the snapshot and the response counters.
+pub struct ClientApi {
+    pub snapshot: Arc<Snapshot>,
+    pub metrics: Arc<Metrics>,
+}
+
+pub fn router(api: ClientApi) -> Router {
     Router::new()
         .route("/api/client/features", get(features::list_client_features))
         .route(
@@ -19,5 +26,5 @@ pub fn router(snapshot: Arc<Snapshot>) -> Router {
             get(features::get_client_feature),
         )
         .method_not_allowed_fallback(super::method_not_allowed)
-        .with_state(snapshot)
+        .with_state(Arc::new(api))
 }

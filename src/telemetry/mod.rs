@@ -1,4 +1,7 @@
-//! Logging setup: text or JSON lines, filtered by `RUST_LOG` (default `info`).
+//! Logging setup (text or JSON lines, filtered by `RUST_LOG`, default `info`) and the
+//! Prometheus metrics.
+
+pub mod metrics;
 
 use tracing_subscriber::EnvFilter;
 

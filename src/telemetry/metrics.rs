@@ -1,0 +1,184 @@
+//! Prometheus metrics, served at `/internal-backstage/prometheus` in the OpenMetrics text
+//! format. Request durations are recorded per route template for the admin API; the client
+//! features route, the hot path, only bumps a counter (no clock reads, no locks).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::info::Info;
+use prometheus_client::registry::Registry;
+
+use crate::snapshot::Snapshot;
+
+/// Labels of the HTTP request histogram.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct HttpLabels {
+    pub http_request_method: String,
+    /// The route template (`/api/admin/features/{name}`), or `unmatched`.
+    pub http_route: String,
+    pub http_response_status_code: u16,
+}
+
+/// Labels of the client features counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ClientLabels {
+    /// `200`, `200-gzip` or `304`.
+    response: &'static str,
+}
+
+/// How client features requests were answered: the three counters of the family, resolved
+/// once so the hot path does a single atomic increment.
+pub struct ClientFeatureCounts {
+    pub plain: Counter,
+    pub gzip: Counter,
+    pub not_modified: Counter,
+}
+
+/// The service's metrics and their registry.
+pub struct Metrics {
+    registry: Registry,
+    http: Family<HttpLabels, Histogram>,
+    pub client_counts: ClientFeatureCounts,
+    snapshot_version: Gauge,
+    active_toggles: Gauge,
+    archived_toggles: Gauge,
+    store_reachable: Gauge,
+    ready: Gauge,
+}
+
+fn http_histogram() -> Histogram {
+    Histogram::new([
+        0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+    ])
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// A registry with every metric registered.
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("flagpole");
+        registry.register(
+            "build",
+            "Build information",
+            Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]),
+        );
+        let http = Family::<HttpLabels, Histogram>::new_with_constructor(
+            http_histogram as fn() -> Histogram,
+        );
+        let client = Family::<ClientLabels, Counter>::default();
+        let count = |response| client.get_or_create(&ClientLabels { response }).clone();
+        let client_counts = ClientFeatureCounts {
+            plain: count("200"),
+            gzip: count("200-gzip"),
+            not_modified: count("304"),
+        };
+        let snapshot_version = Gauge::default();
+        let active_toggles = Gauge::default();
+        let archived_toggles = Gauge::default();
+        let store_reachable = Gauge::default();
+        let ready = Gauge::default();
+        // Named after the OpenTelemetry HTTP semantic conventions, in base units.
+        registry.register_with_unit(
+            "http_server_request_duration",
+            "Duration of HTTP requests except GET /api/client/features",
+            prometheus_client::registry::Unit::Seconds,
+            http.clone(),
+        );
+        registry.register(
+            "client_features_responses",
+            "Responses to GET /api/client/features by kind",
+            client.clone(),
+        );
+        registry.register(
+            "snapshot_version",
+            "Configuration version this replica serves",
+            snapshot_version.clone(),
+        );
+        registry.register(
+            "active_toggles",
+            "Active toggles in the snapshot",
+            active_toggles.clone(),
+        );
+        registry.register(
+            "archived_toggles",
+            "Archived toggles in the snapshot",
+            archived_toggles.clone(),
+        );
+        registry.register(
+            "store_reachable",
+            "1 when the last contact with the store succeeded",
+            store_reachable.clone(),
+        );
+        registry.register(
+            "ready",
+            "1 when the configuration is loaded and requests are served",
+            ready.clone(),
+        );
+        Self {
+            registry,
+            http,
+            client_counts,
+            snapshot_version,
+            active_toggles,
+            archived_toggles,
+            store_reachable,
+            ready,
+        }
+    }
+
+    /// The exposition text, with gauges read from `snapshot` now.
+    pub fn render(&self, snapshot: &Snapshot) -> String {
+        let state = snapshot.state();
+        self.snapshot_version.set(state.version as i64);
+        self.active_toggles.set(state.features.len() as i64);
+        self.archived_toggles.set(state.archive.len() as i64);
+        self.store_reachable.set(snapshot.store_reachable() as i64);
+        self.ready.set(snapshot.is_ready() as i64);
+        let mut text = String::new();
+        if let Err(e) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
+            tracing::error!(error = %e, "metrics encoding failed");
+        }
+        text
+    }
+}
+
+/// Middleware recording every request's duration by route template.
+pub async fn track_requests(
+    State(metrics): State<Arc<Metrics>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
+    // Probes and scrapes would drown the signal.
+    if route == "/health" || route.starts_with("/internal-backstage") {
+        return next.run(req).await;
+    }
+    let method = req.method().to_string();
+    let start = Instant::now();
+    let response = next.run(req).await;
+    metrics
+        .http
+        .get_or_create(&HttpLabels {
+            http_request_method: method,
+            http_route: route,
+            http_response_status_code: response.status().as_u16(),
+        })
+        .observe(start.elapsed().as_secs_f64());
+    response
+}
