@@ -66,11 +66,13 @@ pub async fn run(
         interval,
         shutdown.clone(),
     ));
-    workers.spawn(
-        snapshot
-            .clone()
-            .run_refresher(notify, interval, shutdown.clone()),
-    );
+    workers.spawn(keep_fresh(
+        service.clone(),
+        snapshot.clone(),
+        notify,
+        interval,
+        shutdown.clone(),
+    ));
 
     let app = http::app(AppState {
         service,
@@ -90,6 +92,34 @@ pub async fn run(
     Ok(served?)
 }
 
+/// Keeps the snapshot fresh until `shutdown`: on every `notify` (pub/sub) and at least every
+/// `interval` (the fallback when announcements are lost). A store found empty again (flushed,
+/// or restarted without persistence) gets its built-ins back.
+async fn keep_fresh(
+    service: Service,
+    snapshot: Arc<Snapshot>,
+    notify: Arc<Notify>,
+    interval: Duration,
+    shutdown: CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = notify.notified() => {}
+            _ = tokio::time::sleep(interval) => {}
+        }
+        if let Err(e) = snapshot.check().await {
+            tracing::warn!(error = %e, "snapshot refresh failed; serving the last snapshot");
+            continue;
+        }
+        if snapshot.is_ready() && !service::is_seeded(&snapshot.state()) {
+            if let Err(e) = service.seed_if_needed().await {
+                tracing::warn!(error = %e, "re-seeding an empty store failed");
+            }
+        }
+    }
+}
+
 /// First load of the snapshot and seeding of a new store, retried until the store answers.
 async fn load_and_seed(
     service: Service,
@@ -100,7 +130,7 @@ async fn load_and_seed(
     loop {
         let attempt = async {
             snapshot.refresh().await?;
-            service.seed_if_empty().await.map_err(|e| match e {
+            service.seed_if_needed().await.map_err(|e| match e {
                 service::ServiceError::Store(e) => e,
                 other => StoreError::Unavailable(other.to_string()),
             })

@@ -3,6 +3,7 @@
 //! conflict it refreshes and decides again.
 
 mod seed;
+pub use seed::is_seeded;
 pub mod strategies;
 pub mod tags;
 pub mod toggles;
@@ -17,7 +18,7 @@ use crate::domain::event::{Event, EventKind, NewEvent};
 use crate::domain::state::ConfigState;
 use crate::domain::tag::TagRef;
 use crate::domain::{DomainError, ValidationErrors};
-use crate::snapshot::Snapshot;
+use crate::snapshot::{position_of, Snapshot};
 use crate::store::{Change, Collection, CommitOutcome, Store, StoreError};
 
 /// How often a write re-decides after losing a race with another writer.
@@ -149,13 +150,13 @@ impl Service {
             }
             match self
                 .store
-                .commit(state.version, &plan.changes, &plan.events)
+                .commit(position_of(&state), &plan.changes, &plan.events)
                 .await?
             {
-                CommitOutcome::Committed { version } => {
+                CommitOutcome::Committed { position } => {
                     if let Err(e) = self
                         .snapshot
-                        .apply_commit(state.version, version, &plan.changes)
+                        .apply_commit(position_of(&state), position, &plan.changes)
                         .await
                     {
                         // The write is durable; the snapshot catches up on its next refresh.
@@ -178,9 +179,10 @@ impl Service {
         Ok(self.store.events(limit, toggle).await?)
     }
 
-    /// Writes the built-in strategies and tag type into a store that was never written.
-    pub async fn seed_if_empty(&self) -> Result<(), ServiceError> {
-        seed::seed_if_empty(self).await
+    /// Writes the built-in strategies and tag type into a store that has never had them
+    /// (new, or emptied).
+    pub async fn seed_if_needed(&self) -> Result<(), ServiceError> {
+        seed::seed_if_needed(self).await
     }
 }
 

@@ -1,15 +1,25 @@
-//! First start: the built-in strategies and the `simple` tag type, written once per store.
+//! First start: the built-in strategies and the `simple` tag type, written once per store
+//! (again after the store lost everything), marked by the `seeded` counter.
 
 use serde_json::json;
 
 use super::{event_data, Actor, Plan, Service, ServiceError};
 use crate::domain::event::EventKind;
+use crate::domain::state::ConfigState;
 use crate::domain::strategy::built_in_strategies;
 use crate::domain::tag::simple_tag_type;
 use crate::store::Collection;
 
-pub(super) async fn seed_if_empty(service: &Service) -> Result<(), ServiceError> {
-    if service.snapshot.state().version > 0 {
+/// The counter record marking a seeded store.
+const SEEDED: &str = "seeded";
+
+/// Whether the built-ins were written to the store `state` came from.
+pub fn is_seeded(state: &ConfigState) -> bool {
+    state.counters.contains_key(SEEDED)
+}
+
+pub(super) async fn seed_if_needed(service: &Service) -> Result<(), ServiceError> {
+    if is_seeded(&service.snapshot.state()) {
         return Ok(());
     }
     let actor = Actor("migration".into());
@@ -17,9 +27,10 @@ pub(super) async fn seed_if_empty(service: &Service) -> Result<(), ServiceError>
         .write_loaded(|state, now| {
             let mut plan = Plan::new(now, ());
             // Another replica may have seeded between our load and this decision.
-            if state.version > 0 {
+            if is_seeded(state) {
                 return Ok(plan);
             }
+            plan.put(Collection::Counters, SEEDED, &1)?;
             for strategy in built_in_strategies() {
                 plan.put(Collection::Strategies, &strategy.name, &strategy)?;
                 plan.event(EventKind::StrategyCreated, &actor, event_data(&strategy), vec![]);

@@ -10,16 +10,14 @@ mod decode;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use tokio::sync::{Mutex, Notify};
-use tokio_util::sync::CancellationToken;
+use tokio::sync::Mutex;
 
 pub use client_cache::{no_match, ClientFeaturesCache, ClientResponse};
 
 use crate::domain::state::ConfigState;
-use crate::store::{Change, Collection, Store, StoreError};
+use crate::store::{Change, Collection, Position, Store, StoreError};
 
 /// One version of the configuration and the client responses built from it.
 pub struct Loaded {
@@ -104,7 +102,7 @@ impl Snapshot {
         if !self.is_loaded() {
             return self.reload().await;
         }
-        let base = current.state.version;
+        let base = position_of(&current.state);
         match self.store.changes_since(base).await? {
             Some(sets) if sets.is_empty() => Ok(()),
             Some(sets) => {
@@ -122,7 +120,7 @@ impl Snapshot {
             }
             None => {
                 tracing::info!(
-                    from = base,
+                    from = ?base,
                     "change log does not reach back; reloading everything"
                 );
                 self.reload().await
@@ -133,18 +131,22 @@ impl Snapshot {
     async fn reload(&self) -> Result<(), StoreError> {
         let records = self.store.load().await?;
         let mut state = ConfigState {
-            version: records.version,
+            version: records.position.version,
+            epoch: records.position.epoch,
             ..ConfigState::default()
         };
         for (collection, key, value) in &records.records {
             decode::apply_record(&mut state, *collection, key, Some(value))?;
         }
         let previous = self.current.load_full();
-        if self.is_loaded() && records.version < previous.state.version {
+        if self.is_loaded()
+            && (records.position.epoch != previous.state.epoch
+                || records.position.version < previous.state.version)
+        {
             tracing::error!(
-                had = previous.state.version,
-                store = records.version,
-                "store version went backwards (data lost in the store?); serving the store's data"
+                had = ?position_of(&previous.state),
+                store = ?records.position,
+                "the store started over or went back (data lost in the store?); serving the store's data"
             );
         }
         self.current.store(Arc::new(Loaded {
@@ -155,17 +157,17 @@ impl Snapshot {
         Ok(())
     }
 
-    /// Applies a commit this replica just made: `changes` took the store from `base` to
-    /// `version`. Falls back to a refresh when the snapshot is not at `base`.
+    /// Applies a commit this replica just made: `changes` took the store from `base` to `to`.
+    /// Falls back to a refresh when the snapshot is not at `base`.
     pub async fn apply_commit(
         &self,
-        base: u64,
-        version: u64,
+        base: Position,
+        to: Position,
         changes: &[Change],
     ) -> Result<(), StoreError> {
         let _guard = self.update.lock().await;
         let current = self.current.load_full();
-        if current.state.version != base || !self.is_loaded() {
+        if position_of(&current.state) != base || !self.is_loaded() {
             let result = self.refresh_locked().await;
             self.note(&result);
             return result;
@@ -174,7 +176,8 @@ impl Snapshot {
         for change in changes {
             decode::apply(&mut state, change)?;
         }
-        state.version = version;
+        state.version = to.version;
+        state.epoch = to.epoch;
         self.install(state, &current, changes.iter().any(affects_client));
         self.store_reachable.store(true, Ordering::Release);
         Ok(())
@@ -193,36 +196,24 @@ impl Snapshot {
         }));
     }
 
-    /// Keeps the snapshot fresh until `shutdown`: on every `notify` (pub/sub) and at least every
-    /// `interval` (the fallback when announcements are lost).
-    pub async fn run_refresher(
-        self: Arc<Self>,
-        notify: Arc<Notify>,
-        interval: Duration,
-        shutdown: CancellationToken,
-    ) {
-        loop {
-            tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = notify.notified() => {}
-                _ = tokio::time::sleep(interval) => {}
-            }
-            if let Err(e) = self.check().await {
-                tracing::warn!(error = %e, "snapshot refresh failed; serving the last snapshot");
-            }
-        }
-    }
-
-    /// A cheap version check, followed by a refresh only when the store moved.
-    async fn check(&self) -> Result<(), StoreError> {
-        let version = self.store.version().await;
-        let result = match version {
-            Ok(v) if self.is_loaded() && v == self.state().version => Ok(()),
+    /// A cheap position check, followed by a refresh only when the store moved.
+    pub async fn check(&self) -> Result<(), StoreError> {
+        let position = self.store.position().await;
+        let result = match position {
+            Ok(p) if self.is_loaded() && p == position_of(&self.state()) => Ok(()),
             Ok(_) => return self.refresh().await,
             Err(e) => Err(e),
         };
         self.note(&result);
         result
+    }
+}
+
+/// The store position a state was read at.
+pub fn position_of(state: &ConfigState) -> Position {
+    Position {
+        epoch: state.epoch,
+        version: state.version,
     }
 }
 

@@ -9,8 +9,8 @@ use std::time::Duration;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
 use super::{
-    decode_event, encode_event, event_matches, Change, ChangeSet, Collection, CommitOutcome,
-    Records, StoreError, CHANGE_LOG_LENGTH,
+    decode_event, encode_event, event_matches, fresh_epoch, Change, ChangeSet, Collection,
+    CommitOutcome, Position, Records, StoreError, CHANGE_LOG_LENGTH,
 };
 use crate::domain::event::{Event, NewEvent};
 
@@ -34,6 +34,17 @@ pub struct EmbeddedStore {
 
 fn failed(e: impl std::fmt::Display) -> StoreError {
     StoreError::Unavailable(e.to_string())
+}
+
+/// The epoch and version recorded in the meta table.
+fn read_position(meta: &impl ReadableTable<&'static str, u64>) -> Result<Position, StoreError> {
+    let read = |name: &str| -> Result<u64, StoreError> {
+        Ok(meta.get(name).map_err(failed)?.map_or(0, |v| v.value()))
+    };
+    Ok(Position {
+        epoch: read("epoch")?,
+        version: read("version")?,
+    })
 }
 
 impl EmbeddedStore {
@@ -67,7 +78,10 @@ impl EmbeddedStore {
         let txn = db.begin_write().map_err(failed)?;
         {
             txn.open_table(RECORDS).map_err(failed)?;
-            txn.open_table(META).map_err(failed)?;
+            let mut meta = txn.open_table(META).map_err(failed)?;
+            if meta.get("epoch").map_err(failed)?.is_none() {
+                meta.insert("epoch", fresh_epoch()).map_err(failed)?;
+            }
             txn.open_table(CHANGES).map_err(failed)?;
             txn.open_table(EVENTS).map_err(failed)?;
         }
@@ -90,11 +104,7 @@ impl EmbeddedStore {
     pub(super) async fn load(&self) -> Result<Records, StoreError> {
         self.blocking(|db| {
             let txn = db.begin_read().map_err(failed)?;
-            let meta = txn.open_table(META).map_err(failed)?;
-            let version = meta
-                .get("version")
-                .map_err(failed)?
-                .map_or(0, |v| v.value());
+            let position = read_position(&txn.open_table(META).map_err(failed)?)?;
             let table = txn.open_table(RECORDS).map_err(failed)?;
             let mut records = Vec::new();
             for row in table.iter().map_err(failed)? {
@@ -104,37 +114,31 @@ impl EmbeddedStore {
                     .ok_or_else(|| StoreError::Corrupt(format!("collection {collection}")))?;
                 records.push((collection, key.to_string(), value.value().to_string()));
             }
-            Ok(Records { version, records })
+            Ok(Records { position, records })
         })
         .await
     }
 
-    pub(super) async fn version(&self) -> Result<u64, StoreError> {
+    pub(super) async fn position(&self) -> Result<Position, StoreError> {
         self.blocking(|db| {
             let txn = db.begin_read().map_err(failed)?;
-            let meta = txn.open_table(META).map_err(failed)?;
-            Ok(meta
-                .get("version")
-                .map_err(failed)?
-                .map_or(0, |v| v.value()))
+            read_position(&txn.open_table(META).map_err(failed)?)
         })
         .await
     }
 
     pub(super) async fn changes_since(
         &self,
-        version: u64,
+        from: Position,
     ) -> Result<Option<Vec<ChangeSet>>, StoreError> {
+        let version = from.version;
         self.blocking(move |db| {
             let txn = db.begin_read().map_err(failed)?;
-            let meta = txn.open_table(META).map_err(failed)?;
-            let current = meta
-                .get("version")
-                .map_err(failed)?
-                .map_or(0, |v| v.value());
-            if current < version {
+            let current = read_position(&txn.open_table(META).map_err(failed)?)?;
+            if current.epoch != from.epoch || current.version < version {
                 return Ok(None);
             }
+            let current = current.version;
             let table = txn.open_table(CHANGES).map_err(failed)?;
             let mut sets = Vec::new();
             let mut expected = version + 1;
@@ -158,7 +162,7 @@ impl EmbeddedStore {
 
     pub(super) async fn commit(
         &self,
-        expected_version: u64,
+        expected: Position,
         changes: &[Change],
         events: &[NewEvent],
     ) -> Result<CommitOutcome, StoreError> {
@@ -171,17 +175,15 @@ impl EmbeddedStore {
         let changes = changes.to_vec();
         self.blocking(move |db| {
             let txn = db.begin_write().map_err(failed)?;
-            let version;
+            let position;
             {
                 let mut meta = txn.open_table(META).map_err(failed)?;
-                let current = meta
-                    .get("version")
-                    .map_err(failed)?
-                    .map_or(0, |v| v.value());
-                if current != expected_version {
+                let current = read_position(&meta)?;
+                if current != expected {
                     return Ok(CommitOutcome::Conflict { current });
                 }
-                version = current + 1;
+                let version = current.version + 1;
+                position = Position { version, ..current };
                 meta.insert("version", version).map_err(failed)?;
                 let mut records = txn.open_table(RECORDS).map_err(failed)?;
                 for change in &changes {
@@ -211,7 +213,7 @@ impl EmbeddedStore {
                 meta.insert("event_seq", seq).map_err(failed)?;
             }
             txn.commit().map_err(failed)?;
-            Ok(CommitOutcome::Committed { version })
+            Ok(CommitOutcome::Committed { position })
         })
         .await
     }

@@ -30,6 +30,12 @@ impl Keys {
         format!("{}:version", self.tag)
     }
 
+    /// String, the store's epoch (a random id); set by the first commit of a new or flushed
+    /// store; no TTL.
+    pub fn epoch(&self) -> String {
+        format!("{}:epoch", self.tag)
+    }
+
     /// Stream, entry id `<version>-0`, field `changes` = JSON array of changes; trimmed to about
     /// `CHANGE_LOG_LENGTH` entries; appended by the commit script.
     pub fn changes(&self) -> String {

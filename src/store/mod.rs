@@ -64,6 +64,27 @@ pub struct Change {
     pub value: Option<String>,
 }
 
+/// Where a store stands: its epoch (a random id, new whenever the store starts over empty)
+/// and its version within that epoch. Versions of different epochs are unrelated, so a
+/// replica whose snapshot came from another epoch reloads instead of applying change sets.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Position {
+    /// 0 until the first commit of a new store.
+    pub epoch: u64,
+    pub version: u64,
+}
+
+/// A new random, non-zero epoch.
+pub(crate) fn fresh_epoch() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    hasher.write_u128(now);
+    hasher.finish().max(1)
+}
+
 /// The changes one committed version made.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChangeSet {
@@ -71,20 +92,20 @@ pub struct ChangeSet {
     pub changes: Vec<Change>,
 }
 
-/// Every record at one version.
+/// Every record at one position.
 #[derive(Debug, Clone, Default)]
 pub struct Records {
-    pub version: u64,
+    pub position: Position,
     pub records: Vec<(Collection, String, String)>,
 }
 
 /// How a commit went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommitOutcome {
-    /// Written as this new version.
-    Committed { version: u64 },
-    /// The store had moved on from the expected version; nothing was written.
-    Conflict { current: u64 },
+    /// Written; the store is now at this position.
+    Committed { position: Position },
+    /// The store was not at the expected position; nothing was written.
+    Conflict { current: Position },
 }
 
 /// Failures of the store itself (never of the caller's input).
@@ -114,34 +135,37 @@ impl Store {
         }
     }
 
-    /// The current version.
-    pub async fn version(&self) -> Result<u64, StoreError> {
+    /// The current position.
+    pub async fn position(&self) -> Result<Position, StoreError> {
         match self {
-            Store::Redis(s) => s.version().await,
-            Store::Embedded(s) => s.version().await,
+            Store::Redis(s) => s.position().await,
+            Store::Embedded(s) => s.position().await,
         }
     }
 
-    /// The change sets after `version`, oldest first; `None` when the log no longer reaches
-    /// back that far (the caller reloads everything).
-    pub async fn changes_since(&self, version: u64) -> Result<Option<Vec<ChangeSet>>, StoreError> {
+    /// The change sets after `from`, oldest first; `None` when the log no longer reaches back
+    /// that far or the store is in another epoch (the caller reloads everything).
+    pub async fn changes_since(
+        &self,
+        from: Position,
+    ) -> Result<Option<Vec<ChangeSet>>, StoreError> {
         match self {
-            Store::Redis(s) => s.changes_since(version).await,
-            Store::Embedded(s) => s.changes_since(version).await,
+            Store::Redis(s) => s.changes_since(from).await,
+            Store::Embedded(s) => s.changes_since(from).await,
         }
     }
 
     /// Applies `changes`, bumps the version, logs the change set and appends `events`, all in
-    /// one atomic step, provided the store is still at `expected_version`.
+    /// one atomic step, provided the store is still at `expected`.
     pub async fn commit(
         &self,
-        expected_version: u64,
+        expected: Position,
         changes: &[Change],
         events: &[NewEvent],
     ) -> Result<CommitOutcome, StoreError> {
         match self {
-            Store::Redis(s) => s.commit(expected_version, changes, events).await,
-            Store::Embedded(s) => s.commit(expected_version, changes, events).await,
+            Store::Redis(s) => s.commit(expected, changes, events).await,
+            Store::Embedded(s) => s.commit(expected, changes, events).await,
         }
     }
 

@@ -14,8 +14,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::keys::Keys;
 use super::{
-    decode_event, encode_event, event_matches, Change, ChangeSet, Collection, CommitOutcome,
-    Records, StoreError, CHANGE_LOG_LENGTH,
+    decode_event, encode_event, event_matches, fresh_epoch, Change, ChangeSet, Collection,
+    CommitOutcome, Position, Records, StoreError, CHANGE_LOG_LENGTH,
 };
 use crate::domain::event::{Event, NewEvent};
 
@@ -60,56 +60,69 @@ impl RedisStore {
 
     pub(super) async fn load(&self) -> Result<Records, StoreError> {
         let mut pipe = redis::pipe();
-        pipe.atomic().get(self.keys.version());
+        pipe.atomic()
+            .get(self.keys.version())
+            .get(self.keys.epoch());
         for c in Collection::ALL {
             pipe.hgetall(self.keys.collection(c));
         }
         let mut conn = self.conn.clone();
-        let (version, hashes): (Option<u64>, Vec<HashMap<String, String>>) = {
+        let (position, hashes): (Position, Vec<HashMap<String, String>>) = {
             let mut values: Vec<redis::Value> =
                 pipe.query_async(&mut conn).await.map_err(unavailable)?;
-            if values.len() != Collection::ALL.len() + 1 {
+            if values.len() != Collection::ALL.len() + 2 {
                 return Err(StoreError::Corrupt("unexpected reply to load".into()));
             }
-            let version = redis::from_redis_value(values.remove(0))
+            let version: Option<u64> = redis::from_redis_value(values.remove(0))
+                .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            let epoch: Option<u64> = redis::from_redis_value(values.remove(0))
                 .map_err(|e| StoreError::Corrupt(e.to_string()))?;
             let hashes = values
                 .into_iter()
                 .map(|v| redis::from_redis_value(v).map_err(|e| StoreError::Corrupt(e.to_string())))
                 .collect::<Result<_, _>>()?;
-            (version, hashes)
+            let position = Position {
+                epoch: epoch.unwrap_or(0),
+                version: version.unwrap_or(0),
+            };
+            (position, hashes)
         };
         let mut records = Vec::new();
         for (c, hash) in Collection::ALL.into_iter().zip(hashes) {
             records.extend(hash.into_iter().map(|(k, v)| (c, k, v)));
         }
-        Ok(Records {
-            version: version.unwrap_or(0),
-            records,
-        })
+        Ok(Records { position, records })
     }
 
-    pub(super) async fn version(&self) -> Result<u64, StoreError> {
+    pub(super) async fn position(&self) -> Result<Position, StoreError> {
         let mut conn = self.conn.clone();
-        let v: Option<u64> = conn.get(self.keys.version()).await.map_err(unavailable)?;
-        Ok(v.unwrap_or(0))
+        let (version, epoch): (Option<u64>, Option<u64>) = conn
+            .mget(&[self.keys.version(), self.keys.epoch()])
+            .await
+            .map_err(unavailable)?;
+        Ok(Position {
+            epoch: epoch.unwrap_or(0),
+            version: version.unwrap_or(0),
+        })
     }
 
     pub(super) async fn changes_since(
         &self,
-        version: u64,
+        from: Position,
     ) -> Result<Option<Vec<ChangeSet>>, StoreError> {
+        let version = from.version;
         let mut conn = self.conn.clone();
-        let (current, reply): (Option<u64>, StreamRangeReply) = redis::pipe()
+        let (current, epoch, reply): (Option<u64>, Option<u64>, StreamRangeReply) = redis::pipe()
             .atomic()
             .get(self.keys.version())
+            .get(self.keys.epoch())
             .xrange(self.keys.changes(), format!("{}-0", version + 1), "+")
             .query_async(&mut conn)
             .await
             .map_err(unavailable)?;
         let current = current.unwrap_or(0);
-        if current < version {
-            // The store went backwards (restored or flushed): only a full reload is consistent.
+        if epoch.unwrap_or(0) != from.epoch || current < version {
+            // Another epoch, or the store went backwards: only a full reload is consistent.
             return Ok(None);
         }
         let mut sets = Vec::with_capacity(reply.ids.len());
@@ -144,7 +157,7 @@ impl RedisStore {
 
     pub(super) async fn commit(
         &self,
-        expected_version: u64,
+        expected: Position,
         changes: &[Change],
         events: &[NewEvent],
     ) -> Result<CommitOutcome, StoreError> {
@@ -162,28 +175,32 @@ impl RedisStore {
             .key(self.keys.version())
             .key(self.keys.changes())
             .key(self.keys.events())
-            .key(self.keys.event_seq());
+            .key(self.keys.event_seq())
+            .key(self.keys.epoch());
         for c in Collection::ALL {
             invocation.key(self.keys.collection(c));
         }
         invocation
-            .arg(expected_version)
+            .arg(expected.version)
+            .arg(expected.epoch)
             .arg(changes_json)
             .arg(events_json)
             .arg(CHANGE_LOG_LENGTH)
-            .arg(self.keys.notify_channel());
+            .arg(self.keys.notify_channel())
+            .arg(fresh_epoch());
         for c in Collection::ALL {
             invocation.arg(c.as_str());
         }
         let mut conn = self.conn.clone();
-        let (committed, version): (u8, u64) = invocation
+        let (committed, version, epoch): (u8, u64, u64) = invocation
             .invoke_async(&mut conn)
             .await
             .map_err(unavailable)?;
+        let position = Position { epoch, version };
         Ok(if committed == 1 {
-            CommitOutcome::Committed { version }
+            CommitOutcome::Committed { position }
         } else {
-            CommitOutcome::Conflict { current: version }
+            CommitOutcome::Conflict { current: position }
         })
     }
 

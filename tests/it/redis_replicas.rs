@@ -158,3 +158,56 @@ async fn a_replica_started_during_an_outage_serves_once_redis_is_back() {
     token.cancel();
     run.await.expect("join").expect("clean shutdown");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_follow_a_store_that_started_over() {
+    let backend = Backend::redis();
+    let a = TestApp::spawn(&backend).await;
+    let b = TestApp::spawn(&backend).await;
+    for name in ["old.one", "old.two", "old.three"] {
+        a.create_toggle(name).await;
+    }
+    let seen = eventually(Duration::from_secs(1), || async {
+        b.client_features("", None).await.json["features"]
+            .as_array()
+            .map(Vec::len)
+            == Some(3)
+    })
+    .await;
+    assert!(seen);
+    // The store loses everything (FLUSHALL, or a restart without persistence) …
+    backend.redis_server().cli(&["FLUSHALL"]);
+    // … and new writes arrive through one replica: its versions must not be mistaken for
+    // continuations of the old ones.
+    a.create_toggle_reply("new.one").await.expect(200);
+    a.create_toggle_reply("new.two").await.expect(200);
+    a.create_toggle_reply("new.three").await.expect(200);
+    a.create_toggle_reply("new.four").await.expect(200);
+    let names = |reply: serde_json::Value| -> Vec<String> {
+        reply["features"]
+            .as_array()
+            .expect("features")
+            .iter()
+            .map(|t| t["name"].as_str().expect("name").to_string())
+            .collect()
+    };
+    let expected = ["new.four", "new.one", "new.three", "new.two"];
+    assert_eq!(names(a.client_features("", None).await.json), expected);
+    let converged = eventually(Duration::from_secs(2), || async {
+        names(b.client_features("", None).await.json) == expected
+    })
+    .await;
+    assert!(
+        converged,
+        "replica b kept serving toggles the store no longer has"
+    );
+    // Names are unique against the store's content, not a stale snapshot.
+    b.create_toggle_reply("old.one").await.expect(200);
+    // The built-in strategies and tag type come back.
+    let seeded = eventually(Duration::from_secs(2), || async {
+        b.get("/api/admin/strategies/default").await.status.as_u16() == 200
+            && b.get("/api/admin/tag-types/simple").await.status.as_u16() == 200
+    })
+    .await;
+    assert!(seeded, "built-ins were not re-seeded");
+}

@@ -66,6 +66,18 @@ impl TestRedis {
         wait_for_socket(&self.socket());
     }
 
+    /// Runs a redis-cli command against this server.
+    pub fn cli(&self, args: &[&str]) {
+        let status = Command::new("redis-cli")
+            .arg("-s")
+            .arg(self.socket())
+            .args(args)
+            .stdout(Stdio::null())
+            .status()
+            .expect("redis-cli must be installed with redis-server");
+        assert!(status.success(), "redis-cli {args:?} failed");
+    }
+
     /// Kills the server (as a crash would).
     pub fn stop(&self) {
         if let Some(mut child) = self.child.lock().expect("lock").take() {
