@@ -40,6 +40,9 @@ pub enum ApiError {
     /// 415: the body is not JSON.
     #[error("{0}")]
     UnsupportedMediaType(String),
+    /// 500 with a message: spec §7's status for removing a tag while the store is unreachable.
+    #[error("{0}")]
+    StoreUnreachable(String),
     /// 500: a fault of ours; the cause is logged, never returned.
     #[error("internal error")]
     Internal(String),
@@ -78,7 +81,7 @@ impl ApiError {
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::Internal(_) | Self::StoreUnreachable(_) => StatusCode::INTERNAL_SERVER_ERROR,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
@@ -97,7 +100,6 @@ impl IntoResponse for ApiError {
         };
         match &self {
             Self::Internal(cause) => tracing::error!(%cause, "request failed"),
-            Self::Unavailable(cause) => tracing::warn!(%cause, "request refused: unavailable"),
             _ => {}
         }
         let mut response = (
@@ -145,10 +147,17 @@ impl From<DomainError> for ApiError {
 
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
+        // The cause is logged here; clients get a message without store internals.
+        tracing::warn!(error = %e, "store operation failed");
         match e {
-            StoreError::Unavailable(cause) => Self::Unavailable(format!(
-                "The store is unreachable, nothing was changed; try again shortly ({cause})"
-            )),
+            StoreError::Unavailable(_) => Self::Unavailable(
+                "The store is unreachable; nothing was changed. Try again shortly.".into(),
+            ),
+            StoreError::Uncertain(_) => Self::Unavailable(
+                "The store did not confirm the write in time; it may still have been applied. \
+                 Check the current state before retrying."
+                    .into(),
+            ),
             StoreError::Corrupt(cause) => Self::Internal(cause),
         }
     }

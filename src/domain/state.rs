@@ -14,8 +14,8 @@ use super::toggle::Toggle;
 pub struct ConfigState {
     /// Store version this state reflects; 0 means "never written".
     pub version: u64,
-    /// The store epoch the version belongs to (see `store::Position`).
-    pub epoch: u64,
+    /// Id of the commit that made `version` (see `store::Position`).
+    pub head: u64,
     pub features: BTreeMap<String, Arc<Toggle>>,
     pub archive: BTreeMap<String, Arc<Toggle>>,
     pub strategies: BTreeMap<String, Arc<StrategyDefinition>>,

@@ -114,6 +114,7 @@ impl Snapshot {
                         client_affected |= affects_client(change);
                     }
                     state.version = set.version;
+                    state.head = set.head;
                 }
                 self.install(state, &current, client_affected);
                 Ok(())
@@ -132,7 +133,7 @@ impl Snapshot {
         let records = self.store.load().await?;
         let mut state = ConfigState {
             version: records.position.version,
-            epoch: records.position.epoch,
+            head: records.position.head,
             ..ConfigState::default()
         };
         for (collection, key, value) in &records.records {
@@ -140,7 +141,7 @@ impl Snapshot {
         }
         let previous = self.current.load_full();
         if self.is_loaded()
-            && (records.position.epoch != previous.state.epoch
+            && (records.position.head != previous.state.head
                 || records.position.version < previous.state.version)
         {
             tracing::error!(
@@ -177,7 +178,7 @@ impl Snapshot {
             decode::apply(&mut state, change)?;
         }
         state.version = to.version;
-        state.epoch = to.epoch;
+        state.head = to.head;
         self.install(state, &current, changes.iter().any(affects_client));
         self.store_reachable.store(true, Ordering::Release);
         Ok(())
@@ -212,7 +213,7 @@ impl Snapshot {
 /// The store position a state was read at.
 pub fn position_of(state: &ConfigState) -> Position {
     Position {
-        epoch: state.epoch,
+        head: state.head,
         version: state.version,
     }
 }

@@ -1,31 +1,42 @@
--- Atomic commit: check the position (epoch and version), apply record changes, bump the
--- version, log the change set, append audit events with consecutive ids, and announce the new
--- version. A store without an epoch (new, or flushed) gets the fresh one from ARGV[7].
+-- Atomic commit: check the position (version and the id of the commit that made it), apply
+-- record changes, bump the version, record the new commit id, log the change set, append audit
+-- events with consecutive ids, and announce the new version.
 -- KEYS[1] version, KEYS[2] changes stream, KEYS[3] events stream, KEYS[4] event id sequence,
--- KEYS[5] epoch, KEYS[6..] collection hashes, named by ARGV[8..] in the same order.
--- ARGV[1] expected version, ARGV[2] expected epoch ('0' for none), ARGV[3] changes (JSON array
--- of {c, k, v}), ARGV[4] events (JSON array of event documents without id), ARGV[5] change-log
--- length, ARGV[6] notify channel, ARGV[7] fresh epoch.
+-- KEYS[5] head (latest commit id), KEYS[6..] collection hashes, named by ARGV[8..] in order.
+-- ARGV[1] expected version, ARGV[2] expected head ('0' for a store never written), ARGV[3]
+-- changes (JSON array of {c, k, v}), ARGV[4] events (JSON array of event documents without id),
+-- ARGV[5] change-log length, ARGV[6] notify channel, ARGV[7] this commit's id.
 local current = tonumber(redis.call('GET', KEYS[1]) or '0')
-local epoch = redis.call('GET', KEYS[5]) or '0'
-if current ~= tonumber(ARGV[1]) or epoch ~= ARGV[2] then
-  return {0, current, epoch}
+local head = redis.call('GET', KEYS[5]) or '0'
+if current ~= tonumber(ARGV[1]) or head ~= ARGV[2] then
+  return {0, current, head}
 end
+-- Validate everything before the first write: Redis does not roll back a failed script.
 local hashes = {}
 for i = 8, #ARGV do
   hashes[ARGV[i]] = KEYS[i - 2]
 end
 local changes = cjson.decode(ARGV[3])
--- Validate everything before the first write: Redis does not roll back a failed script.
 for _, ch in ipairs(changes) do
   if hashes[ch.c] == nil then
     return redis.error_reply('unknown collection ' .. tostring(ch.c))
   end
 end
 local events = cjson.decode(ARGV[4])
-if epoch == '0' then
-  epoch = ARGV[7]
-  redis.call('SET', KEYS[5], epoch)
+local function top_id(stream)
+  local top = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
+  if top[1] == nil then
+    return 0
+  end
+  return tonumber(string.match(top[1][1], '^(%d+)'))
+end
+-- A version or event counter that went back (lost key, eviction, partial restore) would make
+-- the XADDs below fail after the records were written.
+if top_id(KEYS[2]) > current then
+  return redis.error_reply('FLAGPOLE_INCONSISTENT change log is ahead of the version counter')
+end
+if #events > 0 and top_id(KEYS[3]) > tonumber(redis.call('GET', KEYS[4]) or '0') then
+  return redis.error_reply('FLAGPOLE_INCONSISTENT audit log is ahead of the event id counter')
 end
 for _, ch in ipairs(changes) do
   if ch.v == nil or ch.v == cjson.null then
@@ -35,10 +46,11 @@ for _, ch in ipairs(changes) do
   end
 end
 local version = redis.call('INCR', KEYS[1])
-redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], version .. '-0', 'changes', ARGV[3])
+redis.call('SET', KEYS[5], ARGV[7])
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], version .. '-0', 'head', ARGV[7], 'changes', ARGV[3])
 for _, ev in ipairs(events) do
   local id = redis.call('INCR', KEYS[4])
   redis.call('XADD', KEYS[3], id .. '-0', 'event', '{"id":' .. id .. ',' .. string.sub(ev, 2))
 end
 redis.call('PUBLISH', ARGV[6], version)
-return {1, version, epoch}
+return {1, version, ARGV[7]}

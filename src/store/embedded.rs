@@ -9,16 +9,16 @@ use std::time::Duration;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
 use super::{
-    decode_event, encode_event, event_matches, fresh_epoch, Change, ChangeSet, Collection,
+    decode_event, encode_event, event_matches, fresh_commit_id, Change, ChangeSet, Collection,
     CommitOutcome, Position, Records, StoreError, CHANGE_LOG_LENGTH,
 };
 use crate::domain::event::{Event, NewEvent};
 
 /// (collection, key) → JSON document.
 const RECORDS: TableDefinition<(&str, &str), &str> = TableDefinition::new("records");
-/// Named counters: `version`, `event_seq`.
+/// Named numbers: `version`, `head` (id of the latest commit), `event_seq`.
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
-/// version → JSON array of the changes that version made (the last `CHANGE_LOG_LENGTH`).
+/// version → `LoggedChanges` as JSON (the last `CHANGE_LOG_LENGTH` versions).
 const CHANGES: TableDefinition<u64, &str> = TableDefinition::new("changes");
 /// event id → JSON event record.
 const EVENTS: TableDefinition<u64, &str> = TableDefinition::new("events");
@@ -36,13 +36,20 @@ fn failed(e: impl std::fmt::Display) -> StoreError {
     StoreError::Unavailable(e.to_string())
 }
 
-/// The epoch and version recorded in the meta table.
+/// One change-log entry: the commit's id and its changes.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct LoggedChanges {
+    head: u64,
+    changes: Vec<Change>,
+}
+
+/// The position recorded in the meta table.
 fn read_position(meta: &impl ReadableTable<&'static str, u64>) -> Result<Position, StoreError> {
     let read = |name: &str| -> Result<u64, StoreError> {
         Ok(meta.get(name).map_err(failed)?.map_or(0, |v| v.value()))
     };
     Ok(Position {
-        epoch: read("epoch")?,
+        head: read("head")?,
         version: read("version")?,
     })
 }
@@ -78,10 +85,7 @@ impl EmbeddedStore {
         let txn = db.begin_write().map_err(failed)?;
         {
             txn.open_table(RECORDS).map_err(failed)?;
-            let mut meta = txn.open_table(META).map_err(failed)?;
-            if meta.get("epoch").map_err(failed)?.is_none() {
-                meta.insert("epoch", fresh_epoch()).map_err(failed)?;
-            }
+            txn.open_table(META).map_err(failed)?;
             txn.open_table(CHANGES).map_err(failed)?;
             txn.open_table(EVENTS).map_err(failed)?;
         }
@@ -131,31 +135,44 @@ impl EmbeddedStore {
         &self,
         from: Position,
     ) -> Result<Option<Vec<ChangeSet>>, StoreError> {
-        let version = from.version;
         self.blocking(move |db| {
             let txn = db.begin_read().map_err(failed)?;
             let current = read_position(&txn.open_table(META).map_err(failed)?)?;
-            if current.epoch != from.epoch || current.version < version {
+            if current == from {
+                return Ok(Some(Vec::new()));
+            }
+            if current.version < from.version {
                 return Ok(None);
             }
-            let current = current.version;
             let table = txn.open_table(CHANGES).map_err(failed)?;
             let mut sets = Vec::new();
-            let mut expected = version + 1;
-            for row in table.range(version + 1..).map_err(failed)? {
+            let mut last = Position::default();
+            // The range starts at `from` itself: its entry proves `from` is in the history.
+            for row in table.range(from.version..).map_err(failed)? {
                 let (v, raw) = row.map_err(failed)?;
-                if v.value() != expected {
-                    return Ok(None);
-                }
-                let changes: Vec<Change> = serde_json::from_str(raw.value())
+                let logged: LoggedChanges = serde_json::from_str(raw.value())
                     .map_err(|e| StoreError::Corrupt(format!("change set: {e}")))?;
-                sets.push(ChangeSet {
-                    version: expected,
-                    changes,
-                });
-                expected += 1;
+                let position = Position {
+                    head: logged.head,
+                    version: v.value(),
+                };
+                if position.version == from.version {
+                    if position != from {
+                        return Ok(None);
+                    }
+                } else {
+                    if position.version != last.version + 1 {
+                        return Ok(None);
+                    }
+                    sets.push(ChangeSet {
+                        version: position.version,
+                        head: position.head,
+                        changes: logged.changes,
+                    });
+                }
+                last = position;
             }
-            Ok((expected - 1 == current).then_some(sets))
+            Ok((last == current).then_some(sets))
         })
         .await
     }
@@ -166,8 +183,12 @@ impl EmbeddedStore {
         changes: &[Change],
         events: &[NewEvent],
     ) -> Result<CommitOutcome, StoreError> {
-        let changes_json =
-            serde_json::to_string(changes).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let head = fresh_commit_id();
+        let logged = serde_json::to_string(&LoggedChanges {
+            head,
+            changes: changes.to_vec(),
+        })
+        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
         let events = events
             .iter()
             .map(encode_event)
@@ -183,8 +204,9 @@ impl EmbeddedStore {
                     return Ok(CommitOutcome::Conflict { current });
                 }
                 let version = current.version + 1;
-                position = Position { version, ..current };
+                position = Position { head, version };
                 meta.insert("version", version).map_err(failed)?;
+                meta.insert("head", head).map_err(failed)?;
                 let mut records = txn.open_table(RECORDS).map_err(failed)?;
                 for change in &changes {
                     let key = (change.collection.as_str(), change.key.as_str());
@@ -195,7 +217,7 @@ impl EmbeddedStore {
                     .map_err(failed)?;
                 }
                 let mut log = txn.open_table(CHANGES).map_err(failed)?;
-                log.insert(version, changes_json.as_str()).map_err(failed)?;
+                log.insert(version, logged.as_str()).map_err(failed)?;
                 if version > CHANGE_LOG_LENGTH {
                     let cutoff = version - CHANGE_LOG_LENGTH;
                     log.retain_in(..cutoff, |_, _| false).map_err(failed)?;

@@ -30,13 +30,14 @@ impl Keys {
         format!("{}:version", self.tag)
     }
 
-    /// String, the store's epoch (a random id); set by the first commit of a new or flushed
-    /// store; no TTL.
-    pub fn epoch(&self) -> String {
-        format!("{}:epoch", self.tag)
+    /// String, the random id of the latest commit (see `store::Position`); SET by the commit
+    /// script; no TTL.
+    pub fn head(&self) -> String {
+        format!("{}:head", self.tag)
     }
 
-    /// Stream, entry id `<version>-0`, field `changes` = JSON array of changes; trimmed to about
+    /// Stream, entry id `<version>-0`, fields `head` = the commit's id and `changes` = JSON array
+    /// of changes; trimmed to about
     /// `CHANGE_LOG_LENGTH` entries; appended by the commit script.
     pub fn changes(&self) -> String {
         format!("{}:changes", self.tag)

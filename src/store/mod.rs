@@ -64,18 +64,19 @@ pub struct Change {
     pub value: Option<String>,
 }
 
-/// Where a store stands: its epoch (a random id, new whenever the store starts over empty)
-/// and its version within that epoch. Versions of different epochs are unrelated, so a
-/// replica whose snapshot came from another epoch reloads instead of applying change sets.
+/// Where a store stands: its version and the random id of the commit that made it (`head`).
+/// Version numbers alone can repeat with other content (a flushed store, a failover to a
+/// lagging Redis replica, a restored dump); the commit id tells such histories apart, so a
+/// replica reloads instead of applying change sets to content the store no longer has.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Position {
-    /// 0 until the first commit of a new store.
-    pub epoch: u64,
+    /// Id of the commit that made `version`; 0 for a store never written.
+    pub head: u64,
     pub version: u64,
 }
 
-/// A new random, non-zero epoch.
-pub(crate) fn fresh_epoch() -> u64 {
+/// A new random, non-zero commit id.
+pub(crate) fn fresh_commit_id() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     let now = std::time::SystemTime::now()
@@ -89,6 +90,8 @@ pub(crate) fn fresh_epoch() -> u64 {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChangeSet {
     pub version: u64,
+    /// Id of the commit (see `Position`).
+    pub head: u64,
     pub changes: Vec<Change>,
 }
 
@@ -114,7 +117,11 @@ pub enum StoreError {
     /// The backing store cannot be reached or answered with an error.
     #[error("store unavailable: {0}")]
     Unavailable(String),
-    /// Stored bytes could not be decoded.
+    /// A write was sent but not confirmed (timeout, connection lost mid-request): it may or
+    /// may not have been applied.
+    #[error("store did not confirm the write: {0}")]
+    Uncertain(String),
+    /// Stored data is undecodable or inconsistent.
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
 }
@@ -144,7 +151,7 @@ impl Store {
     }
 
     /// The change sets after `from`, oldest first; `None` when the log no longer reaches back
-    /// that far or the store is in another epoch (the caller reloads everything).
+    /// that far or `from` is not part of the store's history (the caller reloads everything).
     pub async fn changes_since(
         &self,
         from: Position,

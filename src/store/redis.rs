@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::keys::Keys;
 use super::{
-    decode_event, encode_event, event_matches, fresh_epoch, Change, ChangeSet, Collection,
+    decode_event, encode_event, event_matches, fresh_commit_id, Change, ChangeSet, Collection,
     CommitOutcome, Position, Records, StoreError, CHANGE_LOG_LENGTH,
 };
 use crate::domain::event::{Event, NewEvent};
@@ -35,6 +35,20 @@ pub struct RedisStore {
 
 fn unavailable(e: redis::RedisError) -> StoreError {
     StoreError::Unavailable(e.to_string())
+}
+
+/// Classifies a failed commit: a request that timed out may still run in Redis; one that
+/// could not be sent wrote nothing. (A connection lost between sending and answering is also
+/// reported as unavailable: redis-rs does not tell the two apart.)
+fn commit_failure(e: redis::RedisError) -> StoreError {
+    let text = e.to_string();
+    if text.contains("FLAGPOLE_INCONSISTENT") {
+        StoreError::Corrupt(text)
+    } else if e.is_timeout() {
+        StoreError::Uncertain(text)
+    } else {
+        StoreError::Unavailable(text)
+    }
 }
 
 impl RedisStore {
@@ -60,9 +74,7 @@ impl RedisStore {
 
     pub(super) async fn load(&self) -> Result<Records, StoreError> {
         let mut pipe = redis::pipe();
-        pipe.atomic()
-            .get(self.keys.version())
-            .get(self.keys.epoch());
+        pipe.atomic().get(self.keys.version()).get(self.keys.head());
         for c in Collection::ALL {
             pipe.hgetall(self.keys.collection(c));
         }
@@ -75,14 +87,14 @@ impl RedisStore {
             }
             let version: Option<u64> = redis::from_redis_value(values.remove(0))
                 .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-            let epoch: Option<u64> = redis::from_redis_value(values.remove(0))
+            let head: Option<u64> = redis::from_redis_value(values.remove(0))
                 .map_err(|e| StoreError::Corrupt(e.to_string()))?;
             let hashes = values
                 .into_iter()
                 .map(|v| redis::from_redis_value(v).map_err(|e| StoreError::Corrupt(e.to_string())))
                 .collect::<Result<_, _>>()?;
             let position = Position {
-                epoch: epoch.unwrap_or(0),
+                head: head.unwrap_or(0),
                 version: version.unwrap_or(0),
             };
             (position, hashes)
@@ -96,12 +108,12 @@ impl RedisStore {
 
     pub(super) async fn position(&self) -> Result<Position, StoreError> {
         let mut conn = self.conn.clone();
-        let (version, epoch): (Option<u64>, Option<u64>) = conn
-            .mget(&[self.keys.version(), self.keys.epoch()])
+        let (version, head): (Option<u64>, Option<u64>) = conn
+            .mget(&[self.keys.version(), self.keys.head()])
             .await
             .map_err(unavailable)?;
         Ok(Position {
-            epoch: epoch.unwrap_or(0),
+            head: head.unwrap_or(0),
             version: version.unwrap_or(0),
         })
     }
@@ -110,31 +122,53 @@ impl RedisStore {
         &self,
         from: Position,
     ) -> Result<Option<Vec<ChangeSet>>, StoreError> {
-        let version = from.version;
         let mut conn = self.conn.clone();
-        let (current, epoch, reply): (Option<u64>, Option<u64>, StreamRangeReply) = redis::pipe()
+        // The range starts at `from` itself: its entry proves `from` is in the store's history.
+        let start = if from.version == 0 {
+            "-".to_string()
+        } else {
+            format!("{}-0", from.version)
+        };
+        let (version, head, reply): (Option<u64>, Option<u64>, StreamRangeReply) = redis::pipe()
             .atomic()
             .get(self.keys.version())
-            .get(self.keys.epoch())
-            .xrange(self.keys.changes(), format!("{}-0", version + 1), "+")
+            .get(self.keys.head())
+            .xrange(self.keys.changes(), start, "+")
             .query_async(&mut conn)
             .await
             .map_err(unavailable)?;
-        let current = current.unwrap_or(0);
-        if epoch.unwrap_or(0) != from.epoch || current < version {
-            // Another epoch, or the store went backwards: only a full reload is consistent.
+        let current = Position {
+            head: head.unwrap_or(0),
+            version: version.unwrap_or(0),
+        };
+        if current == from {
+            return Ok(Some(Vec::new()));
+        }
+        if current.version < from.version {
             return Ok(None);
         }
-        let mut sets = Vec::with_capacity(reply.ids.len());
-        let mut expected = version + 1;
-        for entry in reply.ids {
-            let entry_version = entry
+        let mut entries = reply.ids.into_iter().map(|entry| {
+            let version = entry
                 .id
                 .split('-')
                 .next()
                 .and_then(|v| v.parse::<u64>().ok())
                 .ok_or_else(|| StoreError::Corrupt(format!("change id {}", entry.id)))?;
-            if entry_version != expected {
+            let head: u64 = entry.get("head").unwrap_or(0);
+            Ok::<_, StoreError>((version, head, entry))
+        });
+        if from.version > 0 {
+            match entries.next().transpose()? {
+                Some((v, h, _)) if v == from.version && h == from.head => {}
+                // Trimmed away, or another history with the same version number.
+                _ => return Ok(None),
+            }
+        }
+        let mut sets = Vec::new();
+        let mut last = from;
+        for entry in entries {
+            let (version, head, entry) = entry?;
+            if version != last.version + 1 {
                 return Ok(None);
             }
             let raw: String = entry
@@ -143,16 +177,14 @@ impl RedisStore {
             let changes: Vec<Change> = serde_json::from_str(&raw)
                 .map_err(|e| StoreError::Corrupt(format!("change set: {e}")))?;
             sets.push(ChangeSet {
-                version: entry_version,
+                version,
+                head,
                 changes,
             });
-            expected += 1;
+            last = Position { head, version };
         }
-        // The log must reach the current version; otherwise it was trimmed or lost.
-        if expected - 1 != current {
-            return Ok(None);
-        }
-        Ok(Some(sets))
+        // The log must lead exactly to the current position.
+        Ok((last == current).then_some(sets))
     }
 
     pub(super) async fn commit(
@@ -176,27 +208,27 @@ impl RedisStore {
             .key(self.keys.changes())
             .key(self.keys.events())
             .key(self.keys.event_seq())
-            .key(self.keys.epoch());
+            .key(self.keys.head());
         for c in Collection::ALL {
             invocation.key(self.keys.collection(c));
         }
         invocation
             .arg(expected.version)
-            .arg(expected.epoch)
+            .arg(expected.head)
             .arg(changes_json)
             .arg(events_json)
             .arg(CHANGE_LOG_LENGTH)
             .arg(self.keys.notify_channel())
-            .arg(fresh_epoch());
+            .arg(fresh_commit_id());
         for c in Collection::ALL {
             invocation.arg(c.as_str());
         }
         let mut conn = self.conn.clone();
-        let (committed, version, epoch): (u8, u64, u64) = invocation
+        let (committed, version, head): (u8, u64, u64) = invocation
             .invoke_async(&mut conn)
             .await
-            .map_err(unavailable)?;
-        let position = Position { epoch, version };
+            .map_err(commit_failure)?;
+        let position = Position { head, version };
         Ok(if committed == 1 {
             CommitOutcome::Committed { position }
         } else {

@@ -211,3 +211,85 @@ async fn replicas_follow_a_store_that_started_over() {
     .await;
     assert!(seeded, "built-ins were not re-seeded");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_follow_a_store_restored_to_an_older_state() {
+    let backend = Backend::redis();
+    let redis = backend.redis_server();
+    let a = TestApp::spawn(&backend).await;
+    let b = TestApp::spawn(&backend).await;
+    a.create_toggle("kept").await;
+    // A backup of every key (as a lagging Redis replica or a dump would hold) …
+    redis.cli(&[
+        "EVAL",
+        "for _, k in ipairs(redis.call('KEYS', '{test}*')) do redis.call('COPY', k, 'bak' .. k, 'REPLACE') end",
+        "0",
+    ]);
+    a.create_toggle("lost").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // … is restored (the write of `lost` is gone), and a new write reuses its version number.
+    redis.cli(&[
+        "EVAL",
+        "for _, k in ipairs(redis.call('KEYS', 'bak*')) do redis.call('COPY', k, string.sub(k, 4), 'REPLACE') end",
+        "0",
+    ]);
+    b.create_toggle_reply("other").await.expect(200);
+    let names = |reply: serde_json::Value| -> Vec<String> {
+        reply["features"]
+            .as_array()
+            .expect("features")
+            .iter()
+            .map(|t| t["name"].as_str().expect("name").to_string())
+            .collect()
+    };
+    for app in [&a, &b] {
+        let converged = eventually(Duration::from_secs(2), || async {
+            names(app.client_features("", None).await.json) == ["kept", "other"]
+        })
+        .await;
+        assert!(
+            converged,
+            "a replica kept serving a history the store no longer has"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_inconsistent_store_refuses_writes_without_half_writing() {
+    let backend = Backend::redis();
+    let app = TestApp::spawn(&backend).await;
+    app.create_toggle("before").await;
+    // The version counter is lost while the change log survives (eviction, partial restore).
+    backend.redis_server().cli(&["DEL", "{test}:version"]);
+    let reply = app.create_toggle_reply("ghost").await.expect(500);
+    reply.error_message();
+    assert!(
+        !String::from_utf8_lossy(&reply.bytes).contains("FLAGPOLE_INCONSISTENT"),
+        "no internals leak"
+    );
+    // Nothing of the refused write reached the store.
+    let fresh = TestApp::spawn(&backend).await;
+    fresh.get("/api/admin/features/ghost").await.expect(404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unconfirmed_write_is_reported_as_uncertain() {
+    let backend = Backend::redis();
+    let app = TestApp::spawn(&backend).await;
+    backend.redis_server().signal("STOP");
+    let reply = app.create_toggle_reply("stalled").await.expect(503);
+    backend.redis_server().signal("CONT");
+    assert!(
+        reply
+            .error_message()
+            .contains("may still have been applied"),
+        "{}",
+        reply.json
+    );
+    // Redis ran the queued script once it resumed: the write is there, and the replica learns it.
+    let landed = eventually(Duration::from_secs(5), || async {
+        app.get("/api/admin/features/stalled").await.status.as_u16() == 200
+    })
+    .await;
+    assert!(landed);
+}

@@ -14,8 +14,9 @@ use crate::domain::views::AdminToggle;
 use crate::error::{ApiError, ApiResult};
 use crate::http::empty;
 use crate::http::extract::{AppJson, AppPath, FilterQuery};
-use crate::service::{Actor, Service};
+use crate::service::{Actor, Service, ServiceError};
 use crate::state::AppState;
+use crate::store::StoreError;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -187,10 +188,11 @@ async fn remove_feature_tag(
     match service.remove_toggle_tag(&actor, &name, tag).await {
         Ok(()) => Ok(empty(StatusCode::OK)),
         // spec §7: removing a tag while the database cannot be reached is a 500.
-        Err(crate::service::ServiceError::Store(crate::store::StoreError::Unavailable(cause))) => {
-            Err(ApiError::Internal(format!(
-                "tag removal failed, store unreachable: {cause}"
-            )))
+        Err(ServiceError::Store(e @ (StoreError::Unavailable(_) | StoreError::Uncertain(_)))) => {
+            tracing::warn!(error = %e, "tag removal failed");
+            Err(ApiError::StoreUnreachable(
+                "The store is unreachable; the tag was not removed. Try again shortly.".into(),
+            ))
         }
         Err(e) => Err(e.into()),
     }

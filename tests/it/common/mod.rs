@@ -78,6 +78,17 @@ impl TestRedis {
         assert!(status.success(), "redis-cli {args:?} failed");
     }
 
+    /// Sends a signal (`STOP`, `CONT`) to the server process.
+    pub fn signal(&self, signal: &str) {
+        let guard = self.child.lock().expect("lock");
+        let pid = guard.as_ref().expect("running").id().to_string();
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()
+            .expect("kill");
+        assert!(status.success());
+    }
+
     /// Kills the server (as a crash would).
     pub fn stop(&self) {
         if let Some(mut child) = self.child.lock().expect("lock").take() {
