@@ -98,9 +98,8 @@ impl IntoResponse for ApiError {
                 path: String::new(),
             }],
         };
-        match &self {
-            Self::Internal(cause) => tracing::error!(%cause, "request failed"),
-            _ => {}
+        if let Self::Internal(cause) = &self {
+            tracing::error!(%cause, "request failed");
         }
         let mut response = (
             status,
