@@ -36,10 +36,17 @@ pub enum RunError {
 
 /// Opens the store the settings name.
 pub async fn open_store(settings: &Settings) -> Result<Store, StoreError> {
-    Ok(match &settings.redis_url {
-        Some(url) => Store::Redis(RedisStore::connect(url, &settings.key_prefix)?),
-        None => Store::Embedded(EmbeddedStore::open(&settings.data_dir).await?),
-    })
+    // An empty FLAGPOLE_REDIS_URL (common in templated environments) means "not set".
+    Ok(
+        match settings
+            .redis_url
+            .as_deref()
+            .filter(|url| !url.trim().is_empty())
+        {
+            Some(url) => Store::Redis(RedisStore::connect(url, &settings.key_prefix)?),
+            None => Store::Embedded(EmbeddedStore::open(&settings.data_dir).await?),
+        },
+    )
 }
 
 /// Runs one replica on `listener` until `shutdown` is cancelled, then drains requests.

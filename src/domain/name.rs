@@ -22,6 +22,10 @@ pub fn check_name(label: &str, value: &str, min: usize, max: usize) -> Result<()
     if !value.chars().all(is_url_safe) {
         return Err(format!("\"{label}\" must be URL friendly"));
     }
+    // `.` and `..` are path segments that clients and proxies collapse.
+    if value.chars().all(|c| c == '.') {
+        return Err(format!("\"{label}\" must not consist of dots only"));
+    }
     if len < min {
         return Err(format!(
             "\"{label}\" length must be at least {min} characters long"

@@ -31,18 +31,25 @@ pub(super) async fn seed_if_needed(service: &Service) -> Result<(), ServiceError
                 return Ok(plan);
             }
             plan.put(Collection::Counters, SEEDED, &1)?;
+            // Only what is missing: a store seeded before the marker existed keeps its
+            // deprecations, and a deliberately deleted `simple` stays deleted while other tag
+            // types exist.
             for strategy in built_in_strategies() {
-                plan.put(Collection::Strategies, &strategy.name, &strategy)?;
-                plan.event(EventKind::StrategyCreated, &actor, event_data(&strategy), vec![]);
+                if !state.strategies.contains_key(&strategy.name) {
+                    plan.put(Collection::Strategies, &strategy.name, &strategy)?;
+                    plan.event(EventKind::StrategyCreated, &actor, event_data(&strategy), vec![]);
+                }
             }
-            let simple = simple_tag_type();
-            plan.put(Collection::TagTypes, &simple.name, &simple)?;
-            plan.event(
-                EventKind::TagTypeCreated,
-                &actor,
-                json!({"name": simple.name, "description": simple.description, "icon": simple.icon}),
-                vec![],
-            );
+            if state.tag_types.is_empty() {
+                let simple = simple_tag_type();
+                plan.put(Collection::TagTypes, &simple.name, &simple)?;
+                plan.event(
+                    EventKind::TagTypeCreated,
+                    &actor,
+                    json!({"name": simple.name, "description": simple.description, "icon": simple.icon}),
+                    vec![],
+                );
+            }
             Ok(plan)
         })
         .await

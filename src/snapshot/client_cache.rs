@@ -81,24 +81,33 @@ impl ClientFeaturesCache {
         let entry = if filter.is_empty() {
             self.unfiltered.clone()
         } else {
-            let mut map = match self.filtered.lock() {
-                Ok(map) => map,
-                Err(poisoned) => poisoned.into_inner(),
-            };
-            match map.get(filter) {
-                Some(entry) => entry.clone(),
-                None if map.len() < MAX_FILTERED_ENTRIES => {
-                    let entry: Entry = Arc::new(OnceCell::new());
-                    map.insert(filter.clone(), entry.clone());
-                    entry
+            let cached = self.lock_filtered().get(filter).cloned();
+            match cached {
+                Some(entry) => entry,
+                // A filter that matches nothing gets the shared empty response and takes no
+                // cache slot, so made-up filters cannot crowd out the ones SDKs really send.
+                None if !state.features.values().any(|t| filter.matches(t)) => return no_match(),
+                None => {
+                    let mut map = self.lock_filtered();
+                    if map.len() < MAX_FILTERED_ENTRIES {
+                        map.entry(filter.clone()).or_default().clone()
+                    } else {
+                        Arc::new(OnceCell::new())
+                    }
                 }
-                None => Arc::new(OnceCell::new()),
             }
         };
         entry
             .get_or_init(|| build_off_runtime(state.clone(), filter.clone()))
             .await
             .clone()
+    }
+
+    fn lock_filtered(&self) -> std::sync::MutexGuard<'_, HashMap<FeatureFilter, Entry>> {
+        match self.filtered.lock() {
+            Ok(map) => map,
+            Err(poisoned) => poisoned.into_inner(),
+        }
     }
 }
 

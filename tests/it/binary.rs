@@ -16,6 +16,8 @@ async fn the_binary_serves_and_stops_on_sigterm() {
     let port = free_port();
     let mut child = Command::new(env!("CARGO_BIN_EXE_flagpole"))
         .env("FLAGPOLE_LISTEN", format!("127.0.0.1:{port}"))
+        // Set but empty, as templated environments do: the embedded store.
+        .env("FLAGPOLE_REDIS_URL", "")
         .args(["--data-dir"])
         .arg(data.path())
         .args(["--log-format", "json"])

@@ -145,6 +145,20 @@ async fn gzip_is_served_when_accepted(backend: &Backend) {
     .await
     .expect(200);
     assert!(refused.header("content-encoding").is_none());
+    let refused_with_any = send(
+        app.anonymous(Method::GET, "/api/client/features")
+            .header("Accept-Encoding", "gzip;q=0, *"),
+    )
+    .await
+    .expect(200);
+    assert!(refused_with_any.header("content-encoding").is_none());
+    let any = send(
+        app.anonymous(Method::GET, "/api/client/features")
+            .header("Accept-Encoding", "*"),
+    )
+    .await
+    .expect(200);
+    assert_eq!(any.header("content-encoding").as_deref(), Some("gzip"));
 }
 
 async fn every_kind_of_write_changes_the_etag(backend: &Backend) {

@@ -420,3 +420,41 @@ async fn list_orders_by_name_and_filters(backend: &Backend) {
         .await
         .expect(400);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_toggle_named_validate_stays_addressable() {
+    let backend = Backend::embedded();
+    let app = TestApp::spawn(&backend).await;
+    app.create_toggle("validate").await;
+    app.get("/api/admin/features/validate").await.expect(200);
+    app.post_empty("/api/admin/features/validate/toggle/on")
+        .await
+        .expect(200);
+    app.put(
+        "/api/admin/features/validate",
+        json!({"strategies": [{"name": "default"}]}),
+    )
+    .await
+    .expect(200);
+    // The name check itself still answers at the same path.
+    app.post("/api/admin/features/validate", json!({"name": "validate"}))
+        .await
+        .expect(403);
+    app.post("/api/admin/features/other", json!({"name": "x"}))
+        .await
+        .expect(405);
+    app.delete("/api/admin/features/validate").await.expect(200);
+    app.post("/api/admin/tag-types", json!({"name": "validate"}))
+        .await
+        .expect(201);
+    app.get("/api/admin/tag-types/validate").await.expect(200);
+    app.delete("/api/admin/tag-types/validate")
+        .await
+        .expect(200);
+    app.post(
+        "/api/admin/features",
+        json!({"name": "..", "strategies": [{"name": "default"}]}),
+    )
+    .await
+    .expect(400);
+}

@@ -1,5 +1,6 @@
 //! `/api/admin/features`: toggles and the tags on them (spec §4.2).
 
+use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -13,7 +14,7 @@ use crate::domain::toggle::{Toggle, ToggleSpec};
 use crate::domain::views::AdminToggle;
 use crate::error::{ApiError, ApiResult};
 use crate::http::empty;
-use crate::http::extract::{AppJson, AppPath, FilterQuery};
+use crate::http::extract::{parse_json, AppJson, AppPath, FilterQuery};
 use crate::service::{Actor, Service, ServiceError};
 use crate::state::AppState;
 use crate::store::StoreError;
@@ -21,10 +22,12 @@ use crate::store::StoreError;
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/features", get(list_features).post(create_feature))
-        .route("/features/validate", post(validate_feature_name))
         .route(
             "/features/{name}",
-            get(get_feature).put(update_feature).delete(archive_feature),
+            get(get_feature)
+                .put(update_feature)
+                .delete(archive_feature)
+                .post(validate_feature_name),
         )
         .route("/features/{name}/toggle/on", post(enable_feature))
         .route("/features/{name}/toggle/off", post(disable_feature))
@@ -89,10 +92,17 @@ struct NameBody {
     name: Option<String>,
 }
 
+/// `POST /api/admin/features/validate` with `{"name": …}`. It shares the `{name}` route so that
+/// a toggle called `validate` stays addressable by GET, PUT and DELETE.
 async fn validate_feature_name(
     State(service): State<Service>,
-    AppJson(body): AppJson<NameBody>,
+    AppPath(segment): AppPath<String>,
+    body: Bytes,
 ) -> ApiResult<Response> {
+    if segment != "validate" {
+        return Err(ApiError::MethodNotAllowed);
+    }
+    let body: NameBody = parse_json(&body)?;
     let name = body
         .name
         .ok_or_else(|| ApiError::bad_request("name", "\"name\" is required"))?;

@@ -1,9 +1,10 @@
 //! `/api/admin/tag-types` (API-FACTS §4.2).
 
+use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
@@ -11,19 +12,19 @@ use crate::domain::tag::TagTypeSpec;
 use crate::domain::DomainError;
 use crate::error::{ApiError, ApiResult};
 use crate::http::empty;
-use crate::http::extract::{AppJson, AppPath};
+use crate::http::extract::{parse_json, AppJson, AppPath};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/tag-types", get(list_tag_types).post(create_tag_type))
-        .route("/tag-types/validate", post(validate_tag_type))
         .route(
             "/tag-types/{name}",
             get(get_tag_type)
                 .put(update_tag_type)
-                .delete(delete_tag_type),
+                .delete(delete_tag_type)
+                .post(validate_tag_type),
         )
 }
 
@@ -54,10 +55,17 @@ async fn create_tag_type(
     Ok((StatusCode::CREATED, Json(tag_type)).into_response())
 }
 
+/// `POST /api/admin/tag-types/validate`; shares the `{name}` route so that a tag type called
+/// `validate` stays addressable.
 async fn validate_tag_type(
     State(service): State<Service>,
-    AppJson(spec): AppJson<TagTypeSpec>,
+    AppPath(segment): AppPath<String>,
+    body: Bytes,
 ) -> ApiResult<Json<Value>> {
+    if segment != "validate" {
+        return Err(ApiError::MethodNotAllowed);
+    }
+    let spec: TagTypeSpec = parse_json(&body)?;
     let tag_type = spec.validate(None)?;
     if service.state()?.tag_types.contains_key(&tag_type.name) {
         return Err(DomainError::AlreadyExists(format!(

@@ -17,25 +17,30 @@ use crate::http::extract::{AppPath, FilterQuery};
 use crate::snapshot::{no_match, ClientResponse};
 use crate::telemetry::metrics::ClientFeatureCounts;
 
+/// Whether the client accepts gzip: `gzip` or `*` with a non-zero quality, unless `gzip` itself
+/// is refused with `q=0`.
 fn accepts_gzip(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(header::ACCEPT_ENCODING)
-        .iter()
-        .any(|value| {
-            value.to_str().is_ok_and(|list| {
-                list.split(',').any(|item| {
-                    let mut parts = item.split(';');
-                    let coding = parts.next().unwrap_or("").trim();
-                    let refused = parts.any(|p| {
-                        p.trim()
-                            .strip_prefix("q=")
-                            .and_then(|q| q.trim().parse::<f32>().ok())
-                            .is_some_and(|q| q == 0.0)
-                    });
-                    (coding.eq_ignore_ascii_case("gzip") || coding == "*") && !refused
-                })
-            })
-        })
+    let mut gzip = None;
+    let mut any = None;
+    for value in headers.get_all(header::ACCEPT_ENCODING) {
+        let Ok(list) = value.to_str() else { continue };
+        for item in list.split(',') {
+            let mut parts = item.split(';');
+            let coding = parts.next().unwrap_or("").trim();
+            let accepted = !parts.any(|p| {
+                p.trim()
+                    .strip_prefix("q=")
+                    .and_then(|q| q.trim().parse::<f32>().ok())
+                    .is_some_and(|q| q == 0.0)
+            });
+            if coding.eq_ignore_ascii_case("gzip") {
+                gzip = Some(accepted);
+            } else if coding == "*" {
+                any = Some(accepted);
+            }
+        }
+    }
+    gzip.or(any).unwrap_or(false)
 }
 
 fn respond(
@@ -101,6 +106,11 @@ pub async fn get_client_feature(
     State(api): State<Arc<ClientApi>>,
     AppPath(name): AppPath<String>,
 ) -> ApiResult<Response<Body>> {
+    if !api.snapshot.is_ready() {
+        return Err(ApiError::Unavailable(
+            "The configuration has not been loaded yet".into(),
+        ));
+    }
     let state = api.snapshot.state();
     let toggle = state
         .features
