@@ -5,7 +5,7 @@ use std::io::Read;
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::common::{send, Backend, TestApp};
+use crate::common::{feature_names, send, Backend, TestApp};
 use crate::conformance;
 
 conformance!(
@@ -266,33 +266,34 @@ async fn filters_combine_or_within_and_across(backend: &Backend) {
         .await
         .expect(201);
     }
-    let names = |reply: Value| -> Vec<String> {
-        reply["features"]
-            .as_array()
-            .expect("features")
-            .iter()
-            .map(|t| t["name"].as_str().expect("name").to_string())
-            .collect()
-    };
     let q = |query: &'static str| app.client_features(query, None);
     assert_eq!(
-        names(q("?tag[]=simple:red").await.expect(200).json),
+        feature_names(q("?tag[]=simple:red").await.expect(200).json),
         ["api.a", "web.a"]
     );
     assert_eq!(
-        names(q("?tag[]=simple:red&tag[]=simple:blue").await.json),
+        feature_names(q("?tag[]=simple:red&tag[]=simple:blue").await.json),
         ["api.a", "web.a", "web.b"]
     );
-    assert_eq!(names(q("?tag=simple:green").await.json), ["api.b"]);
-    assert_eq!(names(q("?project=web").await.json), ["web.a", "web.b"]);
-    assert_eq!(names(q("?project=web&project=api").await.json).len(), 4);
-    assert_eq!(names(q("?namePrefix=api.").await.json), ["api.a", "api.b"]);
+    assert_eq!(feature_names(q("?tag=simple:green").await.json), ["api.b"]);
     assert_eq!(
-        names(q("?tag[]=simple:red&project=web").await.json),
+        feature_names(q("?project=web").await.json),
+        ["web.a", "web.b"]
+    );
+    assert_eq!(
+        feature_names(q("?project=web&project=api").await.json).len(),
+        4
+    );
+    assert_eq!(
+        feature_names(q("?namePrefix=api.").await.json),
+        ["api.a", "api.b"]
+    );
+    assert_eq!(
+        feature_names(q("?tag[]=simple:red&project=web").await.json),
         ["web.a"]
     );
     assert_eq!(
-        names(q("?tag[]=simple:red&namePrefix=api").await.json),
+        feature_names(q("?tag[]=simple:red&namePrefix=api").await.json),
         ["api.a"]
     );
     // Equivalent queries share an ETag.
@@ -313,7 +314,7 @@ async fn filters_combine_or_within_and_across(backend: &Backend) {
         .await
         .expect(200)
         .json;
-    assert_eq!(names(admin), ["api.a"]);
+    assert_eq!(feature_names(admin), ["api.a"]);
     app.get("/api/admin/features?tag[]=nocolon")
         .await
         .expect(400);

@@ -5,7 +5,7 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::json;
 
-use crate::common::{eventually, send, Backend, TestApp};
+use crate::common::{eventually, feature_names, send, Backend, TestApp};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_through_one_replica_is_served_by_the_other() {
@@ -183,18 +183,13 @@ async fn replicas_follow_a_store_that_started_over() {
     a.create_toggle_reply("new.two").await.expect(200);
     a.create_toggle_reply("new.three").await.expect(200);
     a.create_toggle_reply("new.four").await.expect(200);
-    let names = |reply: serde_json::Value| -> Vec<String> {
-        reply["features"]
-            .as_array()
-            .expect("features")
-            .iter()
-            .map(|t| t["name"].as_str().expect("name").to_string())
-            .collect()
-    };
     let expected = ["new.four", "new.one", "new.three", "new.two"];
-    assert_eq!(names(a.client_features("", None).await.json), expected);
+    assert_eq!(
+        feature_names(a.client_features("", None).await.json),
+        expected
+    );
     let converged = eventually(Duration::from_secs(2), || async {
-        names(b.client_features("", None).await.json) == expected
+        feature_names(b.client_features("", None).await.json) == expected
     })
     .await;
     assert!(
@@ -234,17 +229,9 @@ async fn replicas_follow_a_store_restored_to_an_older_state() {
         "0",
     ]);
     b.create_toggle_reply("other").await.expect(200);
-    let names = |reply: serde_json::Value| -> Vec<String> {
-        reply["features"]
-            .as_array()
-            .expect("features")
-            .iter()
-            .map(|t| t["name"].as_str().expect("name").to_string())
-            .collect()
-    };
     for app in [&a, &b] {
         let converged = eventually(Duration::from_secs(2), || async {
-            names(app.client_features("", None).await.json) == ["kept", "other"]
+            feature_names(app.client_features("", None).await.json) == ["kept", "other"]
         })
         .await;
         assert!(

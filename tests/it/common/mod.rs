@@ -405,3 +405,13 @@ macro_rules! conformance {
         }
     };
 }
+
+/// The `name`s of a toggle listing (`{"features": [...]}`), in order.
+pub fn feature_names(listing: Value) -> Vec<String> {
+    listing["features"]
+        .as_array()
+        .expect("features")
+        .iter()
+        .map(|t| t["name"].as_str().expect("name").to_string())
+        .collect()
+}
