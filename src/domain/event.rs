@@ -57,15 +57,28 @@ pub struct Event {
     pub tags: Vec<TagRef>,
 }
 
+/// The toggle an event is about, if any: `data.name` or `data.featureName` of `feature-*`
+/// events.
+fn toggle_of<'a>(kind: &str, data: &'a Value) -> Option<&'a str> {
+    if !kind.starts_with("feature-") {
+        return None;
+    }
+    data.get("name")
+        .or_else(|| data.get("featureName"))
+        .and_then(Value::as_str)
+}
+
 impl Event {
-    /// The toggle this event is about, if any (`data.name` or `data.featureName`).
+    /// The toggle this event is about, if any.
     pub fn toggle_name(&self) -> Option<&str> {
-        if !self.kind.starts_with("feature-") {
-            return None;
-        }
-        self.data
-            .get("name")
-            .or_else(|| self.data.get("featureName"))
-            .and_then(Value::as_str)
+        toggle_of(&self.kind, &self.data)
+    }
+}
+
+impl NewEvent {
+    /// The toggle this event is about, if any (the key of the per-toggle event index).
+    pub fn toggle_name(&self) -> Option<&str> {
+        let kind = serde_json::to_value(self.kind).ok()?;
+        toggle_of(kind.as_str()?, &self.data)
     }
 }

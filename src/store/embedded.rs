@@ -9,8 +9,8 @@ use std::time::Duration;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
 use super::{
-    decode_event, encode_event, event_matches, fresh_commit_id, Change, ChangeSet, Collection,
-    CommitOutcome, Position, Records, StoreError, CHANGE_LOG_LENGTH,
+    decode_event, encode_event, fresh_commit_id, Change, ChangeSet, Collection, CommitOutcome,
+    Position, Records, StoreError, CHANGE_LOG_LENGTH,
 };
 use crate::domain::event::{Event, NewEvent};
 
@@ -22,6 +22,8 @@ const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 const CHANGES: TableDefinition<u64, &str> = TableDefinition::new("changes");
 /// event id → JSON event record.
 const EVENTS: TableDefinition<u64, &str> = TableDefinition::new("events");
+/// (toggle name, event id) → (): the events about each toggle.
+const TOGGLE_EVENTS: TableDefinition<(&str, u64), ()> = TableDefinition::new("toggle_events");
 
 /// How long opening waits for another process to release the database file.
 const LOCK_WAIT: Duration = Duration::from_secs(5);
@@ -88,6 +90,7 @@ impl EmbeddedStore {
             txn.open_table(META).map_err(failed)?;
             txn.open_table(CHANGES).map_err(failed)?;
             txn.open_table(EVENTS).map_err(failed)?;
+            txn.open_table(TOGGLE_EVENTS).map_err(failed)?;
         }
         txn.commit().map_err(failed)?;
         Ok(Self { db: Arc::new(db) })
@@ -191,8 +194,8 @@ impl EmbeddedStore {
         .map_err(|e| StoreError::Corrupt(e.to_string()))?;
         let events = events
             .iter()
-            .map(encode_event)
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|e| Ok((encode_event(e)?, e.toggle_name().map(str::to_string))))
+            .collect::<Result<Vec<_>, StoreError>>()?;
         let changes = changes.to_vec();
         self.blocking(move |db| {
             let txn = db.begin_write().map_err(failed)?;
@@ -227,10 +230,14 @@ impl EmbeddedStore {
                     .map_err(failed)?
                     .map_or(0, |v| v.value());
                 let mut table = txn.open_table(EVENTS).map_err(failed)?;
-                for event in &events {
+                let mut index = txn.open_table(TOGGLE_EVENTS).map_err(failed)?;
+                for (event, toggle) in &events {
                     seq += 1;
                     let record = format!("{{\"id\":{seq},{}", &event[1..]);
                     table.insert(seq, record.as_str()).map_err(failed)?;
+                    if let Some(name) = toggle {
+                        index.insert((name.as_str(), seq), ()).map_err(failed)?;
+                    }
                 }
                 meta.insert("event_seq", seq).map_err(failed)?;
             }
@@ -249,15 +256,28 @@ impl EmbeddedStore {
         self.blocking(move |db| {
             let txn = db.begin_read().map_err(failed)?;
             let table = txn.open_table(EVENTS).map_err(failed)?;
-            let mut out = Vec::new();
-            for row in table.iter().map_err(failed)?.rev() {
-                if out.len() >= limit {
-                    break;
-                }
-                let (_, raw) = row.map_err(failed)?;
-                let event = decode_event(raw.value())?;
-                if event_matches(&event, toggle.as_deref()) {
-                    out.push(event);
+            let ids: Vec<u64> = match &toggle {
+                None => table
+                    .iter()
+                    .map_err(failed)?
+                    .rev()
+                    .take(limit)
+                    .map(|row| row.map(|(id, _)| id.value()).map_err(failed))
+                    .collect::<Result<_, _>>()?,
+                Some(name) => txn
+                    .open_table(TOGGLE_EVENTS)
+                    .map_err(failed)?
+                    .range((name.as_str(), 0)..=(name.as_str(), u64::MAX))
+                    .map_err(failed)?
+                    .rev()
+                    .take(limit)
+                    .map(|row| row.map(|(key, _)| key.value().1).map_err(failed))
+                    .collect::<Result<_, _>>()?,
+            };
+            let mut out = Vec::with_capacity(ids.len());
+            for id in ids {
+                if let Some(raw) = table.get(id).map_err(failed)? {
+                    out.push(decode_event(raw.value())?);
                 }
             }
             Ok(out)

@@ -49,6 +49,12 @@ impl Keys {
         format!("{}:events", self.tag)
     }
 
+    /// List, the ids of the events about toggle `name`, oldest first; no TTL; RPUSH by the
+    /// commit script.
+    pub fn toggle_events(&self, name: &str) -> String {
+        format!("{}:toggle-events:{name}", self.tag)
+    }
+
     /// String, last assigned event id; INCR by the commit script.
     pub fn event_seq(&self) -> String {
         format!("{}:event_seq", self.tag)

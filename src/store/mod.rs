@@ -209,8 +209,3 @@ pub(crate) fn encode_event(event: &NewEvent) -> Result<String, StoreError> {
 pub(crate) fn decode_event(raw: &str) -> Result<Event, StoreError> {
     serde_json::from_str(raw).map_err(|e| StoreError::Corrupt(format!("event: {e}")))
 }
-
-/// Whether an event belongs in a listing filtered by `toggle`.
-pub(crate) fn event_matches(event: &Event, toggle: Option<&str>) -> bool {
-    toggle.is_none_or(|name| event.toggle_name() == Some(name))
-}

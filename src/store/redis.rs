@@ -14,15 +14,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::keys::Keys;
 use super::{
-    decode_event, encode_event, event_matches, fresh_commit_id, Change, ChangeSet, Collection,
-    CommitOutcome, Position, Records, StoreError, CHANGE_LOG_LENGTH,
+    decode_event, encode_event, fresh_commit_id, Change, ChangeSet, Collection, CommitOutcome,
+    Position, Records, StoreError, CHANGE_LOG_LENGTH,
 };
 use crate::domain::event::{Event, NewEvent};
-
-/// How many audit events one read of the stream fetches while filtering.
-const EVENT_PAGE: usize = 500;
-/// How far back a filtered event listing searches before it stops.
-const EVENT_SCAN_LIMIT: usize = 100_000;
 
 /// The Redis backend of one installation (one key prefix).
 #[derive(Clone)]
@@ -35,6 +30,14 @@ pub struct RedisStore {
 
 fn unavailable(e: redis::RedisError) -> StoreError {
     StoreError::Unavailable(e.to_string())
+}
+
+/// Decodes one entry of the audit stream.
+fn stream_event(entry: &redis::streams::StreamId) -> Result<Event, StoreError> {
+    let raw: String = entry
+        .get("event")
+        .ok_or_else(|| StoreError::Corrupt("event entry without event".into()))?;
+    decode_event(&raw)
 }
 
 /// Classifies a failed commit: a request that timed out may still run in Redis; one that
@@ -195,13 +198,29 @@ impl RedisStore {
     ) -> Result<CommitOutcome, StoreError> {
         let changes_json =
             serde_json::to_string(changes).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        let events_json = serde_json::to_string(
-            &events
-                .iter()
-                .map(encode_event)
-                .collect::<Result<Vec<_>, _>>()?,
-        )
-        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        // Per-toggle index lists are declared as keys after the collections (KEYS is 1-based:
+        // 5 fixed keys, then the collections).
+        let mut index_keys: Vec<String> = Vec::new();
+        let mut encoded = Vec::with_capacity(events.len());
+        for event in events {
+            let slot = match event.toggle_name() {
+                Some(name) => {
+                    let key = self.keys.toggle_events(name);
+                    let position = match index_keys.iter().position(|k| *k == key) {
+                        Some(i) => i,
+                        None => {
+                            index_keys.push(key);
+                            index_keys.len() - 1
+                        }
+                    };
+                    5 + Collection::ALL.len() + position + 1
+                }
+                None => 0,
+            };
+            encoded.push((encode_event(event)?, slot));
+        }
+        let events_json =
+            serde_json::to_string(&encoded).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         let mut invocation = self.commit_script.prepare_invoke();
         invocation
             .key(self.keys.version())
@@ -211,6 +230,9 @@ impl RedisStore {
             .key(self.keys.head());
         for c in Collection::ALL {
             invocation.key(self.keys.collection(c));
+        }
+        for key in &index_keys {
+            invocation.key(key);
         }
         invocation
             .arg(expected.version)
@@ -242,36 +264,32 @@ impl RedisStore {
         toggle: Option<&str>,
     ) -> Result<Vec<Event>, StoreError> {
         let mut conn = self.conn.clone();
-        let mut out = Vec::new();
-        let mut end = "+".to_string();
-        let mut scanned = 0;
-        while out.len() < limit && scanned < EVENT_SCAN_LIMIT {
-            let page = if toggle.is_some() {
-                EVENT_PAGE
-            } else {
-                limit - out.len()
-            };
+        let Some(name) = toggle else {
             let reply: StreamRangeReply = conn
-                .xrevrange_count(self.keys.events(), &end, "-", page)
+                .xrevrange_count(self.keys.events(), "+", "-", limit)
                 .await
                 .map_err(unavailable)?;
-            let fetched = reply.ids.len();
-            for entry in reply.ids {
-                end = format!("({}", entry.id);
-                let raw: String = entry
-                    .get("event")
-                    .ok_or_else(|| StoreError::Corrupt("event entry without event".into()))?;
-                let event = decode_event(&raw)?;
-                if event_matches(&event, toggle) && out.len() < limit {
-                    out.push(event);
-                }
-            }
-            scanned += fetched;
-            if fetched < page {
-                break;
-            }
+            return reply.ids.iter().map(stream_event).collect();
+        };
+        // The toggle's index holds its event ids, oldest first.
+        let ids: Vec<u64> = conn
+            .lrange(self.keys.toggle_events(name), -(limit as isize), -1)
+            .await
+            .map_err(unavailable)?;
+        if ids.is_empty() {
+            return Ok(Vec::new());
         }
-        Ok(out)
+        let mut pipe = redis::pipe();
+        for id in ids.iter().rev() {
+            pipe.xrange(self.keys.events(), format!("{id}-0"), format!("{id}-0"));
+        }
+        let replies: Vec<StreamRangeReply> =
+            pipe.query_async(&mut conn).await.map_err(unavailable)?;
+        replies
+            .iter()
+            .flat_map(|reply| reply.ids.iter())
+            .map(stream_event)
+            .collect()
     }
 
     /// Listens for version announcements and signals `notify` for each, reconnecting after

@@ -9,7 +9,8 @@ use crate::conformance;
 conformance!(
     writes_record_events,
     events_filter_and_limit,
-    created_by_follows_identity
+    created_by_follows_identity,
+    a_toggles_history_is_found_behind_many_newer_events,
 );
 
 fn types(events: &Value) -> Vec<String> {
@@ -206,4 +207,28 @@ async fn created_by_follows_identity(backend: &Backend) {
         .expect(200)
         .json;
     assert_eq!(log["events"][0]["createdBy"], "unknown");
+}
+
+async fn a_toggles_history_is_found_behind_many_newer_events(backend: &Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.create_toggle("early").await;
+    app.post(
+        "/api/admin/features/early/tags",
+        json!({"type": "simple", "value": "old-tag"}),
+    )
+    .await
+    .expect(201);
+    for i in 0..120 {
+        app.create_toggle(&format!("later.{i}")).await;
+    }
+    let history = app.get("/api/admin/events/early").await.expect(200).json;
+    assert_eq!(types(&history), ["feature-tagged", "feature-created"]);
+    let limited = app
+        .get("/api/admin/events/early?limit=1")
+        .await
+        .expect(200)
+        .json;
+    assert_eq!(types(&limited), ["feature-tagged"]);
+    let recent = app.get("/api/admin/events?limit=5").await.expect(200).json;
+    assert_eq!(recent["events"][0]["data"]["name"], "later.119");
 }
