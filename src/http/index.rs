@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use crate::snapshot::Snapshot;
 use crate::state::AppState;
 
+/// The routes of this resource.
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api", get(api_index))

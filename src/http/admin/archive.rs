@@ -12,6 +12,7 @@ use crate::http::extract::{AppJson, AppPath};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
+/// The routes of this resource.
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/archive/features", get(list_archived_features))

@@ -18,6 +18,7 @@ const DEFAULT_LIMIT: usize = 100;
 /// The largest `limit` accepted.
 const MAX_LIMIT: usize = 1000;
 
+/// The routes of this resource.
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/events", get(list_events))

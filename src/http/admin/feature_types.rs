@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use crate::domain::feature_type::FEATURE_TYPES;
 use crate::state::AppState;
 
+/// The routes of this resource.
 pub fn router() -> Router<AppState> {
     Router::new().route("/feature-types", get(list_feature_types))
 }

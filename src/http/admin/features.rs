@@ -19,6 +19,7 @@ use crate::service::{Actor, Service, ServiceError};
 use crate::state::AppState;
 use crate::store::StoreError;
 
+/// The routes of this resource.
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/features", get(list_features).post(create_feature))

@@ -12,6 +12,7 @@ use axum::Router;
 
 use crate::state::AppState;
 
+/// The admin API: every resource router, merged.
 pub fn router() -> Router<AppState> {
     Router::new()
         .merge(features::router())

@@ -15,6 +15,7 @@ use crate::http::extract::{AppJson, AppPath};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
+/// The routes of this resource.
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/strategies", get(list_strategies).post(create_strategy))

@@ -16,6 +16,7 @@ use crate::http::extract::{parse_json, AppJson, AppPath};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
+/// The routes of this resource.
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/tag-types", get(list_tag_types).post(create_tag_type))

@@ -18,6 +18,7 @@ pub struct ClientApi {
     pub metrics: Arc<Metrics>,
 }
 
+/// The client routes, with their own state and no per-request layers.
 pub fn router(api: ClientApi) -> Router {
     Router::new()
         .route("/api/client/features", get(features::list_client_features))
