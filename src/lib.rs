@@ -109,15 +109,27 @@ async fn keep_fresh(
     interval: Duration,
     shutdown: CancellationToken,
 ) {
+    let mut failing = false;
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = notify.notified() => {}
             _ = tokio::time::sleep(interval) => {}
         }
-        if let Err(e) = snapshot.check().await {
-            tracing::warn!(error = %e, "snapshot refresh failed; serving the last snapshot");
-            continue;
+        // Logged once per outage, not on every check.
+        match snapshot.check().await {
+            Err(e) => {
+                if !failing {
+                    tracing::warn!(error = %e, "snapshot refresh failed; serving the last snapshot");
+                }
+                failing = true;
+                continue;
+            }
+            Ok(()) if failing => {
+                tracing::info!(version = snapshot.state().version, "store reachable again");
+                failing = false;
+            }
+            Ok(()) => {}
         }
         if snapshot.is_ready() && !service::is_seeded(&snapshot.state()) {
             if let Err(e) = service.seed_if_needed().await {
