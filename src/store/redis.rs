@@ -296,10 +296,12 @@ impl RedisStore {
     /// failures until `shutdown`.
     pub async fn listen_for_versions(&self, notify: Arc<Notify>, shutdown: CancellationToken) {
         let channel = self.keys.notify_channel();
+        let mut failures = 0u32;
         loop {
             let session = async {
                 let mut pubsub = self.client.get_async_pubsub().await?;
                 pubsub.subscribe(&channel).await?;
+                failures = 0;
                 // A reconnect may have missed announcements: ask for a check right away.
                 notify.notify_one();
                 let mut messages = pubsub.on_message();
@@ -311,8 +313,12 @@ impl RedisStore {
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 result = session => {
+                    // Logged once per outage; the periodic version check covers the gap.
                     if let Err(e) = result {
-                        tracing::warn!(error = %e, "version subscription failed; retrying");
+                        if failures == 0 {
+                            tracing::warn!(error = %e, "version subscription failed; retrying");
+                        }
+                        failures += 1;
                     }
                 }
             }
