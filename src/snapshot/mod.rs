@@ -14,7 +14,9 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use tokio::sync::Mutex;
 
-pub use client_cache::{no_match, ClientFeaturesCache, ClientResponse};
+pub use client_cache::{
+    build as build_client_response, no_match, ClientFeaturesCache, ClientResponse,
+};
 
 use crate::domain::state::ConfigState;
 use crate::store::{Change, Collection, Position, Store, StoreError};
