@@ -139,7 +139,7 @@ impl Service {
         &self,
         decide: impl Fn(&ConfigState, DateTime<Utc>) -> Result<Plan<T>, DomainError>,
     ) -> Result<T, ServiceError> {
-        for _ in 0..COMMIT_ATTEMPTS {
+        for attempt in 0..COMMIT_ATTEMPTS {
             if !self.snapshot.is_loaded() {
                 return Err(ServiceError::NotReady);
             }
@@ -164,7 +164,13 @@ impl Service {
                     }
                     return Ok(plan.output);
                 }
-                CommitOutcome::Conflict { .. } => self.snapshot.refresh().await?,
+                CommitOutcome::Conflict { .. } => {
+                    // Back off a little (growing, jittered) so racing writers spread out.
+                    if attempt > 0 {
+                        tokio::time::sleep(conflict_backoff(attempt)).await;
+                    }
+                    self.snapshot.refresh().await?;
+                }
             }
         }
         Err(ServiceError::Contention)
@@ -184,6 +190,13 @@ impl Service {
     pub async fn seed_if_needed(&self) -> Result<(), ServiceError> {
         seed::seed_if_needed(self).await
     }
+}
+
+/// Up to 2^attempt milliseconds, jittered, capped at 100 ms.
+fn conflict_backoff(attempt: usize) -> std::time::Duration {
+    let ceiling = (1u64 << attempt.min(6)).min(100);
+    let jitter = crate::store::random_id() % (ceiling + 1);
+    std::time::Duration::from_millis(jitter)
 }
 
 /// Serialises a domain value into event data (plain data, cannot fail in practice).

@@ -9,8 +9,8 @@ use std::time::Duration;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
 use super::{
-    decode_event, encode_event, fresh_commit_id, Change, ChangeSet, Collection, CommitOutcome,
-    Position, Records, StoreError, CHANGE_LOG_LENGTH,
+    decode_event, encode_event, random_id, Change, ChangeSet, Collection, CommitOutcome, Position,
+    Records, StoreError, CHANGE_LOG_LENGTH,
 };
 use crate::domain::event::{Event, NewEvent};
 
@@ -186,7 +186,7 @@ impl EmbeddedStore {
         changes: &[Change],
         events: &[NewEvent],
     ) -> Result<CommitOutcome, StoreError> {
-        let head = fresh_commit_id();
+        let head = random_id();
         let logged = serde_json::to_string(&LoggedChanges {
             head,
             changes: changes.to_vec(),

@@ -75,8 +75,8 @@ pub struct Position {
     pub version: u64,
 }
 
-/// A new random, non-zero commit id.
-pub(crate) fn fresh_commit_id() -> u64 {
+/// A random, non-zero 64-bit number (commit ids, retry jitter).
+pub(crate) fn random_id() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     let now = std::time::SystemTime::now()

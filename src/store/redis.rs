@@ -14,8 +14,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::keys::Keys;
 use super::{
-    decode_event, encode_event, fresh_commit_id, Change, ChangeSet, Collection, CommitOutcome,
-    Position, Records, StoreError, CHANGE_LOG_LENGTH,
+    decode_event, encode_event, random_id, Change, ChangeSet, Collection, CommitOutcome, Position,
+    Records, StoreError, CHANGE_LOG_LENGTH,
 };
 use crate::domain::event::{Event, NewEvent};
 
@@ -241,7 +241,7 @@ impl RedisStore {
             .arg(events_json)
             .arg(CHANGE_LOG_LENGTH)
             .arg(self.keys.notify_channel())
-            .arg(fresh_commit_id());
+            .arg(random_id());
         for c in Collection::ALL {
             invocation.arg(c.as_str());
         }
