@@ -62,6 +62,16 @@ impl<T> Plan<T> {
         }
     }
 
+    /// The same plan returning `output` instead.
+    pub fn with_output<U>(self, output: U) -> Plan<U> {
+        Plan {
+            changes: self.changes,
+            events: self.events,
+            now: self.now,
+            output,
+        }
+    }
+
     /// Writes `record` under `key`.
     pub fn put(
         &mut self,

@@ -36,33 +36,53 @@ fn untag_everywhere<T>(
     Ok(())
 }
 
+/// Fails unless the tag type of `tag_ref` exists.
+pub(super) fn ensure_tag_type(state: &ConfigState, tag_ref: &TagRef) -> Result<(), DomainError> {
+    if state.tag_types.contains_key(&tag_ref.kind) {
+        Ok(())
+    } else {
+        Err(DomainError::NotFound(format!(
+            "Could not find tag type \"{}\"",
+            tag_ref.kind
+        )))
+    }
+}
+
+/// Allocates the next tag id and writes the new tag, with its `tag-created` event carrying
+/// `event_data`, into `plan`.
+pub(super) fn put_new_tag<T>(
+    state: &ConfigState,
+    plan: &mut Plan<T>,
+    actor: &Actor,
+    tag_ref: &TagRef,
+    event_data: serde_json::Value,
+) -> Result<Tag, DomainError> {
+    let tag = Tag {
+        id: state.next_id("tag"),
+        kind: tag_ref.kind.clone(),
+        value: tag_ref.value.clone(),
+    };
+    plan.put(Collection::Counters, "tag", &tag.id)?;
+    plan.put(Collection::Tags, &tag_ref.key(), &tag)?;
+    plan.event(EventKind::TagCreated, actor, event_data, vec![]);
+    Ok(tag)
+}
+
 impl Service {
     /// Creates a tag of an existing type.
     pub async fn create_tag(&self, actor: &Actor, spec: TagSpec) -> Result<Tag, ServiceError> {
         let tag_ref = spec.validate()?;
         self.write(|state, now| {
-            if !state.tag_types.contains_key(&tag_ref.kind) {
-                return Err(DomainError::NotFound(format!(
-                    "Could not find tag type \"{}\"",
-                    tag_ref.kind
-                )));
-            }
+            ensure_tag_type(state, &tag_ref)?;
             if state.tag(&tag_ref).is_some() {
                 return Err(DomainError::AlreadyExists(format!(
                     "The tag {} already exists",
                     tag_ref.key()
                 )));
             }
-            let tag = Tag {
-                id: state.next_id("tag"),
-                kind: tag_ref.kind.clone(),
-                value: tag_ref.value.clone(),
-            };
-            let mut plan = Plan::new(now, tag.clone());
-            plan.put(Collection::Counters, "tag", &tag.id)?;
-            plan.put(Collection::Tags, &tag_ref.key(), &tag)?;
-            plan.event(EventKind::TagCreated, actor, json!(tag_ref), vec![]);
-            Ok(plan)
+            let mut plan = Plan::new(now, ());
+            let tag = put_new_tag(state, &mut plan, actor, &tag_ref, json!(tag_ref))?;
+            Ok(plan.with_output(tag))
         })
         .await
     }

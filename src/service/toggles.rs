@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+use super::tags::{ensure_tag_type, put_new_tag};
 use super::{event_data, Actor, Plan, Service, ServiceError};
 use crate::domain::event::EventKind;
 use crate::domain::state::ConfigState;
@@ -221,44 +222,18 @@ impl Service {
         let tag_ref = spec.validate()?;
         self.write(|state, now| {
             let current = active(state, name)?;
-            if !state.tag_types.contains_key(&tag_ref.kind) {
-                return Err(DomainError::NotFound(format!(
-                    "Could not find tag type \"{}\"",
-                    tag_ref.kind
-                )));
-            }
+            ensure_tag_type(state, &tag_ref)?;
             if current.tags.contains(&tag_ref) {
                 return Err(DomainError::AlreadyExists(format!(
                     "{name} already has the tag {}",
                     tag_ref.key()
                 )));
             }
-            let mut plan = Plan::new(
-                now,
-                Tag {
-                    id: 0,
-                    kind: String::new(),
-                    value: String::new(),
-                },
-            );
+            let mut plan = Plan::new(now, ());
             let tag = match state.tag(&tag_ref) {
                 Some(tag) => (**tag).clone(),
-                None => {
-                    let tag = Tag {
-                        id: state.next_id("tag"),
-                        kind: tag_ref.kind.clone(),
-                        value: tag_ref.value.clone(),
-                    };
-                    plan.put(Collection::Counters, "tag", &tag.id)?;
-                    plan.put(Collection::Tags, &tag_ref.key(), &tag)?;
-                    plan.event(
-                        EventKind::TagCreated,
-                        actor,
-                        json!({"tag": tag_ref}),
-                        vec![],
-                    );
-                    tag
-                }
+                // API-FACTS §3.2: an auto-created tag's event data is `{"tag": …}`.
+                None => put_new_tag(state, &mut plan, actor, &tag_ref, json!({"tag": tag_ref}))?,
             };
             let mut toggle = (**current).clone();
             toggle.tags.push(tag_ref.clone());
@@ -269,8 +244,7 @@ impl Service {
                 json!({"featureName": name, "tag": tag_ref}),
                 toggle.tags.clone(),
             );
-            plan.output = tag;
-            Ok(plan)
+            Ok(plan.with_output(tag))
         })
         .await
     }
