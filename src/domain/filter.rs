@@ -6,6 +6,9 @@ use super::name::{check_name, NAME_MAX};
 use super::tag::TagRef;
 use super::toggle::Toggle;
 
+/// The most values one filter kind may list (a guard against oversized queries).
+pub const MAX_FILTER_VALUES: usize = 100;
+
 /// A parsed, normalised filter.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct FeatureFilter {
@@ -23,6 +26,17 @@ impl FeatureFilter {
         name_prefix: Option<&str>,
     ) -> Result<Self, DomainError> {
         let mut errors = ValidationErrors::default();
+        for (kind, count) in [("tag", tags.len()), ("project", projects.len())] {
+            if count > MAX_FILTER_VALUES {
+                errors.push(
+                    kind,
+                    format!("\"{kind}\" may list at most {MAX_FILTER_VALUES} values"),
+                );
+            }
+        }
+        if !errors.0.is_empty() {
+            return Err(DomainError::Invalid(errors));
+        }
         let mut parsed_tags = Vec::with_capacity(tags.len());
         for (i, item) in tags.iter().enumerate() {
             match TagRef::parse(item) {
@@ -85,6 +99,15 @@ mod tests {
         )
         .expect("valid");
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn rejects_oversized_filters() {
+        let many: Vec<String> = (0..=MAX_FILTER_VALUES)
+            .map(|i| format!("simple:v{i}"))
+            .collect();
+        assert!(FeatureFilter::parse(&many, &[], None).is_err());
+        assert!(FeatureFilter::parse(&many[..MAX_FILTER_VALUES], &[], None).is_ok());
     }
 
     #[test]
