@@ -6,8 +6,7 @@ pub mod extract;
 mod index;
 
 use axum::extract::Request;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::IntoResponse;
 use axum::{middleware, Router};
 use tower::Layer;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -59,9 +58,4 @@ async fn unknown_route(req: Request) -> ApiError {
 
 async fn method_not_allowed() -> ApiError {
     ApiError::MethodNotAllowed
-}
-
-/// A 200 or 201 with an empty body, for writes whose result the spec does not shape.
-pub fn empty(status: StatusCode) -> Response {
-    status.into_response()
 }

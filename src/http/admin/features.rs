@@ -13,7 +13,6 @@ use crate::domain::tag::{TagRef, TagSpec};
 use crate::domain::toggle::{Toggle, ToggleSpec};
 use crate::domain::views::AdminToggle;
 use crate::error::{ApiError, ApiResult};
-use crate::http::empty;
 use crate::http::extract::{parse_json, AppJson, AppPath, FilterQuery};
 use crate::service::{Actor, Service, ServiceError};
 use crate::state::AppState;
@@ -99,7 +98,7 @@ async fn validate_feature_name(
     State(service): State<Service>,
     AppPath(segment): AppPath<String>,
     body: Bytes,
-) -> ApiResult<Response> {
+) -> ApiResult<StatusCode> {
     if segment != "validate" {
         return Err(ApiError::MethodNotAllowed);
     }
@@ -108,7 +107,7 @@ async fn validate_feature_name(
         .name
         .ok_or_else(|| ApiError::bad_request("name", "\"name\" is required"))?;
     service.validate_toggle_name(&name)?;
-    Ok(empty(StatusCode::OK))
+    Ok(StatusCode::OK)
 }
 
 async fn update_feature(
@@ -194,10 +193,10 @@ async fn remove_feature_tag(
     State(service): State<Service>,
     actor: Actor,
     AppPath((name, kind, value)): AppPath<(String, String, String)>,
-) -> ApiResult<Response> {
+) -> ApiResult<StatusCode> {
     let tag = TagRef { kind, value };
     match service.remove_toggle_tag(&actor, &name, tag).await {
-        Ok(()) => Ok(empty(StatusCode::OK)),
+        Ok(()) => Ok(StatusCode::OK),
         // spec §7: removing a tag while the database cannot be reached is a 500.
         Err(ServiceError::Store(e @ (StoreError::Unavailable(_) | StoreError::Uncertain(_)))) => {
             tracing::warn!(error = %e, "tag removal failed");

@@ -10,7 +10,6 @@ use serde_json::{json, Value};
 
 use crate::domain::strategy::{ParameterDefinition, StrategyDefinition, StrategyDefinitionSpec};
 use crate::error::{ApiError, ApiResult};
-use crate::http::empty;
 use crate::http::extract::{AppJson, AppPath};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
@@ -90,9 +89,9 @@ async fn delete_strategy(
     State(service): State<Service>,
     actor: Actor,
     AppPath(name): AppPath<String>,
-) -> ApiResult<Response> {
+) -> ApiResult<StatusCode> {
     service.delete_strategy(&actor, &name).await?;
-    Ok(empty(StatusCode::OK))
+    Ok(StatusCode::OK)
 }
 
 async fn deprecate_strategy(

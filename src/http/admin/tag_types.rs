@@ -11,7 +11,6 @@ use serde_json::{json, Value};
 use crate::domain::tag::TagTypeSpec;
 use crate::domain::DomainError;
 use crate::error::{ApiError, ApiResult};
-use crate::http::empty;
 use crate::http::extract::{parse_json, AppJson, AppPath};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
@@ -92,7 +91,7 @@ async fn delete_tag_type(
     State(service): State<Service>,
     actor: Actor,
     AppPath(name): AppPath<String>,
-) -> ApiResult<Response> {
+) -> ApiResult<StatusCode> {
     service.delete_tag_type(&actor, &name).await?;
-    Ok(empty(StatusCode::OK))
+    Ok(StatusCode::OK)
 }

@@ -9,7 +9,6 @@ use serde_json::{json, Value};
 
 use crate::domain::tag::{TagRef, TagSpec};
 use crate::error::{ApiError, ApiResult};
-use crate::http::empty;
 use crate::http::extract::{AppJson, AppPath};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
@@ -62,7 +61,7 @@ async fn delete_tag(
     State(service): State<Service>,
     actor: Actor,
     AppPath((kind, value)): AppPath<(String, String)>,
-) -> ApiResult<Response> {
+) -> ApiResult<StatusCode> {
     service.delete_tag(&actor, TagRef { kind, value }).await?;
-    Ok(empty(StatusCode::OK))
+    Ok(StatusCode::OK)
 }
