@@ -10,6 +10,7 @@ pub mod state;
 pub mod strategy;
 pub mod tag;
 pub mod toggle;
+pub mod usage;
 pub mod views;
 
 pub use error::{DomainError, FieldError, ValidationErrors};

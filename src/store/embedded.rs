@@ -92,6 +92,7 @@ impl EmbeddedStore {
             txn.open_table(EVENTS).map_err(failed)?;
             txn.open_table(TOGGLE_EVENTS).map_err(failed)?;
         }
+        super::usage::embedded::create_tables(&txn)?;
         txn.commit().map_err(failed)?;
         Ok(Self { db: Arc::new(db) })
     }
@@ -106,6 +107,11 @@ impl EmbeddedStore {
         tokio::task::spawn_blocking(move || work(&db))
             .await
             .map_err(failed)?
+    }
+
+    /// The usage side of this backend (same database file).
+    pub fn usage(&self) -> super::usage::embedded::EmbeddedUsage {
+        super::usage::embedded::EmbeddedUsage::new(self.db.clone())
     }
 
     pub(super) async fn load(&self) -> Result<Records, StoreError> {

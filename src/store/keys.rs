@@ -1,7 +1,10 @@
 //! Every Redis key and channel Flagpole uses, built in one place.
 //!
-//! All keys of one installation share the hash tag `{<prefix>}`, so the commit script (which
-//! touches them together) also works on Redis Cluster.
+//! All configuration keys of one installation share the hash tag `{<prefix>}`, so the commit
+//! script (which touches them together) also works on Redis Cluster. Usage keys
+//! (`<prefix>:usage:…`) carry no hash tag: they are spread over the shards by minute and by
+//! application, since nothing touches them together atomically except the flush's MULTI on a
+//! standalone Redis.
 
 use super::Collection;
 
@@ -9,6 +12,7 @@ use super::Collection;
 #[derive(Debug, Clone)]
 pub struct Keys {
     tag: String,
+    usage: String,
 }
 
 impl Keys {
@@ -16,6 +20,7 @@ impl Keys {
     pub fn new(prefix: &str) -> Self {
         Self {
             tag: format!("{{{prefix}}}"),
+            usage: format!("{prefix}:usage"),
         }
     }
 
@@ -63,5 +68,74 @@ impl Keys {
     /// Pub/sub channel carrying each new version number; published by the commit script.
     pub fn notify_channel(&self) -> String {
         format!("{}:notify", self.tag)
+    }
+
+    /// Hash, the evaluations counted in one minute (minutes since the epoch): field
+    /// `<toggle>|<app>|y` and `…|n` = yes/no counts, `<toggle>|<app>|v|<variant>` = variant
+    /// counts (each part escaped, see `store::usage::redis::field`); EXPIREAT 65 minutes after
+    /// the minute; HINCRBY by the usage flush.
+    pub fn usage_counts(&self, minute: u64) -> String {
+        format!("{}:counts:{minute}", self.usage)
+    }
+
+    /// Sorted set, application name scored by last-seen epoch milliseconds; ZADD GT by the
+    /// usage flush, trimmed to two days by the usage trim.
+    pub fn usage_apps(&self) -> String {
+        format!("{}:apps", self.usage)
+    }
+
+    /// Hash, one application: `createdAt`, `updatedAt` (epoch ms), `strategies` (JSON array of
+    /// its latest registration), `metricsCount` (HINCRBY), `metadata` (JSON: description, url,
+    /// color, icon, set by the admin API); deleted with the application.
+    pub fn usage_app(&self, app: &str) -> String {
+        format!("{}:app:{app}", self.usage)
+    }
+
+    /// Sorted set, the instances of `app` scored by last-seen epoch milliseconds (ZADD GT);
+    /// trimmed to two days.
+    pub fn usage_instances(&self, app: &str) -> String {
+        format!("{}:app:{app}:instances", self.usage)
+    }
+
+    /// Sorted set, the instances of `app` scored by first-seen epoch milliseconds (ZADD NX);
+    /// trimmed with `usage_instances`.
+    pub fn usage_instances_first_seen(&self, app: &str) -> String {
+        format!("{}:app:{app}:first-seen", self.usage)
+    }
+
+    /// Hash, instance id → client IP of its latest contact; trimmed with `usage_instances`.
+    pub fn usage_instance_ips(&self, app: &str) -> String {
+        format!("{}:app:{app}:ips", self.usage)
+    }
+
+    /// Hash, instance id → JSON `RegistrationRecord` of its latest registration; trimmed with
+    /// `usage_instances`.
+    pub fn usage_registrations(&self, app: &str) -> String {
+        format!("{}:app:{app}:registrations", self.usage)
+    }
+
+    /// Hash, instance id → JSON `PollRecord` (the configuration it holds); trimmed with
+    /// `usage_instances`.
+    pub fn usage_polls(&self, app: &str) -> String {
+        format!("{}:app:{app}:polls", self.usage)
+    }
+
+    /// Sorted set, the toggles `app` reported, scored by last-reported epoch milliseconds
+    /// (ZADD GT); trimmed to two days.
+    pub fn usage_seen_toggles(&self, app: &str) -> String {
+        format!("{}:app:{app}:toggles", self.usage)
+    }
+
+    /// Every per-application key of `app`, for deleting it.
+    pub fn usage_app_keys(&self, app: &str) -> [String; 7] {
+        [
+            self.usage_app(app),
+            self.usage_instances(app),
+            self.usage_instances_first_seen(app),
+            self.usage_instance_ips(app),
+            self.usage_registrations(app),
+            self.usage_polls(app),
+            self.usage_seen_toggles(app),
+        ]
     }
 }

@@ -6,6 +6,7 @@
 pub mod embedded;
 pub mod keys;
 pub mod redis;
+pub mod usage;
 
 use serde::{Deserialize, Serialize};
 

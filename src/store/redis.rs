@@ -75,6 +75,11 @@ impl RedisStore {
         })
     }
 
+    /// The usage side of this backend (same connection, same key prefix).
+    pub fn usage(&self) -> super::usage::redis::RedisUsage {
+        super::usage::redis::RedisUsage::new(self.conn.clone(), self.keys.clone())
+    }
+
     pub(super) async fn load(&self) -> Result<Records, StoreError> {
         let mut pipe = redis::pipe();
         pipe.atomic().get(self.keys.version()).get(self.keys.head());

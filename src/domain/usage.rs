@@ -1,0 +1,461 @@
+//! What SDKs report: registrations and usage-metrics buckets (API-FACTS §1), parsed leniently
+//! (unknown keys ignored, nulls accepted, numeric strings converted) and validated strictly
+//! (every problem named by its path; nothing absurd accepted).
+
+use std::collections::HashMap;
+use std::fmt;
+
+use chrono::{DateTime, TimeZone, Utc};
+use serde::de::{self, Deserializer, Visitor};
+use serde::Deserialize;
+
+use super::error::ValidationErrors;
+use super::DomainError;
+
+/// Longest accepted app name, instance id, SDK version, toggle or variant name.
+pub const REPORT_NAME_MAX: usize = 255;
+/// Most toggles one metrics report may carry.
+pub const MAX_TOGGLES_PER_REPORT: usize = 10_000;
+/// Most variants one toggle entry may carry.
+pub const MAX_VARIANTS_PER_TOGGLE: usize = 100;
+/// Most strategies one registration may list.
+pub const MAX_STRATEGIES: usize = 100;
+/// Largest count one report may give for one toggle (a million evaluations a second for
+/// eleven days); anything larger is a broken client.
+pub const MAX_COUNT: u64 = 1_000_000_000_000;
+
+/// The app and instance named by the request headers (`UNLEASH-*` or `SERVICE-*`), used when
+/// the body does not name them.
+#[derive(Debug, Clone, Default)]
+pub struct ClientHeaders {
+    pub app_name: Option<String>,
+    pub instance_id: Option<String>,
+}
+
+/// A validated `POST /api/client/register`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Registration {
+    pub app_name: String,
+    pub instance_id: String,
+    pub sdk_version: Option<String>,
+    pub strategies: Vec<String>,
+    pub started: Option<DateTime<Utc>>,
+    pub interval: Option<u64>,
+}
+
+/// A validated `POST /api/client/metrics`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricsReport {
+    pub app_name: String,
+    pub instance_id: String,
+    pub start: DateTime<Utc>,
+    pub stop: DateTime<Utc>,
+    pub toggles: Vec<(String, ToggleCounts)>,
+}
+
+/// One toggle's evaluations in a report. `yes`/`no` count every evaluation once; `variants`
+/// only breaks the same evaluations down by variant (never added on top).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToggleCounts {
+    pub yes: u64,
+    pub no: u64,
+    pub variants: Vec<(String, u64)>,
+}
+
+/// A non-negative whole number as SDKs send it: a number, a numeric string, `""` or `null`
+/// (both 0).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Count(u64);
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct CountVisitor;
+        impl Visitor<'_> for CountVisitor {
+            type Value = Count;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                write!(f, "a non-negative whole number up to {MAX_COUNT}")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Count, E> {
+                if v > MAX_COUNT {
+                    return Err(E::custom(format!(
+                        "{v} is larger than the accepted maximum {MAX_COUNT}"
+                    )));
+                }
+                Ok(Count(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Count, E> {
+                match u64::try_from(v) {
+                    Ok(v) => self.visit_u64(v),
+                    Err(_) => Err(E::custom(format!("{v} is negative"))),
+                }
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Count, E> {
+                if v.fract() != 0.0 || !v.is_finite() {
+                    return Err(E::custom(format!("{v} is not a whole number")));
+                }
+                if v < 0.0 {
+                    return Err(E::custom(format!("{v} is negative")));
+                }
+                if v > MAX_COUNT as f64 {
+                    return Err(E::custom(format!(
+                        "{v} is larger than the accepted maximum {MAX_COUNT}"
+                    )));
+                }
+                Ok(Count(v as u64))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Count, E> {
+                let v = v.trim();
+                if v.is_empty() {
+                    return Ok(Count(0));
+                }
+                match v.parse::<i64>() {
+                    Ok(n) => self.visit_i64(n),
+                    Err(_) => Err(E::custom(format!("\"{v}\" is not a whole number"))),
+                }
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Count, E> {
+                Ok(Count(0))
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Count, E> {
+                Ok(Count(0))
+            }
+        }
+        deserializer.deserialize_any(CountVisitor)
+    }
+}
+
+/// A point in time as SDKs send it: RFC 3339 (up to nanoseconds, any offset) or epoch
+/// milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Timestamp(DateTime<Utc>);
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TimestampVisitor;
+        impl Visitor<'_> for TimestampVisitor {
+            type Value = Timestamp;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an RFC 3339 timestamp or epoch milliseconds")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Timestamp, E> {
+                DateTime::parse_from_rfc3339(v.trim())
+                    .map(|t| Timestamp(t.with_timezone(&Utc)))
+                    .map_err(|e| E::custom(format!("\"{v}\" is not an RFC 3339 timestamp: {e}")))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Timestamp, E> {
+                i64::try_from(v)
+                    .ok()
+                    .and_then(|ms| Utc.timestamp_millis_opt(ms).single())
+                    .map(Timestamp)
+                    .ok_or_else(|| E::custom(format!("{v} is out of range")))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Timestamp, E> {
+                Utc.timestamp_millis_opt(v)
+                    .single()
+                    .map(Timestamp)
+                    .ok_or_else(|| E::custom(format!("{v} is out of range")))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Timestamp, E> {
+                if v.is_finite() {
+                    self.visit_i64(v as i64)
+                } else {
+                    Err(E::custom("not a finite number"))
+                }
+            }
+        }
+        deserializer.deserialize_any(TimestampVisitor)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RegistrationBody {
+    app_name: Option<String>,
+    instance_id: Option<String>,
+    sdk_version: Option<String>,
+    strategies: Option<Vec<serde_json::Value>>,
+    started: Option<Timestamp>,
+    interval: Option<Count>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MetricsBody {
+    app_name: Option<String>,
+    instance_id: Option<String>,
+    bucket: Option<BucketBody>,
+}
+
+#[derive(Deserialize)]
+struct BucketBody {
+    start: Option<Timestamp>,
+    stop: Option<Timestamp>,
+    toggles: Option<HashMap<String, Option<ToggleBody>>>,
+}
+
+#[derive(Deserialize)]
+struct ToggleBody {
+    #[serde(default)]
+    yes: Count,
+    #[serde(default)]
+    no: Count,
+    variants: Option<HashMap<String, Count>>,
+}
+
+/// Parses JSON into `T`, naming the path of the first type problem.
+fn parse<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, DomainError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ValidationErrors::single("", "A JSON body is required"));
+    }
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
+        let path = e.path().to_string();
+        let path = if path == "." { String::new() } else { path };
+        let inner = e.into_inner();
+        if inner.is_syntax() || inner.is_eof() {
+            ValidationErrors::single("", format!("The body is not valid JSON: {inner}"))
+        } else {
+            let shown = if path.is_empty() { "body" } else { &path };
+            ValidationErrors::single(path.clone(), format!("\"{shown}\": {inner}"))
+        }
+    })?;
+    deserializer
+        .end()
+        .map_err(|e| ValidationErrors::single("", format!("The body is not valid JSON: {e}")))?;
+    Ok(value)
+}
+
+/// Checks a reported name: non-empty, bounded, no control characters.
+fn check_name(value: &str, path: &str, errors: &mut ValidationErrors) {
+    if value.trim().is_empty() {
+        errors.push(path, format!("\"{path}\" is not allowed to be empty"));
+    } else if value.chars().count() > REPORT_NAME_MAX {
+        errors.push(
+            path,
+            format!("\"{path}\" must be at most {REPORT_NAME_MAX} characters long"),
+        );
+    } else if value.chars().any(char::is_control) {
+        errors.push(
+            path,
+            format!("\"{path}\" must not contain control characters"),
+        );
+    }
+}
+
+/// The body's value, else the header's; required.
+fn identity(
+    body: Option<String>,
+    header: Option<&String>,
+    path: &str,
+    errors: &mut ValidationErrors,
+) -> String {
+    match body.or_else(|| header.cloned()) {
+        Some(value) => {
+            check_name(&value, path, errors);
+            value
+        }
+        None => {
+            errors.push(path, format!("\"{path}\" is required"));
+            String::new()
+        }
+    }
+}
+
+impl Registration {
+    /// Parses and validates a registration body.
+    pub fn parse(bytes: &[u8], headers: &ClientHeaders) -> Result<Self, DomainError> {
+        let body: RegistrationBody = parse(bytes)?;
+        let mut errors = ValidationErrors::default();
+        let app_name = identity(
+            body.app_name,
+            headers.app_name.as_ref(),
+            "appName",
+            &mut errors,
+        );
+        let instance_id = identity(
+            body.instance_id,
+            headers.instance_id.as_ref(),
+            "instanceId",
+            &mut errors,
+        );
+        if let Some(version) = &body.sdk_version {
+            if version.chars().count() > REPORT_NAME_MAX || version.chars().any(char::is_control)
+            {
+                errors.push(
+                    "sdkVersion",
+                    format!("\"sdkVersion\" must be at most {REPORT_NAME_MAX} printable characters"),
+                );
+            }
+        }
+        // As the reference does, non-string items are dropped rather than refused.
+        let strategies: Vec<String> = body
+            .strategies
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|s| match s {
+                serde_json::Value::String(s) => Some(s),
+                _ => None,
+            })
+            .collect();
+        if strategies.len() > MAX_STRATEGIES {
+            errors.push(
+                "strategies",
+                format!("\"strategies\" must list at most {MAX_STRATEGIES} names"),
+            );
+        }
+        for (i, name) in strategies.iter().enumerate() {
+            check_name(name, &format!("strategies[{i}]"), &mut errors);
+        }
+        errors.into_result(Self {
+            app_name,
+            instance_id,
+            sdk_version: body.sdk_version,
+            strategies,
+            started: body.started.map(|t| t.0),
+            interval: body.interval.map(|c| c.0),
+        })
+    }
+}
+
+impl MetricsReport {
+    /// Parses and validates a metrics body.
+    pub fn parse(bytes: &[u8], headers: &ClientHeaders) -> Result<Self, DomainError> {
+        let body: MetricsBody = parse(bytes)?;
+        let mut errors = ValidationErrors::default();
+        let app_name = identity(
+            body.app_name,
+            headers.app_name.as_ref(),
+            "appName",
+            &mut errors,
+        );
+        let instance_id = identity(
+            body.instance_id,
+            headers.instance_id.as_ref(),
+            "instanceId",
+            &mut errors,
+        );
+        let Some(bucket) = body.bucket else {
+            errors.push("bucket", "\"bucket\" is required");
+            return Err(DomainError::Invalid(errors));
+        };
+        let start = bucket.start.map(|t| t.0);
+        let stop = bucket.stop.map(|t| t.0);
+        if start.is_none() {
+            errors.push("bucket.start", "\"bucket.start\" is required");
+        }
+        if stop.is_none() {
+            errors.push("bucket.stop", "\"bucket.stop\" is required");
+        }
+        let entries = bucket.toggles.unwrap_or_default();
+        if entries.len() > MAX_TOGGLES_PER_REPORT {
+            errors.push(
+                "bucket.toggles",
+                format!(
+                    "\"bucket.toggles\" has {} toggles; at most {MAX_TOGGLES_PER_REPORT} are accepted per report",
+                    entries.len()
+                ),
+            );
+            return Err(DomainError::Invalid(errors));
+        }
+        let mut toggles = Vec::with_capacity(entries.len());
+        for (name, entry) in entries {
+            let path = format!("bucket.toggles.{name}");
+            check_name(&name, &path, &mut errors);
+            let entry = entry.unwrap_or(ToggleBody {
+                yes: Count(0),
+                no: Count(0),
+                variants: None,
+            });
+            let variants = entry.variants.unwrap_or_default();
+            if variants.len() > MAX_VARIANTS_PER_TOGGLE {
+                errors.push(
+                    format!("{path}.variants"),
+                    format!("\"{path}.variants\" may name at most {MAX_VARIANTS_PER_TOGGLE} variants"),
+                );
+                continue;
+            }
+            let mut counted = Vec::with_capacity(variants.len());
+            for (variant, count) in variants {
+                check_name(&variant, &format!("{path}.variants.{variant}"), &mut errors);
+                counted.push((variant, count.0));
+            }
+            toggles.push((
+                name,
+                ToggleCounts {
+                    yes: entry.yes.0,
+                    no: entry.no.0,
+                    variants: counted,
+                },
+            ));
+        }
+        match (start, stop) {
+            (Some(start), Some(stop)) => errors.into_result(Self {
+                app_name,
+                instance_id,
+                start,
+                stop,
+                toggles,
+            }),
+            _ => Err(DomainError::Invalid(errors)),
+        }
+    }
+
+    /// All evaluations the report counts (yes + no over every toggle).
+    pub fn evaluations(&self) -> u64 {
+        self.toggles.iter().map(|(_, c)| c.yes + c.no).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paths(result: Result<impl fmt::Debug, DomainError>) -> Vec<String> {
+        match result {
+            Err(DomainError::Invalid(errors)) => errors.0.into_iter().map(|e| e.path).collect(),
+            other => panic!("expected a validation error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn sdk_shaped_metrics_are_accepted() {
+        let body = br#"{"appName":"a","instanceId":"i","connectionId":"c","yggdrasilVersion":null,
+            "bucket":{"start":"2026-11-22T10:00:00.123456789Z","stop":"2026-11-22T10:00:10.5+01:00",
+            "toggles":{"t":{"no":"2","yes":3,"variants":{"blue":1,"disabled":2}},"u":{"yes":"","no":null},"w":null}}}"#;
+        let report = MetricsReport::parse(body, &ClientHeaders::default()).expect("valid");
+        let mut toggles = report.toggles.clone();
+        toggles.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(toggles[0].1.yes, 3);
+        assert_eq!(toggles[0].1.no, 2);
+        assert_eq!(toggles[1].1, ToggleCounts::default());
+        assert_eq!(report.evaluations(), 5);
+    }
+
+    #[test]
+    fn bad_counts_are_named_by_path() {
+        let headers = ClientHeaders::default();
+        for (body, path) in [
+            (r#"{"appName":"a","instanceId":"i","bucket":{"start":"2026-11-22T10:00:00Z","stop":"2026-11-22T10:00:00Z","toggles":{"t":{"yes":-1}}}}"#, "bucket.toggles.t.yes"),
+            (r#"{"appName":"a","instanceId":"i","bucket":{"start":"2026-11-22T10:00:00Z","stop":"2026-11-22T10:00:00Z","toggles":{"t":{"no":1.5}}}}"#, "bucket.toggles.t.no"),
+            (r#"{"appName":"a","instanceId":"i","bucket":{"start":"2026-11-22T10:00:00Z","stop":"2026-11-22T10:00:00Z","toggles":[]}}"#, "bucket.toggles"),
+            (r#"{"appName":"a","instanceId":"i","bucket":{"start":"yesterday","stop":"2026-11-22T10:00:00Z","toggles":{}}}"#, "bucket.start"),
+            (r#"{"appName":"a","instanceId":"i"}"#, "bucket"),
+            (r#"{"instanceId":"i","bucket":{"start":"2026-11-22T10:00:00Z","stop":"2026-11-22T10:00:00Z"}}"#, "appName"),
+        ] {
+            assert_eq!(paths(MetricsReport::parse(body.as_bytes(), &headers)), [path], "{body}");
+        }
+    }
+
+    #[test]
+    fn headers_fill_in_missing_identity() {
+        let headers = ClientHeaders {
+            app_name: Some("from-header".into()),
+            instance_id: Some("i-9".into()),
+        };
+        let reg = Registration::parse(br#"{"strategies":["default",3],"interval":15000}"#, &headers)
+            .expect("valid");
+        assert_eq!(reg.app_name, "from-header");
+        assert_eq!(reg.strategies, ["default"]);
+        assert_eq!(reg.interval, Some(15000));
+    }
+}

@@ -1,0 +1,260 @@
+//! Where client usage lives: per-minute evaluation counters, the applications registry, their
+//! instances (with the configuration each one holds) and the toggles each application uses.
+//! Written only by the flush of `usage::UsageRecorder`, a batch at a time, never per report.
+//! Kept apart from the configuration: no versions, no change log, no events.
+
+pub mod embedded;
+pub mod redis;
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Store, StoreError};
+
+/// Minutes since the Unix epoch: the unit of the counters.
+pub type Minute = u64;
+
+/// How long applications, instances and seen toggles are kept after they were last seen
+/// (spec §8: the applications listing covers two days).
+pub const REGISTRY_RETENTION_MS: i64 = 2 * 24 * 60 * 60 * 1000;
+/// Minute counters are kept this many minutes after their minute ended (the views read the
+/// last 61 minutes).
+pub const COUNTS_RETENTION_MINUTES: u64 = 65;
+
+/// The minute an epoch-milliseconds time falls in.
+pub fn minute_of(ms: i64) -> Minute {
+    (ms.max(0) / 60_000) as Minute
+}
+
+/// One toggle as counted for one application.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CountKey {
+    pub toggle: String,
+    pub app: String,
+}
+
+/// Evaluations counted: `yes`/`no` once each, `variants` as a breakdown of the same.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub yes: u64,
+    pub no: u64,
+    pub variants: HashMap<String, u64>,
+}
+
+impl Counts {
+    /// Adds `other` to these counts (saturating; counts are bounded per report).
+    pub fn add(&mut self, other: &Counts) {
+        self.yes = self.yes.saturating_add(other.yes);
+        self.no = self.no.saturating_add(other.no);
+        for (variant, n) in &other.variants {
+            let slot = self.variants.entry(variant.clone()).or_default();
+            *slot = slot.saturating_add(*n);
+        }
+    }
+}
+
+/// What an instance said when it registered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RegistrationRecord {
+    pub sdk_version: Option<String>,
+    pub started: Option<chrono::DateTime<chrono::Utc>>,
+    pub interval: Option<u64>,
+    /// Epoch milliseconds.
+    pub registered_at: i64,
+}
+
+/// The configuration an instance holds: the ETag it was last sent or confirmed (304), the
+/// configuration version that response was built from, and when it polled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PollRecord {
+    pub etag: String,
+    pub version: u64,
+    /// Epoch milliseconds.
+    pub at: i64,
+}
+
+/// What one flush learned about one instance.
+#[derive(Debug, Clone, Default)]
+pub struct InstanceActivity {
+    /// Epoch milliseconds of the first and the last contact in the batch.
+    pub first_seen: i64,
+    pub last_seen: i64,
+    pub client_ip: Option<String>,
+    pub registration: Option<RegistrationRecord>,
+    pub poll: Option<PollRecord>,
+}
+
+/// What one flush learned about one application.
+#[derive(Debug, Clone, Default)]
+pub struct AppActivity {
+    /// Epoch milliseconds of the last contact.
+    pub last_seen: i64,
+    /// The strategies of the latest registration in the batch.
+    pub strategies: Option<Vec<String>>,
+    /// Evaluations reported (yes + no) in the batch.
+    pub metrics_count: u64,
+    pub instances: HashMap<String, InstanceActivity>,
+    /// Toggle name → epoch milliseconds it was last reported.
+    pub toggles: HashMap<String, i64>,
+}
+
+/// Everything one replica aggregated between two flushes.
+#[derive(Debug, Clone, Default)]
+pub struct UsageBatch {
+    pub counts: HashMap<Minute, HashMap<CountKey, Counts>>,
+    pub apps: HashMap<String, AppActivity>,
+}
+
+impl UsageBatch {
+    /// Whether there is nothing to write.
+    pub fn is_empty(&self) -> bool {
+        self.counts.is_empty() && self.apps.is_empty()
+    }
+}
+
+/// An application of the registry.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AppRecord {
+    pub name: String,
+    /// Epoch milliseconds.
+    pub created_at: i64,
+    pub last_seen: i64,
+    pub strategies: Vec<String>,
+    pub metadata: AppMetadata,
+    /// Evaluations reported since the application was first seen.
+    pub metrics_count: u64,
+}
+
+/// What people say about an application (`POST /api/admin/metrics/applications/:app`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AppMetadata {
+    pub description: Option<String>,
+    pub url: Option<String>,
+    pub color: Option<String>,
+    pub icon: Option<String>,
+}
+
+/// One instance of an application.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InstanceRecord {
+    pub instance_id: String,
+    /// Epoch milliseconds.
+    pub first_seen: i64,
+    pub last_seen: i64,
+    pub client_ip: Option<String>,
+    pub registration: Option<RegistrationRecord>,
+    pub poll: Option<PollRecord>,
+}
+
+/// The usage side of a store.
+#[derive(Clone)]
+pub enum UsageStore {
+    Redis(redis::RedisUsage),
+    Embedded(embedded::EmbeddedUsage),
+}
+
+impl Store {
+    /// The usage side of this store.
+    pub fn usage(&self) -> UsageStore {
+        match self {
+            Store::Redis(s) => UsageStore::Redis(s.usage()),
+            Store::Embedded(s) => UsageStore::Embedded(s.usage()),
+        }
+    }
+}
+
+impl UsageStore {
+    /// Adds a batch to the store, all of it or nothing (`Unavailable`: nothing was written;
+    /// `Uncertain`: it may have been).
+    pub async fn flush(&self, batch: &UsageBatch) -> Result<(), StoreError> {
+        match self {
+            UsageStore::Redis(s) => s.flush(batch).await,
+            UsageStore::Embedded(s) => s.flush(batch).await,
+        }
+    }
+
+    /// Forgets what retention no longer covers: counters of old minutes (where they do not
+    /// expire by themselves) and applications, instances and seen toggles not seen for two
+    /// days.
+    pub async fn trim(&self, now_ms: i64) -> Result<(), StoreError> {
+        match self {
+            UsageStore::Redis(s) => s.trim(now_ms).await,
+            UsageStore::Embedded(s) => s.trim(now_ms).await,
+        }
+    }
+
+    /// The counters of the minutes `from..=to`, per minute.
+    pub async fn counts(
+        &self,
+        from: Minute,
+        to: Minute,
+    ) -> Result<Vec<(Minute, HashMap<CountKey, Counts>)>, StoreError> {
+        match self {
+            UsageStore::Redis(s) => s.counts(from, to).await,
+            UsageStore::Embedded(s) => s.counts(from, to).await,
+        }
+    }
+
+    /// Applications last seen at or after `since_ms`, by name.
+    pub async fn applications(&self, since_ms: i64) -> Result<Vec<AppRecord>, StoreError> {
+        match self {
+            UsageStore::Redis(s) => s.applications(since_ms).await,
+            UsageStore::Embedded(s) => s.applications(since_ms).await,
+        }
+    }
+
+    /// One application, if it was seen at or after `since_ms` or has metadata.
+    pub async fn application(
+        &self,
+        name: &str,
+        since_ms: i64,
+    ) -> Result<Option<AppRecord>, StoreError> {
+        match self {
+            UsageStore::Redis(s) => s.application(name, since_ms).await,
+            UsageStore::Embedded(s) => s.application(name, since_ms).await,
+        }
+    }
+
+    /// The instances of `app` seen at or after `since_ms`, most recently seen first.
+    pub async fn instances(
+        &self,
+        app: &str,
+        since_ms: i64,
+    ) -> Result<Vec<InstanceRecord>, StoreError> {
+        match self {
+            UsageStore::Redis(s) => s.instances(app, since_ms).await,
+            UsageStore::Embedded(s) => s.instances(app, since_ms).await,
+        }
+    }
+
+    /// The toggles `app` reported at or after `since_ms`, by name.
+    pub async fn seen_toggles(&self, app: &str, since_ms: i64) -> Result<Vec<String>, StoreError> {
+        match self {
+            UsageStore::Redis(s) => s.seen_toggles(app, since_ms).await,
+            UsageStore::Embedded(s) => s.seen_toggles(app, since_ms).await,
+        }
+    }
+
+    /// Sets an application's metadata, registering the application if it is new.
+    pub async fn set_metadata(
+        &self,
+        app: &str,
+        metadata: &AppMetadata,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        match self {
+            UsageStore::Redis(s) => s.set_metadata(app, metadata, now_ms).await,
+            UsageStore::Embedded(s) => s.set_metadata(app, metadata, now_ms).await,
+        }
+    }
+
+    /// Forgets an application with its instances and seen toggles (its counters expire).
+    pub async fn delete_application(&self, app: &str) -> Result<(), StoreError> {
+        match self {
+            UsageStore::Redis(s) => s.delete_application(app).await,
+            UsageStore::Embedded(s) => s.delete_application(app).await,
+        }
+    }
+}
