@@ -57,6 +57,26 @@ pub struct Settings {
     /// announces new versions at once).
     #[arg(long, env = "FLAGPOLE_REFRESH_INTERVAL_MS", default_value_t = 500, value_parser = clap::value_parser!(u64).range(10..=60_000))]
     pub refresh_interval_ms: u64,
+
+    /// How often each replica writes the client usage it aggregated (registrations, metrics,
+    /// which configuration each instance holds) to the store, in milliseconds; also written on
+    /// graceful shutdown. A crash loses at most this much of one replica's counts.
+    #[arg(long, env = "FLAGPOLE_METRICS_FLUSH_INTERVAL_MS", default_value_t = 5000, value_parser = clap::value_parser!(u64).range(10..=600_000))]
+    pub metrics_flush_interval_ms: u64,
+
+    /// Take the client IP from the first `X-Forwarded-For` entry (only behind a proxy or load
+    /// balancer that sets it); otherwise the connection's address is used.
+    #[arg(long, env = "FLAGPOLE_TRUST_PROXY", default_value_t = false)]
+    pub trust_proxy: bool,
+
+    /// Per-toggle usage counters in Prometheus (`flagpole_feature_toggle_usage_total` by
+    /// toggle, application and yes/no), at most this many series; 0 turns them off.
+    #[arg(
+        long,
+        env = "FLAGPOLE_PROMETHEUS_TOGGLE_USAGE_SERIES",
+        default_value_t = 0
+    )]
+    pub prometheus_toggle_usage_series: usize,
 }
 
 fn parse_key_prefix(value: &str) -> Result<String, String> {

@@ -11,6 +11,7 @@ pub mod snapshot;
 pub mod state;
 pub mod store;
 pub mod telemetry;
+pub mod usage;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -81,20 +82,39 @@ pub async fn run(
         shutdown.clone(),
     ));
 
+    let metrics = Arc::new(telemetry::metrics::Metrics::new(
+        (settings.prometheus_toggle_usage_series > 0)
+            .then_some(settings.prometheus_toggle_usage_series),
+    ));
+    let usage = Arc::new(usage::UsageRecorder::new(store.usage(), metrics.clone()));
+    // The last flush must come after the last request was answered: its own stop signal.
+    let usage_stop = CancellationToken::new();
+    let flusher = tokio::spawn(usage::flush::run(
+        usage.clone(),
+        Duration::from_millis(settings.metrics_flush_interval_ms),
+        usage_stop.clone(),
+    ));
+
     let app = http::app(AppState {
         service,
         snapshot,
         auth: settings.auth,
-        metrics: Arc::new(telemetry::metrics::Metrics::new()),
+        metrics,
+        usage,
+        trust_proxy: settings.trust_proxy,
     });
     tracing::info!(address = %listener.local_addr()?, "listening");
     let served = axum::serve(
         listener,
-        axum::ServiceExt::<axum::extract::Request>::into_make_service(app),
+        axum::ServiceExt::<axum::extract::Request>::into_make_service_with_connect_info::<
+            std::net::SocketAddr,
+        >(app),
     )
     .with_graceful_shutdown(shutdown.clone().cancelled_owned())
     .await;
     shutdown.cancel();
+    usage_stop.cancel();
+    let _ = flusher.await;
     while workers.join_next().await.is_some() {}
     Ok(served?)
 }

@@ -8,6 +8,7 @@ use crate::config::AuthMode;
 use crate::service::Service;
 use crate::snapshot::Snapshot;
 use crate::telemetry::metrics::Metrics;
+use crate::usage::UsageRecorder;
 
 /// Everything the HTTP layer needs; cheap to clone.
 #[derive(Clone)]
@@ -16,6 +17,9 @@ pub struct AppState {
     pub snapshot: Arc<Snapshot>,
     pub auth: AuthMode,
     pub metrics: Arc<Metrics>,
+    pub usage: Arc<UsageRecorder>,
+    /// Whether `X-Forwarded-For` names the client (`--trust-proxy`).
+    pub trust_proxy: bool,
 }
 
 impl FromRef<AppState> for Service {
@@ -39,5 +43,11 @@ impl FromRef<AppState> for AuthMode {
 impl FromRef<AppState> for Arc<Metrics> {
     fn from_ref(state: &AppState) -> Self {
         state.metrics.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<UsageRecorder> {
+    fn from_ref(state: &AppState) -> Self {
+        state.usage.clone()
     }
 }

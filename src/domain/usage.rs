@@ -279,11 +279,12 @@ impl Registration {
             &mut errors,
         );
         if let Some(version) = &body.sdk_version {
-            if version.chars().count() > REPORT_NAME_MAX || version.chars().any(char::is_control)
-            {
+            if version.chars().count() > REPORT_NAME_MAX || version.chars().any(char::is_control) {
                 errors.push(
                     "sdkVersion",
-                    format!("\"sdkVersion\" must be at most {REPORT_NAME_MAX} printable characters"),
+                    format!(
+                        "\"sdkVersion\" must be at most {REPORT_NAME_MAX} printable characters"
+                    ),
                 );
             }
         }
@@ -370,7 +371,9 @@ impl MetricsReport {
             if variants.len() > MAX_VARIANTS_PER_TOGGLE {
                 errors.push(
                     format!("{path}.variants"),
-                    format!("\"{path}.variants\" may name at most {MAX_VARIANTS_PER_TOGGLE} variants"),
+                    format!(
+                        "\"{path}.variants\" may name at most {MAX_VARIANTS_PER_TOGGLE} variants"
+                    ),
                 );
                 continue;
             }
@@ -435,14 +438,33 @@ mod tests {
     fn bad_counts_are_named_by_path() {
         let headers = ClientHeaders::default();
         for (body, path) in [
-            (r#"{"appName":"a","instanceId":"i","bucket":{"start":"2026-11-22T10:00:00Z","stop":"2026-11-22T10:00:00Z","toggles":{"t":{"yes":-1}}}}"#, "bucket.toggles.t.yes"),
-            (r#"{"appName":"a","instanceId":"i","bucket":{"start":"2026-11-22T10:00:00Z","stop":"2026-11-22T10:00:00Z","toggles":{"t":{"no":1.5}}}}"#, "bucket.toggles.t.no"),
-            (r#"{"appName":"a","instanceId":"i","bucket":{"start":"2026-11-22T10:00:00Z","stop":"2026-11-22T10:00:00Z","toggles":[]}}"#, "bucket.toggles"),
-            (r#"{"appName":"a","instanceId":"i","bucket":{"start":"yesterday","stop":"2026-11-22T10:00:00Z","toggles":{}}}"#, "bucket.start"),
+            (
+                r#"{"appName":"a","instanceId":"i","bucket":{"start":"2026-11-22T10:00:00Z","stop":"2026-11-22T10:00:00Z","toggles":{"t":{"yes":-1}}}}"#,
+                "bucket.toggles.t.yes",
+            ),
+            (
+                r#"{"appName":"a","instanceId":"i","bucket":{"start":"2026-11-22T10:00:00Z","stop":"2026-11-22T10:00:00Z","toggles":{"t":{"no":1.5}}}}"#,
+                "bucket.toggles.t.no",
+            ),
+            (
+                r#"{"appName":"a","instanceId":"i","bucket":{"start":"2026-11-22T10:00:00Z","stop":"2026-11-22T10:00:00Z","toggles":[]}}"#,
+                "bucket.toggles",
+            ),
+            (
+                r#"{"appName":"a","instanceId":"i","bucket":{"start":"yesterday","stop":"2026-11-22T10:00:00Z","toggles":{}}}"#,
+                "bucket.start",
+            ),
             (r#"{"appName":"a","instanceId":"i"}"#, "bucket"),
-            (r#"{"instanceId":"i","bucket":{"start":"2026-11-22T10:00:00Z","stop":"2026-11-22T10:00:00Z"}}"#, "appName"),
+            (
+                r#"{"instanceId":"i","bucket":{"start":"2026-11-22T10:00:00Z","stop":"2026-11-22T10:00:00Z"}}"#,
+                "appName",
+            ),
         ] {
-            assert_eq!(paths(MetricsReport::parse(body.as_bytes(), &headers)), [path], "{body}");
+            assert_eq!(
+                paths(MetricsReport::parse(body.as_bytes(), &headers)),
+                [path],
+                "{body}"
+            );
         }
     }
 
@@ -452,8 +474,11 @@ mod tests {
             app_name: Some("from-header".into()),
             instance_id: Some("i-9".into()),
         };
-        let reg = Registration::parse(br#"{"strategies":["default",3],"interval":15000}"#, &headers)
-            .expect("valid");
+        let reg = Registration::parse(
+            br#"{"strategies":["default",3],"interval":15000}"#,
+            &headers,
+        )
+        .expect("valid");
         assert_eq!(reg.app_name, "from-header");
         assert_eq!(reg.strategies, ["default"]);
         assert_eq!(reg.interval, Some(15000));

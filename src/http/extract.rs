@@ -23,7 +23,7 @@ use crate::service::Actor;
 pub struct AppJson<T>(pub T);
 
 /// Whether the request declares a non-JSON body (no Content-Type counts as JSON).
-fn declares_other_media_type(headers: &HeaderMap) -> Option<String> {
+pub(crate) fn declares_other_media_type(headers: &HeaderMap) -> Option<String> {
     let value = headers.get(header::CONTENT_TYPE)?;
     let essence = value
         .to_str()

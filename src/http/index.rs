@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 
 use crate::snapshot::Snapshot;
 use crate::state::AppState;
+use crate::telemetry::exposition;
 
 /// The routes of this resource.
 pub fn router() -> Router<AppState> {
@@ -31,12 +32,15 @@ fn admin_links() -> Value {
         "feature-types": {"uri": "/api/admin/feature-types"},
         "tags": {"uri": "/api/admin/tags"},
         "tag-types": {"uri": "/api/admin/tag-types"},
+        "metrics": {"uri": "/api/admin/metrics"},
     })
 }
 
 fn client_links() -> Value {
     json!({
         "feature-toggles": {"uri": "/api/client/features"},
+        "register": {"uri": "/api/client/register"},
+        "metrics": {"uri": "/api/client/metrics"},
     })
 }
 
@@ -81,16 +85,53 @@ async fn health(
     (status, Json(body))
 }
 
-/// Prometheus metrics in the OpenMetrics text format (unauthenticated, like `/health`; keep it
-/// off the public ingress).
+/// How long the configuration gauges of one scrape are reused (reading every instance from
+/// the store per scrape would cost the store more than the gauges are worth).
+const CONFIG_GAUGES_TTL: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Prometheus metrics: the text format 0.0.4, or OpenMetrics when the scraper's `Accept` asks
+/// for it (unauthenticated, like `/health`; keep it off the public ingress).
 async fn prometheus(
     axum::extract::State(state): axum::extract::State<AppState>,
+    headers: axum::http::HeaderMap,
 ) -> impl IntoResponse {
-    (
-        [(
-            axum::http::header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        state.metrics.render(&state.snapshot),
-    )
+    if state.usage.claim_gauge_refresh(CONFIG_GAUGES_TTL) {
+        match super::admin::metrics::config_versions(&state, 120).await {
+            Ok(summary) => {
+                let apps: Vec<(String, u64, u64, u64)> = summary
+                    .applications
+                    .iter()
+                    .map(|a| (a.app_name.clone(), a.current, a.behind, a.not_seen_recently))
+                    .collect();
+                let oldest = summary
+                    .applications
+                    .iter()
+                    .filter_map(|a| a.oldest_version_in_use.as_ref().map(|o| o.version))
+                    .min();
+                state.metrics.usage.set_instances(&apps, oldest);
+            }
+            Err(e) => tracing::debug!(error = %e, "configuration gauges not refreshed"),
+        }
+    }
+    let text = state.metrics.render(&state.snapshot);
+    let accept = headers
+        .get(axum::http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok());
+    if exposition::wants_openmetrics(accept) {
+        (
+            [(
+                axum::http::header::CONTENT_TYPE,
+                exposition::OPENMETRICS_CONTENT_TYPE,
+            )],
+            text,
+        )
+    } else {
+        (
+            [(
+                axum::http::header::CONTENT_TYPE,
+                exposition::TEXT_CONTENT_TYPE,
+            )],
+            exposition::to_prometheus_text(&text),
+        )
+    }
 }

@@ -28,6 +28,8 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
     let client = client::ClientApi {
         snapshot: state.snapshot.clone(),
         metrics: state.metrics.clone(),
+        usage: state.usage.clone(),
+        trust_proxy: state.trust_proxy,
     };
     let metrics = state.metrics.clone();
     let router = Router::new()

@@ -37,6 +37,8 @@ pub struct Snapshot {
     /// Loaded and seeded: requests may be served.
     ready: AtomicBool,
     store_reachable: AtomicBool,
+    /// When the snapshot last confirmed it matches the store.
+    confirmed: std::sync::Mutex<std::time::Instant>,
 }
 
 impl Snapshot {
@@ -53,6 +55,7 @@ impl Snapshot {
             loaded: AtomicBool::new(false),
             ready: AtomicBool::new(false),
             store_reachable: AtomicBool::new(false),
+            confirmed: std::sync::Mutex::new(std::time::Instant::now()),
         }
     }
 
@@ -86,9 +89,21 @@ impl Snapshot {
         self.store_reachable.load(Ordering::Acquire)
     }
 
+    /// How long ago the snapshot last confirmed it matches the store (its refresh lag).
+    pub fn since_confirmed(&self) -> std::time::Duration {
+        self.confirmed
+            .lock()
+            .map_or(std::time::Duration::ZERO, |at| at.elapsed())
+    }
+
     fn note(&self, result: &Result<(), StoreError>) {
         self.store_reachable
             .store(result.is_ok(), Ordering::Release);
+        if result.is_ok() {
+            if let Ok(mut at) = self.confirmed.lock() {
+                *at = std::time::Instant::now();
+            }
+        }
     }
 
     /// Brings the snapshot up to the store's current version.

@@ -1,5 +1,5 @@
-//! Prometheus metrics, served at `/internal-backstage/prometheus` in the OpenMetrics text
-//! format. Request durations are recorded per route template for the admin API; the client
+//! Prometheus metrics, served at `/internal-backstage/prometheus` (see `exposition` for the
+//! formats). Request durations are recorded per route template for the admin API; the client
 //! features route, the hot path, only bumps a counter (no clock reads, no locks).
 
 use std::sync::Arc;
@@ -16,6 +16,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
+use super::usage_metrics::UsageMetrics;
 use crate::snapshot::Snapshot;
 
 /// Labels of the HTTP request histogram.
@@ -52,6 +53,9 @@ pub struct Metrics {
     archived_toggles: Gauge,
     store_reachable: Gauge,
     ready: Gauge,
+    snapshot_staleness: Gauge<f64, std::sync::atomic::AtomicU64>,
+    /// Client usage ingestion and store operations.
+    pub usage: UsageMetrics,
 }
 
 fn http_histogram() -> Histogram {
@@ -62,13 +66,14 @@ fn http_histogram() -> Histogram {
 
 impl Default for Metrics {
     fn default() -> Self {
-        Self::new()
+        Self::new(None)
     }
 }
 
 impl Metrics {
-    /// A registry with every metric registered.
-    pub fn new() -> Self {
+    /// A registry with every metric registered; `toggle_usage_series` enables per-toggle usage
+    /// counters with that many series at most.
+    pub fn new(toggle_usage_series: Option<usize>) -> Self {
         let mut registry = Registry::with_prefix("flagpole");
         registry.register(
             "build",
@@ -127,8 +132,18 @@ impl Metrics {
             "1 when the configuration is loaded and requests are served",
             ready.clone(),
         );
+        let snapshot_staleness = Gauge::<f64, std::sync::atomic::AtomicU64>::default();
+        registry.register_with_unit(
+            "snapshot_staleness",
+            "Time since the snapshot last confirmed it matches the store (refresh lag)",
+            prometheus_client::registry::Unit::Seconds,
+            snapshot_staleness.clone(),
+        );
+        let usage = UsageMetrics::register(&mut registry, toggle_usage_series);
         Self {
             registry,
+            snapshot_staleness,
+            usage,
             http,
             client_counts,
             snapshot_version,
@@ -147,6 +162,8 @@ impl Metrics {
         self.archived_toggles.set(state.archive.len() as i64);
         self.store_reachable.set(snapshot.store_reachable() as i64);
         self.ready.set(snapshot.is_ready() as i64);
+        self.snapshot_staleness
+            .set(snapshot.since_confirmed().as_secs_f64());
         let mut text = String::new();
         if let Err(e) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
             tracing::error!(error = %e, "metrics encoding failed");

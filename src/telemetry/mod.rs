@@ -1,7 +1,9 @@
 //! Logging setup (text or JSON lines, filtered by `RUST_LOG`, default `info`) and the
 //! Prometheus metrics.
 
+pub mod exposition;
 pub mod metrics;
+pub mod usage_metrics;
 
 use tracing_subscriber::EnvFilter;
 

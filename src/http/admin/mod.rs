@@ -4,6 +4,7 @@ mod archive;
 mod events;
 mod feature_types;
 mod features;
+pub mod metrics;
 mod strategies;
 mod tag_types;
 mod tags;
@@ -22,4 +23,5 @@ pub fn router() -> Router<AppState> {
         .merge(strategies::router())
         .merge(events::router())
         .merge(feature_types::router())
+        .merge(metrics::router())
 }

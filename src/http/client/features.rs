@@ -98,6 +98,16 @@ pub async fn list_client_features(
         Some(filter) => loaded.client.response(&loaded.state, &filter).await,
         None => no_match(),
     };
+    // Which configuration this instance now holds (the one it is sent or confirmed).
+    if let (Some(app), Some(instance)) = super::usage::client_identity(&headers) {
+        api.usage.record_poll(
+            app,
+            instance,
+            query.as_deref().unwrap_or(""),
+            &response.etag,
+            loaded.state.version,
+        );
+    }
     respond(&response, &headers, &api.metrics.client_counts)
 }
 

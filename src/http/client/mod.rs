@@ -3,19 +3,24 @@
 //! and the nesting of routers cost measurable CPU per request; see loadtest/README.md).
 
 mod features;
+mod usage;
 
 use std::sync::Arc;
 
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 
 use crate::snapshot::Snapshot;
 use crate::telemetry::metrics::Metrics;
+use crate::usage::UsageRecorder;
 
-/// What the client routes need: the snapshot and the response counters.
+/// What the client routes need: the snapshot, the response counters and the usage aggregate.
 pub struct ClientApi {
     pub snapshot: Arc<Snapshot>,
     pub metrics: Arc<Metrics>,
+    pub usage: Arc<UsageRecorder>,
+    /// Whether `X-Forwarded-For` names the client (`--trust-proxy`).
+    pub trust_proxy: bool,
 }
 
 /// The client routes, with their own state and no per-request layers.
@@ -26,6 +31,8 @@ pub fn router(api: ClientApi) -> Router {
             "/api/client/features/{name}",
             get(features::get_client_feature),
         )
+        .route("/api/client/register", post(usage::register_client))
+        .route("/api/client/metrics", post(usage::record_client_metrics))
         .method_not_allowed_fallback(super::method_not_allowed)
         .with_state(Arc::new(api))
 }

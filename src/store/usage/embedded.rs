@@ -98,16 +98,17 @@ impl EmbeddedUsage {
                         .map_err(failed)
                 };
                 for (minute, entries) in &batch.counts {
-                    for (key, c) in entries {
-                        let (t, a) = (key.toggle.as_str(), key.app.as_str());
-                        if c.yes > 0 {
-                            add((*minute, t, a, "y", ""), c.yes)?;
-                        }
-                        if c.no > 0 {
-                            add((*minute, t, a, "n", ""), c.no)?;
-                        }
-                        for (variant, n) in &c.variants {
-                            add((*minute, t, a, "v", variant), *n)?;
+                    for (a, toggles) in entries {
+                        for (t, c) in toggles {
+                            if c.yes > 0 {
+                                add((*minute, t, a, "y", ""), c.yes)?;
+                            }
+                            if c.no > 0 {
+                                add((*minute, t, a, "n", ""), c.no)?;
+                            }
+                            for (variant, n) in &c.variants {
+                                add((*minute, t, a, "v", variant), *n)?;
+                            }
                         }
                     }
                 }
@@ -127,8 +128,11 @@ impl EmbeddedUsage {
                         row.strategies = strategies.clone();
                     }
                     row.metrics_count = row.metrics_count.saturating_add(activity.metrics_count);
-                    apps.insert(name.as_str(), serde_json::to_string(&row).map_err(corrupt)?.as_str())
-                        .map_err(failed)?;
+                    apps.insert(
+                        name.as_str(),
+                        serde_json::to_string(&row).map_err(corrupt)?.as_str(),
+                    )
+                    .map_err(failed)?;
                     for (id, instance) in &activity.instances {
                         let key = (name.as_str(), id.as_str());
                         let mut row: InstanceRow = match instances.get(key).map_err(failed)? {
@@ -154,7 +158,10 @@ impl EmbeddedUsage {
                     }
                     for (toggle, at) in &activity.toggles {
                         let key = (name.as_str(), toggle.as_str());
-                        let old = seen.get(key).map_err(failed)?.map_or(i64::MIN, |v| v.value());
+                        let old = seen
+                            .get(key)
+                            .map_err(failed)?
+                            .map_or(i64::MIN, |v| v.value());
                         seen.insert(key, old.max(*at)).map_err(failed)?;
                     }
                 }
@@ -287,10 +294,7 @@ impl EmbeddedUsage {
             let txn = db.begin_read().map_err(failed)?;
             let table = txn.open_table(INSTANCES).map_err(failed)?;
             let mut out = Vec::new();
-            for row in table
-                .range((app.as_str(), "")..)
-                .map_err(failed)?
-            {
+            for row in table.range((app.as_str(), "")..).map_err(failed)? {
                 let (key, raw) = row.map_err(failed)?;
                 let (row_app, id) = key.value();
                 if row_app != app {
@@ -308,7 +312,7 @@ impl EmbeddedUsage {
                     });
                 }
             }
-            out.sort_by(|a, b| b.last_seen.cmp(&a.last_seen));
+            out.sort_by_key(|i| std::cmp::Reverse(i.last_seen));
             Ok(out)
         })
         .await
@@ -359,8 +363,11 @@ impl EmbeddedUsage {
                 };
                 row.metadata = metadata;
                 row.last_seen = row.last_seen.max(now_ms);
-                apps.insert(app.as_str(), serde_json::to_string(&row).map_err(corrupt)?.as_str())
-                    .map_err(failed)?;
+                apps.insert(
+                    app.as_str(),
+                    serde_json::to_string(&row).map_err(corrupt)?.as_str(),
+                )
+                .map_err(failed)?;
             }
             txn.commit().map_err(failed)
         })

@@ -70,6 +70,9 @@ pub struct RegistrationRecord {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PollRecord {
     pub etag: String,
+    /// The query string of the poll (its filter), `""` for none.
+    #[serde(default)]
+    pub query: String,
     pub version: u64,
     /// Epoch milliseconds.
     pub at: i64,
@@ -100,10 +103,13 @@ pub struct AppActivity {
     pub toggles: HashMap<String, i64>,
 }
 
+/// Counts of one minute: application → toggle → counts.
+pub type MinuteCounts = HashMap<String, HashMap<String, Counts>>;
+
 /// Everything one replica aggregated between two flushes.
 #[derive(Debug, Clone, Default)]
 pub struct UsageBatch {
-    pub counts: HashMap<Minute, HashMap<CountKey, Counts>>,
+    pub counts: HashMap<Minute, MinuteCounts>,
     pub apps: HashMap<String, AppActivity>,
 }
 

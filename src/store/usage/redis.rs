@@ -48,9 +48,10 @@ fn unescape(part: &str) -> String {
     part.replace("%7C", "|").replace("%25", "%")
 }
 
-/// The counter field of `key`'s yes (`y`), no (`n`) or variant (`v|<name>`) count.
-pub fn field(key: &CountKey, kind: &str) -> String {
-    format!("{}|{}|{kind}", escape(&key.toggle), escape(&key.app))
+/// The counter field of a toggle's yes (`y`), no (`n`) or variant (`v|<name>`) count in one
+/// application.
+pub fn field(toggle: &str, app: &str, kind: &str) -> String {
+    format!("{}|{}|{kind}", escape(toggle), escape(app))
 }
 
 /// Reads a counter field back: the key and `None` for yes/no, or the variant name.
@@ -83,16 +84,20 @@ impl RedisUsage {
         pipe.atomic();
         for (minute, counts) in &batch.counts {
             let key = self.keys.usage_counts(*minute);
-            for (count_key, counts) in counts {
-                if counts.yes > 0 {
-                    pipe.hincr(&key, field(count_key, "y"), counts.yes).ignore();
-                }
-                if counts.no > 0 {
-                    pipe.hincr(&key, field(count_key, "n"), counts.no).ignore();
-                }
-                for (variant, n) in &counts.variants {
-                    let kind = format!("v|{}", escape(variant));
-                    pipe.hincr(&key, field(count_key, &kind), *n).ignore();
+            for (app, toggles) in counts {
+                for (toggle, counts) in toggles {
+                    if counts.yes > 0 {
+                        pipe.hincr(&key, field(toggle, app, "y"), counts.yes)
+                            .ignore();
+                    }
+                    if counts.no > 0 {
+                        pipe.hincr(&key, field(toggle, app, "n"), counts.no)
+                            .ignore();
+                    }
+                    for (variant, n) in &counts.variants {
+                        let kind = format!("v|{}", escape(variant));
+                        pipe.hincr(&key, field(toggle, app, &kind), *n).ignore();
+                    }
                 }
             }
             pipe.cmd("EXPIREAT")
@@ -112,7 +117,8 @@ impl RedisUsage {
             let app_key = self.keys.usage_app(app);
             pipe.hset_nx(&app_key, "createdAt", activity.last_seen)
                 .ignore();
-            pipe.hset(&app_key, "updatedAt", activity.last_seen).ignore();
+            pipe.hset(&app_key, "updatedAt", activity.last_seen)
+                .ignore();
             if let Some(strategies) = &activity.strategies {
                 pipe.hset(&app_key, "strategies", to_json(strategies)?)
                     .ignore();
@@ -429,11 +435,13 @@ mod tests {
             app: "my|app".into(),
         };
         let kind = format!("v|{}", escape("x|y"));
-        let (parsed, k, variant) = parse_field(&field(&key, &kind)).expect("parses");
+        let encoded = field(&key.toggle, &key.app, &kind);
+        let (parsed, k, variant) = parse_field(&encoded).expect("parses");
         assert_eq!(parsed, key);
         assert_eq!(k, "v");
         assert_eq!(variant.as_deref(), Some("x|y"));
-        let (parsed, k, variant) = parse_field(&field(&key, "y")).expect("parses");
+        let encoded = field(&key.toggle, &key.app, "y");
+        let (parsed, k, variant) = parse_field(&encoded).expect("parses");
         assert_eq!((parsed, k, variant), (key, "y", None));
     }
 }

@@ -1,0 +1,135 @@
+//! `POST /api/client/register` and `POST /api/client/metrics` (API-FACTS §1): validated, added
+//! to the replica's usage aggregate, answered 202. Nothing touches the store per request.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use axum::body::{to_bytes, Body};
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, HeaderName, StatusCode};
+
+use super::ClientApi;
+use crate::domain::usage::{ClientHeaders, MetricsReport, Registration};
+use crate::domain::DomainError;
+use crate::error::{ApiError, ApiResult};
+use crate::http::extract::declares_other_media_type;
+
+/// Largest accepted body of a registration or metrics report (a report of 10,000 toggles with
+/// variants fits).
+pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+
+const UNLEASH_APPNAME: HeaderName = HeaderName::from_static("unleash-appname");
+const SERVICE_APPNAME: HeaderName = HeaderName::from_static("service-appname");
+const UNLEASH_INSTANCEID: HeaderName = HeaderName::from_static("unleash-instanceid");
+const SERVICE_INSTANCEID: HeaderName = HeaderName::from_static("service-instanceid");
+const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+
+/// The first of two headers that is present and readable.
+fn header<'a>(headers: &'a HeaderMap, first: &HeaderName, second: &HeaderName) -> Option<&'a str> {
+    headers
+        .get(first)
+        .or_else(|| headers.get(second))
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+}
+
+/// The app name and instance id the SDK headers (`UNLEASH-*`, or the spec's `SERVICE-*`) give.
+pub fn client_identity(headers: &HeaderMap) -> (Option<&str>, Option<&str>) {
+    (
+        header(headers, &UNLEASH_APPNAME, &SERVICE_APPNAME),
+        header(headers, &UNLEASH_INSTANCEID, &SERVICE_INSTANCEID),
+    )
+}
+
+/// The client's IP: the connection's peer, or the first `X-Forwarded-For` entry when the
+/// proxy in front is trusted.
+fn client_ip(req: &Request, trust_proxy: bool) -> Option<String> {
+    if trust_proxy {
+        let forwarded = req
+            .headers()
+            .get(X_FORWARDED_FOR)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(',').next())
+            .and_then(|v| v.trim().parse::<IpAddr>().ok());
+        if let Some(ip) = forwarded {
+            return Some(ip.to_string());
+        }
+    }
+    req.extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|info| info.0.ip().to_string())
+}
+
+/// Reads a bounded body and the request's identity headers and client IP.
+async fn read(
+    req: Request,
+    trust_proxy: bool,
+) -> ApiResult<(bytes::Bytes, ClientHeaders, Option<String>, Option<String>)> {
+    let ip = client_ip(&req, trust_proxy);
+    let declared = declares_other_media_type(req.headers());
+    let (app, instance) = client_identity(req.headers());
+    let headers = ClientHeaders {
+        app_name: app.map(str::to_string),
+        instance_id: instance.map(str::to_string),
+    };
+    let bytes = to_bytes(req.into_body(), MAX_BODY_BYTES)
+        .await
+        .map_err(|_| {
+            ApiError::PayloadTooLarge(format!(
+                "The body is larger than {MAX_BODY_BYTES} bytes; send fewer toggles per report"
+            ))
+        })?;
+    Ok((bytes, headers, ip, declared))
+}
+
+/// A parse failure as the client sees it: 415 for a body that is not JSON under a non-JSON
+/// Content-Type, else the validation error.
+fn rejection(e: DomainError, declared: Option<String>, bytes: &[u8]) -> ApiError {
+    match declared {
+        Some(essence) if serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_err() => {
+            ApiError::UnsupportedMediaType(format!(
+                "Expected a JSON body (Content-Type: application/json), got \"{essence}\""
+            ))
+        }
+        _ => e.into(),
+    }
+}
+
+/// `POST /api/client/register`.
+pub async fn register_client(
+    State(api): State<Arc<ClientApi>>,
+    req: Request<Body>,
+) -> ApiResult<StatusCode> {
+    let (bytes, headers, ip, declared) = read(req, api.trust_proxy).await?;
+    match Registration::parse(&bytes, &headers) {
+        Ok(registration) => {
+            api.metrics.usage.report("register", true);
+            api.usage.record_registration(registration, ip.as_deref());
+            Ok(StatusCode::ACCEPTED)
+        }
+        Err(e) => {
+            api.metrics.usage.report("register", false);
+            Err(rejection(e, declared, &bytes))
+        }
+    }
+}
+
+/// `POST /api/client/metrics`.
+pub async fn record_client_metrics(
+    State(api): State<Arc<ClientApi>>,
+    req: Request<Body>,
+) -> ApiResult<StatusCode> {
+    let (bytes, headers, ip, declared) = read(req, api.trust_proxy).await?;
+    match MetricsReport::parse(&bytes, &headers) {
+        Ok(report) => {
+            api.metrics.usage.report("metrics", true);
+            api.usage.record_metrics(report, ip.as_deref());
+            Ok(StatusCode::ACCEPTED)
+        }
+        Err(e) => {
+            api.metrics.usage.report("metrics", false);
+            Err(rejection(e, declared, &bytes))
+        }
+    }
+}

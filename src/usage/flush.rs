@@ -1,0 +1,50 @@
+//! The flush loop: writes the replica's usage aggregate every interval, trims what retention
+//! no longer covers now and then, and flushes once more when the replica stops.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::{now_ms, UsageRecorder};
+
+/// How often one replica trims the registry (any replica's trim serves all).
+const TRIM_EVERY: Duration = Duration::from_secs(600);
+
+/// Flushes `recorder` every `interval` until `stop`, then once more. `stop` must be cancelled
+/// only after the server has answered its last request, so nothing accepted is left behind.
+pub async fn run(recorder: Arc<UsageRecorder>, interval: Duration, stop: CancellationToken) {
+    let mut failing = false;
+    let mut next_trim = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => break,
+            _ = tokio::time::sleep(interval) => {}
+        }
+        match recorder.flush().await {
+            Ok(()) if failing => {
+                tracing::info!("usage flush succeeded again");
+                failing = false;
+            }
+            Ok(()) => {}
+            // Logged once per outage; the batch is kept for the next attempt.
+            Err(e) if !failing => {
+                tracing::warn!(error = %e, "usage flush failed; keeping the counts for the next one");
+                failing = true;
+            }
+            Err(_) => {}
+        }
+        if tokio::time::Instant::now() >= next_trim {
+            next_trim = tokio::time::Instant::now() + TRIM_EVERY;
+            if let Err(e) = recorder.store().trim(now_ms()).await {
+                tracing::warn!(error = %e, "usage trim failed");
+            }
+        }
+    }
+    match recorder.flush().await {
+        Ok(()) => tracing::info!("usage flushed at shutdown"),
+        Err(e) => {
+            tracing::error!(error = %e, "usage flush at shutdown failed; these counts are lost")
+        }
+    }
+}

@@ -1,0 +1,266 @@
+//! Client usage: registrations, usage metrics and the configuration each instance holds.
+//!
+//! Each replica adds reports up in memory (`UsageRecorder`) and writes the sums to the store
+//! every flush interval and on graceful shutdown (`flush::run`), so the store's work grows
+//! with toggles × applications per flush, not with the number of reports. The admin views
+//! (`views`) read the store, so they show what every replica has flushed.
+
+pub mod flush;
+pub mod polls;
+pub mod views;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use crate::domain::usage::{MetricsReport, Registration};
+use crate::store::usage::{
+    minute_of, AppActivity, InstanceActivity, PollRecord, RegistrationRecord, UsageBatch,
+    UsageStore,
+};
+use crate::store::StoreError;
+use crate::telemetry::metrics::Metrics;
+use polls::PollLog;
+
+/// Now, in epoch milliseconds.
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// Counts older than this many minutes are useless to the views; a batch kept through a long
+/// store outage drops them.
+const KEEP_MINUTES: u64 = 61;
+
+/// The replica's usage aggregate and the store it is flushed to.
+pub struct UsageRecorder {
+    store: UsageStore,
+    pending: Mutex<UsageBatch>,
+    polls: PollLog,
+    metrics: Arc<Metrics>,
+    /// Serialises flushes, so a batch put back after a failure is not flushed twice.
+    flushing: tokio::sync::Mutex<()>,
+    /// When the configuration gauges were last computed.
+    gauges_refreshed: Mutex<Option<Instant>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The app's activity record, created on first use.
+fn app_entry<'a>(batch: &'a mut UsageBatch, app: &str) -> &'a mut AppActivity {
+    if !batch.apps.contains_key(app) {
+        batch.apps.insert(app.to_string(), AppActivity::default());
+    }
+    batch.apps.get_mut(app).expect("inserted above")
+}
+
+/// Notes a contact of `instance` at `at`.
+fn touch<'a>(
+    app: &'a mut AppActivity,
+    instance: &str,
+    at: i64,
+    client_ip: Option<&str>,
+) -> &'a mut InstanceActivity {
+    app.last_seen = app.last_seen.max(at);
+    if !app.instances.contains_key(instance) {
+        app.instances.insert(
+            instance.to_string(),
+            InstanceActivity {
+                first_seen: at,
+                ..InstanceActivity::default()
+            },
+        );
+    }
+    let entry = app.instances.get_mut(instance).expect("inserted above");
+    entry.first_seen = entry.first_seen.min(at);
+    entry.last_seen = entry.last_seen.max(at);
+    if let Some(ip) = client_ip {
+        if entry.client_ip.as_deref() != Some(ip) {
+            entry.client_ip = Some(ip.to_string());
+        }
+    }
+    entry
+}
+
+impl UsageRecorder {
+    /// A recorder flushing to `store`.
+    pub fn new(store: UsageStore, metrics: Arc<Metrics>) -> Self {
+        Self {
+            store,
+            pending: Mutex::new(UsageBatch::default()),
+            polls: PollLog::new(),
+            metrics,
+            flushing: tokio::sync::Mutex::new(()),
+            gauges_refreshed: Mutex::new(None),
+        }
+    }
+
+    /// Whether the caller should recompute the configuration gauges now (at most once per
+    /// `ttl`); claims the refresh when it says yes.
+    pub fn claim_gauge_refresh(&self, ttl: std::time::Duration) -> bool {
+        let mut last = lock(&self.gauges_refreshed);
+        if last.is_some_and(|at| at.elapsed() < ttl) {
+            return false;
+        }
+        *last = Some(Instant::now());
+        true
+    }
+
+    /// The store the views read.
+    pub fn store(&self) -> &UsageStore {
+        &self.store
+    }
+
+    /// Adds a registration.
+    pub fn record_registration(&self, registration: Registration, client_ip: Option<&str>) {
+        let at = now_ms();
+        let mut batch = lock(&self.pending);
+        let app = app_entry(&mut batch, &registration.app_name);
+        app.strategies = Some(registration.strategies);
+        let instance = touch(app, &registration.instance_id, at, client_ip);
+        instance.registration = Some(RegistrationRecord {
+            sdk_version: registration.sdk_version,
+            started: registration.started,
+            interval: registration.interval,
+            registered_at: at,
+        });
+    }
+
+    /// Adds a metrics report, counted in the minute it arrived (the service's clock, not the
+    /// client's, so skewed clients cannot write into expired or future buckets).
+    pub fn record_metrics(&self, report: MetricsReport, client_ip: Option<&str>) {
+        let at = now_ms();
+        let evaluations = report.evaluations();
+        let mut batch = lock(&self.pending);
+        let minute = batch.counts.entry(minute_of(at)).or_default();
+        if !minute.contains_key(&report.app_name) {
+            minute.insert(report.app_name.clone(), HashMap::new());
+        }
+        let toggles = minute.get_mut(&report.app_name).expect("inserted above");
+        let mut names = Vec::with_capacity(report.toggles.len());
+        for (name, counts) in report.toggles {
+            let slot = match toggles.get_mut(&name) {
+                Some(slot) => slot,
+                None => toggles.entry(name.clone()).or_default(),
+            };
+            slot.yes = slot.yes.saturating_add(counts.yes);
+            slot.no = slot.no.saturating_add(counts.no);
+            for (variant, n) in counts.variants {
+                let v = slot.variants.entry(variant).or_default();
+                *v = v.saturating_add(n);
+            }
+            names.push(name);
+        }
+        let app = app_entry(&mut batch, &report.app_name);
+        app.metrics_count = app.metrics_count.saturating_add(evaluations);
+        touch(app, &report.instance_id, at, client_ip);
+        for name in names {
+            app.toggles.insert(name, at);
+        }
+    }
+
+    /// Records a client-features poll (the hot path: no allocation for a known instance).
+    pub fn record_poll(
+        &self,
+        app: &str,
+        instance: &str,
+        query: &str,
+        etag: &axum::http::HeaderValue,
+        version: u64,
+    ) {
+        self.polls
+            .record(app, instance, query, etag, version, now_ms());
+    }
+
+    /// Takes everything aggregated since the last call.
+    fn take(&self) -> UsageBatch {
+        let mut batch = std::mem::take(&mut *lock(&self.pending));
+        let (polls, dropped) = self.polls.take();
+        self.metrics.usage.polls_dropped.inc_by(dropped);
+        for poll in polls {
+            let Ok(etag) = poll.etag.to_str() else {
+                continue;
+            };
+            let app = app_entry(&mut batch, &poll.app);
+            let instance = touch(app, &poll.instance, poll.at, None);
+            if instance.poll.as_ref().is_none_or(|p| p.at <= poll.at) {
+                instance.poll = Some(PollRecord {
+                    etag: etag.to_string(),
+                    query: poll.query.to_string(),
+                    version: poll.version,
+                    at: poll.at,
+                });
+            }
+        }
+        batch
+    }
+
+    /// Puts a batch that could not be written back, to be retried with the next flush.
+    fn restore(&self, failed: UsageBatch) {
+        let oldest = minute_of(now_ms()).saturating_sub(KEEP_MINUTES);
+        let mut batch = lock(&self.pending);
+        for (minute, apps) in failed.counts {
+            if minute < oldest {
+                continue;
+            }
+            let target = batch.counts.entry(minute).or_default();
+            for (app, toggles) in apps {
+                let target = target.entry(app).or_default();
+                for (toggle, counts) in toggles {
+                    target.entry(toggle).or_default().add(&counts);
+                }
+            }
+        }
+        for (name, failed) in failed.apps {
+            let app = app_entry(&mut batch, &name);
+            app.last_seen = app.last_seen.max(failed.last_seen);
+            if app.strategies.is_none() {
+                app.strategies = failed.strategies;
+            }
+            app.metrics_count = app.metrics_count.saturating_add(failed.metrics_count);
+            for (toggle, at) in failed.toggles {
+                let slot = app.toggles.entry(toggle).or_insert(at);
+                *slot = (*slot).max(at);
+            }
+            for (id, old) in failed.instances {
+                let entry = touch(app, &id, old.first_seen, None);
+                entry.first_seen = entry.first_seen.min(old.first_seen);
+                entry.last_seen = entry.last_seen.max(old.last_seen);
+                if entry.client_ip.is_none() {
+                    entry.client_ip = old.client_ip;
+                }
+                if entry.registration.is_none() {
+                    entry.registration = old.registration;
+                }
+                if entry.poll.is_none() {
+                    entry.poll = old.poll;
+                }
+            }
+        }
+    }
+
+    /// Writes what was aggregated since the last flush. A batch the store refused is kept for
+    /// the next flush; one the store may or may not have applied (a timeout) is dropped, since
+    /// counting it twice would be worse than losing it.
+    pub async fn flush(&self) -> Result<(), StoreError> {
+        let _flushing = self.flushing.lock().await;
+        let batch = self.take();
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let started = Instant::now();
+        let result = self.store.flush(&batch).await;
+        self.metrics
+            .usage
+            .record_flush(&batch, started.elapsed(), result.as_ref().err());
+        match &result {
+            Ok(()) => {}
+            Err(StoreError::Unavailable(_)) => self.restore(batch),
+            Err(e) => tracing::error!(error = %e, "usage flush may be lost"),
+        }
+        result
+    }
+}

@@ -1,0 +1,149 @@
+//! `PollLog`: which configuration each SDK instance holds, recorded on the client hot path.
+//!
+//! A poll costs one hash of the instance's headers, one uncontended shard lock and, for an
+//! instance already seen since the last flush, no allocation. The log is emptied by every
+//! flush, so it holds at most the instances that polled in one flush interval (and never
+//! more than `MAX_ENTRIES`).
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash, Hasher, RandomState};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use axum::http::HeaderValue;
+
+/// Shards of the log; more than cores, so concurrent polls rarely meet.
+const SHARDS: usize = 16;
+/// Most instances remembered between two flushes; polls of further instances are not
+/// recorded until the next flush (and counted as dropped).
+pub const MAX_ENTRIES: usize = 200_000;
+
+/// One instance's latest poll.
+#[derive(Debug, Clone)]
+pub struct PollEntry {
+    pub app: Box<str>,
+    pub instance: Box<str>,
+    /// The query string of the poll (its filter).
+    pub query: Box<str>,
+    pub etag: HeaderValue,
+    pub version: u64,
+    /// Epoch milliseconds.
+    pub at: i64,
+}
+
+/// The polls since the last flush, by instance.
+pub struct PollLog {
+    shards: [Mutex<HashMap<u64, PollEntry>>; SHARDS],
+    hasher: RandomState,
+    entries: AtomicUsize,
+    dropped: AtomicU64,
+}
+
+impl Default for PollLog {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl PollLog {
+    /// An empty log.
+    pub fn new() -> Self {
+        Self {
+            shards: std::array::from_fn(|_| Mutex::new(HashMap::new())),
+            hasher: RandomState::new(),
+            entries: AtomicUsize::new(0),
+            dropped: AtomicU64::new(0),
+        }
+    }
+
+    /// Records that `instance` of `app` was just answered with `etag`, built from `version`,
+    /// for the filter in `query`.
+    pub fn record(
+        &self,
+        app: &str,
+        instance: &str,
+        query: &str,
+        etag: &HeaderValue,
+        version: u64,
+        at: i64,
+    ) {
+        let mut hasher = self.hasher.build_hasher();
+        app.hash(&mut hasher);
+        instance.hash(&mut hasher);
+        let id = hasher.finish();
+        let mut shard = lock(&self.shards[(id as usize) % SHARDS]);
+        if let Some(entry) = shard.get_mut(&id) {
+            // A 64-bit collision between two instances only costs the older one's record.
+            if &*entry.app != app || &*entry.instance != instance {
+                entry.app = app.into();
+                entry.instance = instance.into();
+            }
+            if &*entry.query != query {
+                entry.query = query.into();
+            }
+            if entry.etag != etag {
+                entry.etag = etag.clone();
+            }
+            entry.version = version;
+            entry.at = at;
+            return;
+        }
+        if self.entries.load(Ordering::Relaxed) >= MAX_ENTRIES {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        self.entries.fetch_add(1, Ordering::Relaxed);
+        shard.insert(
+            id,
+            PollEntry {
+                app: app.into(),
+                instance: instance.into(),
+                query: query.into(),
+                etag: etag.clone(),
+                version,
+                at,
+            },
+        );
+    }
+
+    /// Takes every entry recorded since the last call, and how many polls were not recorded
+    /// because the log was full.
+    pub fn take(&self) -> (Vec<PollEntry>, u64) {
+        let mut out = Vec::with_capacity(self.entries.load(Ordering::Relaxed));
+        for shard in &self.shards {
+            let taken = std::mem::take(&mut *lock(shard));
+            self.entries.fetch_sub(taken.len(), Ordering::Relaxed);
+            out.extend(taken.into_values());
+        }
+        (out, self.dropped.swap(0, Ordering::Relaxed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_latest_poll_of_each_instance_is_kept() {
+        let log = PollLog::new();
+        let (a, b) = (HeaderValue::from_static("a"), HeaderValue::from_static("b"));
+        log.record("app", "i-1", "", &a, 1, 10);
+        log.record("app", "i-1", "", &b, 2, 20);
+        log.record("app", "i-2", "", &a, 1, 15);
+        let (mut entries, dropped) = log.take();
+        entries.sort_by(|x, y| x.instance.cmp(&y.instance));
+        assert_eq!(dropped, 0);
+        assert_eq!(entries.len(), 2);
+        assert_eq!(
+            (entries[0].etag.clone(), entries[0].version, entries[0].at),
+            (b, 2, 20)
+        );
+        assert!(log.take().0.is_empty());
+    }
+}
