@@ -1,0 +1,497 @@
+//! Client registration, usage metrics and the metrics views (spec §4.3, API-FACTS §1, §12),
+//! against both backends.
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::common::{send, Backend, Reply, TestApp};
+use crate::conformance;
+
+conformance!(
+    reports_are_counted_and_shown_in_every_view,
+    views_answer_at_the_spec_and_the_reference_paths,
+    bad_reports_are_refused_with_the_field_and_change_nothing,
+    identity_comes_from_the_body_or_the_sdk_headers,
+    applications_can_be_described_filtered_and_deleted,
+    the_client_ip_comes_from_the_proxy_only_when_trusted,
+);
+
+/// A replica that flushes usage every 100 ms.
+async fn spawn(backend: &Backend) -> TestApp {
+    let mut settings = backend.settings();
+    settings.metrics_flush_interval_ms = 100;
+    TestApp::spawn_with(settings).await
+}
+
+async fn post_client(app: &TestApp, path: &str, body: &str) -> Reply {
+    send(
+        app.anonymous(Method::POST, path)
+            .header("Content-Type", "application/json")
+            .body(body.to_string()),
+    )
+    .await
+}
+
+fn metrics_body(app: &str, instance: &str, toggles: Value) -> String {
+    json!({"appName": app, "instanceId": instance,
+           "bucket": {"start": "2026-11-22T10:00:00.123456789Z", "stop": "2026-11-22T10:00:10Z",
+                      "toggles": toggles}})
+    .to_string()
+}
+
+/// Waits until `path` answers 200 with a body for which `check` holds, and returns it.
+async fn wait_for(app: &TestApp, path: &str, check: impl Fn(&Value) -> bool) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let reply = app.get(path).await;
+        if reply.status == 200 && check(&reply.json) {
+            return reply.json;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{path} never matched; last: {} {}",
+            reply.status,
+            reply.json
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn reports_are_counted_and_shown_in_every_view(backend: &Backend) {
+    let app = spawn(backend).await;
+    app.create_toggle("checkout").await;
+    app.create_toggle("never-used").await;
+    post_client(
+        &app,
+        "/api/client/register",
+        r#"{"appName":"shop","instanceId":"i-1","sdkVersion":"unleash-client-node:6.12.1",
+            "strategies":["default","flexibleRollout"],"started":"2026-11-22T09:59:00.5+01:00","interval":15000,
+            "connectionId":"c","yggdrasilVersion":null}"#,
+    )
+    .await
+    .expect(202);
+    // A getVariant evaluation counts once, in yes or no; variants only break it down.
+    for _ in 0..2 {
+        post_client(
+            &app,
+            "/api/client/metrics",
+            &metrics_body(
+                "shop",
+                "i-1",
+                json!({"checkout": {"yes": 3, "no": 1, "variants": {"blue": 2, "red": 1, "disabled": 1}},
+                       "ghost": {"yes": "2", "no": ""}}),
+            ),
+        )
+        .await
+        .expect(202);
+    }
+    post_client(
+        &app,
+        "/api/client/metrics",
+        &metrics_body("billing", "b-1", json!({"checkout": {"yes": 10, "no": 0}})),
+    )
+    .await
+    .expect(202);
+
+    let view = wait_for(&app, "/api/admin/metrics/feature-toggles", |v| {
+        v["lastHour"]["checkout"]["yes"] == 16
+    })
+    .await;
+    assert_eq!(view["lastHour"]["checkout"], json!({"yes": 16, "no": 2}));
+    assert_eq!(view["lastMinute"]["checkout"], json!({"yes": 16, "no": 2}));
+    assert_eq!(
+        view["lastHour"]["ghost"],
+        json!({"yes": 4, "no": 0}),
+        "unknown toggles are counted"
+    );
+    assert_eq!(
+        view["lastHour"]["never-used"],
+        json!({"yes": 0, "no": 0}),
+        "every active toggle is listed"
+    );
+
+    let detail = app
+        .get("/api/admin/metrics/feature-toggles/checkout")
+        .await
+        .expect(200)
+        .json;
+    assert_eq!(detail["lastHour"]["yes"], 16);
+    assert_eq!(
+        detail["lastHour"]["variants"],
+        json!({"blue": 4, "red": 2, "disabled": 2})
+    );
+    let apps = detail["applications"].as_array().expect("applications");
+    assert_eq!(apps.len(), 2);
+    assert_eq!(apps[0]["appName"], "billing");
+    assert_eq!(apps[0]["lastHour"]["yes"], 10);
+    assert_eq!(apps[1]["appName"], "shop");
+    assert_eq!(apps[1]["lastMinute"]["no"], 2);
+
+    let seen = app
+        .get("/api/admin/metrics/seen-toggles")
+        .await
+        .expect(200)
+        .json;
+    assert_eq!(
+        seen,
+        json!([
+            {"appName": "billing", "seenToggles": ["checkout"], "metricsCount": 10},
+            {"appName": "shop", "seenToggles": ["checkout", "ghost"], "metricsCount": 12},
+        ])
+    );
+
+    let list = app
+        .get("/api/admin/metrics/applications")
+        .await
+        .expect(200)
+        .json;
+    let shop = &list["applications"][1];
+    assert_eq!(shop["appName"], "shop");
+    assert_eq!(shop["strategies"], json!(["default", "flexibleRollout"]));
+    assert_eq!(shop["links"]["appDetails"], "/api/admin/applications/shop");
+    assert!(shop["createdAt"].is_string());
+
+    let details = app
+        .get("/api/admin/metrics/applications/shop")
+        .await
+        .expect(200)
+        .json;
+    assert_eq!(details["appName"], "shop");
+    assert_eq!(
+        details["strategies"],
+        json!([{"appName": "shop", "strategies": ["default", "flexibleRollout"]}])
+    );
+    assert_eq!(details["seenToggles"], json!(["checkout", "ghost"]));
+    let instance = &details["instances"][0];
+    assert_eq!(instance["instanceId"], "i-1");
+    assert_eq!(instance["sdkVersion"], "unleash-client-node:6.12.1");
+    assert_eq!(instance["clientIp"], "127.0.0.1");
+    assert_eq!(instance["interval"], 15000);
+    assert_eq!(instance["started"], "2026-11-22T08:59:00.500Z");
+    assert!(instance["lastSeen"].is_string() && instance["createdAt"].is_string());
+
+    let seen_apps = app
+        .get("/api/admin/metrics/seen-apps")
+        .await
+        .expect(200)
+        .json;
+    assert_eq!(seen_apps["checkout"].as_array().map(Vec::len), Some(2));
+    assert_eq!(seen_apps["ghost"][0]["appName"], "shop");
+
+    app.get("/api/admin/metrics/applications/nobody")
+        .await
+        .expect(404)
+        .error_message();
+}
+
+async fn views_answer_at_the_spec_and_the_reference_paths(backend: &Backend) {
+    let app = spawn(backend).await;
+    post_client(
+        &app,
+        "/api/client/metrics",
+        &metrics_body("shop", "i-1", json!({"t": {"yes": 1, "no": 0}})),
+    )
+    .await
+    .expect(202);
+    wait_for(&app, "/api/admin/metrics/seen-toggles", |v| {
+        v.as_array().is_some_and(|a| !a.is_empty())
+    })
+    .await;
+    for (spec, reference) in [
+        ("/api/admin/seen-toggles", "/api/admin/metrics/seen-toggles"),
+        ("/api/admin/applications", "/api/admin/metrics/applications"),
+        (
+            "/api/admin/applications/shop",
+            "/api/admin/metrics/applications/shop",
+        ),
+        ("/api/admin/seen-apps", "/api/admin/metrics/seen-apps"),
+    ] {
+        let a = app.get(spec).await.expect(200).json;
+        let b = app.get(reference).await.expect(200).json;
+        assert_eq!(a, b, "{spec} and {reference} differ");
+    }
+    // The views are admin routes.
+    send(app.anonymous(Method::GET, "/api/admin/metrics/feature-toggles"))
+        .await
+        .expect(401);
+    // The index documents announce the new endpoints.
+    let client = app.get("/api/client").await.expect(200).json;
+    assert_eq!(client["links"]["metrics"]["uri"], "/api/client/metrics");
+    assert_eq!(client["links"]["register"]["uri"], "/api/client/register");
+}
+
+async fn bad_reports_are_refused_with_the_field_and_change_nothing(backend: &Backend) {
+    let app = spawn(backend).await;
+    let bucket = r#""start":"2026-11-22T10:00:00Z","stop":"2026-11-22T10:00:10Z""#;
+    let cases: Vec<(String, &str)> = vec![
+        ("not json".into(), ""),
+        ("".into(), ""),
+        (r#"{"appName":"a","instanceId":"i"}"#.into(), "bucket"),
+        (
+            format!(r#"{{"appName":"a","instanceId":"i","bucket":{{{bucket},"toggles":[1]}}}}"#),
+            "bucket.toggles",
+        ),
+        (
+            format!(r#"{{"appName":"a","instanceId":"i","bucket":{{{bucket},"toggles":{{"t":{{"yes":-1}}}}}}}}"#),
+            "bucket.toggles.t.yes",
+        ),
+        (
+            format!(r#"{{"appName":"a","instanceId":"i","bucket":{{{bucket},"toggles":{{"t":{{"no":2.5}}}}}}}}"#),
+            "bucket.toggles.t.no",
+        ),
+        (
+            format!(r#"{{"appName":"a","instanceId":"i","bucket":{{{bucket},"toggles":{{"t":{{"yes":1e30}}}}}}}}"#),
+            "bucket.toggles.t.yes",
+        ),
+        (
+            format!(r#"{{"appName":"a","instanceId":"i","bucket":{{{bucket},"toggles":{{"t":{{"yes":"many"}}}}}}}}"#),
+            "bucket.toggles.t.yes",
+        ),
+        (
+            format!(r#"{{"appName":"a","instanceId":"i","bucket":{{{bucket},"toggles":{{"t":{{"variants":{{"v":-2}}}}}}}}}}"#),
+            "bucket.toggles.t.variants.v",
+        ),
+        (
+            r#"{"appName":"a","instanceId":"i","bucket":{"start":"yesterday","stop":"2026-11-22T10:00:10Z"}}"#.into(),
+            "bucket.start",
+        ),
+        (
+            r#"{"appName":"a","instanceId":"i","bucket":{"start":"2026-11-22T10:00:00Z"}}"#.into(),
+            "bucket.stop",
+        ),
+        (
+            format!(r#"{{"instanceId":"i","bucket":{{{bucket}}}}}"#),
+            "appName",
+        ),
+        (
+            format!(r#"{{"appName":"","instanceId":"i","bucket":{{{bucket}}}}}"#),
+            "appName",
+        ),
+        (
+            format!(r#"{{"appName":"{}","instanceId":"i","bucket":{{{bucket}}}}}"#, "a".repeat(300)),
+            "appName",
+        ),
+        (
+            format!(r#"{{"appName":7,"instanceId":"i","bucket":{{{bucket}}}}}"#),
+            "appName",
+        ),
+    ];
+    for (body, path) in &cases {
+        let reply = post_client(&app, "/api/client/metrics", body)
+            .await
+            .expect(400);
+        reply.error_message();
+        assert_eq!(reply.json["details"][0]["path"], *path, "{body}");
+    }
+    let too_many: serde_json::Map<String, Value> = (0..10_001)
+        .map(|i| (format!("t{i}"), json!({"yes": 1})))
+        .collect();
+    let reply = post_client(
+        &app,
+        "/api/client/metrics",
+        &metrics_body("a", "i", Value::Object(too_many)),
+    )
+    .await
+    .expect(400);
+    assert_eq!(reply.json["details"][0]["path"], "bucket.toggles");
+    // Larger than the body limit: 413 with the JSON body.
+    let huge = format!(r#"{{"appName":"a","padding":"{}"}}"#, "x".repeat(3 << 20));
+    post_client(&app, "/api/client/metrics", &huge)
+        .await
+        .expect(413)
+        .error_message();
+    // Not JSON under a foreign content type: 415.
+    send(
+        app.anonymous(Method::POST, "/api/client/register")
+            .header("Content-Type", "text/plain")
+            .body("hello"),
+    )
+    .await
+    .expect(415)
+    .error_message();
+    for (body, path) in [
+        (r#"{"instanceId":"i"}"#, "appName"),
+        (
+            r#"{"appName":"a","instanceId":"i","started":"soon"}"#,
+            "started",
+        ),
+        (
+            r#"{"appName":"a","instanceId":"i","interval":-5}"#,
+            "interval",
+        ),
+        (
+            r#"{"appName":"a","instanceId":"i","sdkVersion":false}"#,
+            "sdkVersion",
+        ),
+    ] {
+        let reply = post_client(&app, "/api/client/register", body)
+            .await
+            .expect(400);
+        assert_eq!(reply.json["details"][0]["path"], path, "{body}");
+    }
+    // One good report afterwards: the views hold exactly it, nothing of the refused ones.
+    post_client(
+        &app,
+        "/api/client/metrics",
+        &metrics_body("ok", "i", json!({"t": {"yes": 1}})),
+    )
+    .await
+    .expect(202);
+    let seen = wait_for(&app, "/api/admin/metrics/seen-toggles", |v| {
+        v.as_array().is_some_and(|a| !a.is_empty())
+    })
+    .await;
+    assert_eq!(
+        seen,
+        json!([{"appName": "ok", "seenToggles": ["t"], "metricsCount": 1}])
+    );
+    let apps = app.get("/api/admin/applications").await.expect(200).json;
+    assert_eq!(apps["applications"].as_array().map(Vec::len), Some(1));
+}
+
+async fn identity_comes_from_the_body_or_the_sdk_headers(backend: &Backend) {
+    let app = spawn(backend).await;
+    // The spec's SERVICE-* headers, and the UNLEASH-* headers SDKs send, fill in a body
+    // without appName/instanceId; neither is required when the body names both.
+    send(
+        app.anonymous(Method::POST, "/api/client/register")
+            .header("SERVICE-APPNAME", "svc")
+            .header("SERVICE-INSTANCEID", "s-1")
+            .json(&json!({"strategies": ["default"]})),
+    )
+    .await
+    .expect(202);
+    send(
+        app.anonymous(Method::POST, "/api/client/metrics")
+            .header("UNLEASH-APPNAME", "sdk")
+            .header("UNLEASH-INSTANCEID", "u-1")
+            .json(
+                &json!({"bucket": {"start": 1763805600000u64, "stop": "2026-11-22T10:00:10Z",
+                                     "toggles": {"t": {"yes": 1, "no": 1}}}}),
+            ),
+    )
+    .await
+    .expect(202);
+    post_client(
+        &app,
+        "/api/client/metrics",
+        &metrics_body("body", "b-1", json!({})),
+    )
+    .await
+    .expect(202);
+    let list = wait_for(&app, "/api/admin/applications", |v| {
+        v["applications"].as_array().map(Vec::len) == Some(3)
+    })
+    .await;
+    let names: Vec<&str> = list["applications"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|a| a["appName"].as_str().expect("name"))
+        .collect();
+    assert_eq!(names, ["body", "sdk", "svc"]);
+    let svc = app
+        .get("/api/admin/applications/svc")
+        .await
+        .expect(200)
+        .json;
+    assert_eq!(svc["instances"][0]["instanceId"], "s-1");
+}
+
+async fn applications_can_be_described_filtered_and_deleted(backend: &Backend) {
+    let app = spawn(backend).await;
+    for (name, strategy) in [("web", "default"), ("api", "flexibleRollout")] {
+        post_client(
+            &app,
+            "/api/client/register",
+            &json!({"appName": name, "instanceId": "i-1", "strategies": [strategy]}).to_string(),
+        )
+        .await
+        .expect(202);
+    }
+    wait_for(&app, "/api/admin/applications", |v| {
+        v["applications"].as_array().map(Vec::len) == Some(2)
+    })
+    .await;
+    let filtered = app
+        .get("/api/admin/metrics/applications?strategyName=flexibleRollout")
+        .await
+        .expect(200)
+        .json;
+    assert_eq!(filtered["applications"].as_array().map(Vec::len), Some(1));
+    assert_eq!(filtered["applications"][0]["appName"], "api");
+
+    app.post(
+        "/api/admin/metrics/applications/web",
+        json!({"description": "The shop", "url": "https://shop.example", "color": "#ff0000", "icon": "cart"}),
+    )
+    .await
+    .expect(202);
+    let web = app
+        .get("/api/admin/applications/web")
+        .await
+        .expect(200)
+        .json;
+    assert_eq!(web["description"], "The shop");
+    assert_eq!(web["url"], "https://shop.example");
+    assert_eq!(web["icon"], "cart");
+    let listed = app.get("/api/admin/applications").await.expect(200).json;
+    assert_eq!(listed["applications"][1]["color"], "#ff0000");
+    // Unknown keys are refused, as the reference does.
+    let reply = app
+        .post(
+            "/api/admin/metrics/applications/web",
+            json!({"colour": "red"}),
+        )
+        .await
+        .expect(400);
+    reply.error_message();
+    // Describing an application nobody has seen yet registers it.
+    app.post(
+        "/api/admin/metrics/applications/planned",
+        json!({"description": "soon"}),
+    )
+    .await
+    .expect(202);
+    app.get("/api/admin/applications/planned").await.expect(200);
+
+    app.delete("/api/admin/metrics/applications/web")
+        .await
+        .expect(200);
+    app.delete("/api/admin/metrics/applications/web")
+        .await
+        .expect(200);
+    app.get("/api/admin/applications/web").await.expect(404);
+    let left = app.get("/api/admin/applications").await.expect(200).json;
+    let names: Vec<&str> = left["applications"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|a| a["appName"].as_str().expect("name"))
+        .collect();
+    assert_eq!(names, ["api", "planned"]);
+}
+
+async fn the_client_ip_comes_from_the_proxy_only_when_trusted(backend: &Backend) {
+    for trust in [false, true] {
+        let mut settings = backend.settings();
+        settings.metrics_flush_interval_ms = 100;
+        settings.trust_proxy = trust;
+        let app = TestApp::spawn_with(settings).await;
+        let name = format!("proxied-{trust}");
+        send(
+            app.anonymous(Method::POST, "/api/client/register")
+                .header("X-Forwarded-For", "203.0.113.7, 10.0.0.1")
+                .json(&json!({"appName": name, "instanceId": "i-1"})),
+        )
+        .await
+        .expect(202);
+        let path = format!("/api/admin/applications/{name}");
+        let details = wait_for(&app, &path, |_| true).await;
+        let expected = if trust { "203.0.113.7" } else { "127.0.0.1" };
+        assert_eq!(details["instances"][0]["clientIp"], expected);
+        app.stop().await;
+    }
+}
