@@ -13,6 +13,74 @@ if ! command -v redis-server >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server >/dev/null
 fi
 
+# The real Unleash SDKs for tests/it/sdks.rs: Python's UnleashClient in a venv under target/,
+# Node's unleash-client under tests/sdk/node_modules (versions pinned in tests/sdk/). Each is
+# installed once and again only when its pins change. When one cannot be installed (no network,
+# no python3/node), its variable stays unset and its tests say "skipping" instead of failing.
+# FLAGPOLE_SDK_SKIP_INSTALL=1 skips the installs; a variable already set is used as it is.
+sdk_warn() {
+  echo "# WARNING: $1: the $2 SDK tests will be skipped (tests/it/sdks.rs)" >&2
+}
+
+sdk_hash() {
+  cat "$@" 2>/dev/null | sha256sum | cut -d' ' -f1
+}
+
+install_python_sdk() {
+  local venv=target/sdk-venv stamp=target/sdk-venv/.flagpole-requirements
+  local want
+  want="$(sdk_hash tests/sdk/requirements.txt)"
+  if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ] && "$venv/bin/python" -c '' 2>/dev/null; then
+    return 0
+  fi
+  command -v python3 >/dev/null 2>&1 || { echo "# python3 not found" >&2; return 1; }
+  echo "# installing the Python Unleash SDK into $venv" >&2
+  rm -rf "$venv"
+  python3 -m venv "$venv" >&2 || return 1
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    --retries 2 --timeout 30 -r tests/sdk/requirements.txt >&2 || return 1
+  "$venv/bin/python" -c 'import UnleashClient' >&2 || return 1
+  echo "$want" >"$stamp"
+}
+
+install_node_sdk() {
+  local dir=tests/sdk stamp=tests/sdk/node_modules/.flagpole-stamp
+  local want
+  want="$(sdk_hash tests/sdk/package.json tests/sdk/package-lock.json)"
+  if [ -d "$dir/node_modules/unleash-client" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+    return 0
+  fi
+  command -v node >/dev/null 2>&1 || { echo "# node not found" >&2; return 1; }
+  command -v npm >/dev/null 2>&1 || { echo "# npm not found" >&2; return 1; }
+  echo "# installing the Node Unleash SDK into $dir/node_modules" >&2
+  local install=install
+  [ -f "$dir/package-lock.json" ] && install=ci
+  (cd "$dir" && npm "$install" --no-audit --no-fund --loglevel=error \
+    --fetch-retries=1 --fetch-retry-mintimeout=2000 \
+    --fetch-retry-maxtimeout=10000 --fetch-timeout=30000 >&2) || return 1
+  (cd "$dir" && node -e 'require("unleash-client")') >&2 || return 1
+  echo "$want" >"$stamp"
+}
+
+if [ "${FLAGPOLE_SDK_SKIP_INSTALL:-}" = 1 ]; then
+  echo "# FLAGPOLE_SDK_SKIP_INSTALL=1: not installing the Unleash SDKs" >&2
+else
+  if [ -z "${FLAGPOLE_SDK_PYTHON:-}" ]; then
+    if install_python_sdk; then
+      export FLAGPOLE_SDK_PYTHON="$PWD/target/sdk-venv/bin/python"
+    else
+      sdk_warn "could not install the Python Unleash SDK (tests/sdk/requirements.txt)" Python
+    fi
+  fi
+  if [ -z "${FLAGPOLE_SDK_NODE_DIR:-}" ]; then
+    if install_node_sdk; then
+      export FLAGPOLE_SDK_NODE_DIR="$PWD/tests/sdk"
+    else
+      sdk_warn "could not install the Node Unleash SDK (tests/sdk/package.json)" Node
+    fi
+  fi
+fi
+
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --no-fail-fast "$@"
 else
