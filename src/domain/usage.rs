@@ -2,8 +2,9 @@
 //! (unknown keys ignored, nulls accepted, numeric strings converted) and validated strictly
 //! (every problem named by its path; nothing absurd accepted).
 
-use std::collections::HashMap;
+use std::borrow::Cow;
 use std::fmt;
+use std::marker::PhantomData;
 
 use chrono::{DateTime, TimeZone, Utc};
 use serde::de::{self, Deserializer, Visitor};
@@ -43,23 +44,72 @@ pub struct Registration {
     pub interval: Option<u64>,
 }
 
-/// A validated `POST /api/client/metrics`.
+/// A validated `POST /api/client/metrics`; names are borrowed from the body where they can be
+/// (ingestion allocates only for what the replica has not counted yet).
 #[derive(Debug, Clone, PartialEq)]
-pub struct MetricsReport {
-    pub app_name: String,
-    pub instance_id: String,
+pub struct MetricsReport<'a> {
+    pub app_name: Cow<'a, str>,
+    pub instance_id: Cow<'a, str>,
     pub start: DateTime<Utc>,
     pub stop: DateTime<Utc>,
-    pub toggles: Vec<(String, ToggleCounts)>,
+    pub toggles: Vec<(Cow<'a, str>, ToggleCounts<'a>)>,
 }
 
 /// One toggle's evaluations in a report. `yes`/`no` count every evaluation once; `variants`
 /// only breaks the same evaluations down by variant (never added on top).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ToggleCounts {
+pub struct ToggleCounts<'a> {
     pub yes: u64,
     pub no: u64,
-    pub variants: Vec<(String, u64)>,
+    pub variants: Vec<(Cow<'a, str>, u64)>,
+}
+
+/// A JSON string, borrowed from the body unless it has escapes.
+struct Text<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TextVisitor<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for TextVisitor<'a> {
+            type Value = Text<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Text<'a>, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Text<'a>, E> {
+                Ok(Text(Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Text<'a>, E> {
+                Ok(Text(Cow::Owned(v)))
+            }
+        }
+        deserializer.deserialize_str(TextVisitor(PhantomData))
+    }
+}
+
+/// A JSON object read as a list of entries in document order (no map to build).
+struct Entries<'a, V>(Vec<(Cow<'a, str>, V)>);
+
+impl<'de: 'a, 'a, V: Deserialize<'de>> Deserialize<'de> for Entries<'a, V> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct EntriesVisitor<'a, V>(PhantomData<(&'a (), V)>);
+        impl<'de: 'a, 'a, V: Deserialize<'de>> Visitor<'de> for EntriesVisitor<'a, V> {
+            type Value = Entries<'a, V>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0).min(1024));
+                while let Some((key, value)) = map.next_entry::<Text<'a>, V>()? {
+                    entries.push((key.0, value));
+                }
+                Ok(Entries(entries))
+            }
+        }
+        deserializer.deserialize_map(EntriesVisitor(PhantomData))
+    }
 }
 
 /// A non-negative whole number as SDKs send it: a number, a numeric string, `""` or `null`
@@ -180,32 +230,41 @@ struct RegistrationBody {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct MetricsBody {
-    app_name: Option<String>,
-    instance_id: Option<String>,
-    bucket: Option<BucketBody>,
+struct MetricsBody<'a> {
+    #[serde(borrow)]
+    app_name: Option<Text<'a>>,
+    #[serde(borrow)]
+    instance_id: Option<Text<'a>>,
+    #[serde(borrow)]
+    bucket: Option<BucketBody<'a>>,
 }
 
 #[derive(Deserialize)]
-struct BucketBody {
+struct BucketBody<'a> {
     start: Option<Timestamp>,
     stop: Option<Timestamp>,
-    toggles: Option<HashMap<String, Option<ToggleBody>>>,
+    #[serde(borrow)]
+    toggles: Option<Entries<'a, Option<ToggleBody<'a>>>>,
 }
 
 #[derive(Deserialize)]
-struct ToggleBody {
+struct ToggleBody<'a> {
     #[serde(default)]
     yes: Count,
     #[serde(default)]
     no: Count,
-    variants: Option<HashMap<String, Count>>,
+    #[serde(borrow)]
+    variants: Option<Entries<'a, Count>>,
 }
 
-/// Parses JSON into `T`, naming the path of the first type problem.
-fn parse<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, DomainError> {
+/// Parses JSON into `T`, naming the path of the first type problem. The happy path parses
+/// without tracking paths; only a failure is parsed again to name where it is.
+fn parse<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, DomainError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ValidationErrors::single("", "A JSON body is required"));
+    }
+    if let Ok(value) = serde_json::from_slice(bytes) {
+        return Ok(value);
     }
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
@@ -243,20 +302,20 @@ fn check_name(value: &str, path: &str, errors: &mut ValidationErrors) {
 }
 
 /// The body's value, else the header's; required.
-fn identity(
-    body: Option<String>,
+fn identity<'a>(
+    body: Option<Cow<'a, str>>,
     header: Option<&String>,
     path: &str,
     errors: &mut ValidationErrors,
-) -> String {
-    match body.or_else(|| header.cloned()) {
+) -> Cow<'a, str> {
+    match body.or_else(|| header.map(|h| Cow::Owned(h.clone()))) {
         Some(value) => {
             check_name(&value, path, errors);
             value
         }
         None => {
             errors.push(path, format!("\"{path}\" is required"));
-            String::new()
+            Cow::Borrowed("")
         }
     }
 }
@@ -267,17 +326,19 @@ impl Registration {
         let body: RegistrationBody = parse(bytes)?;
         let mut errors = ValidationErrors::default();
         let app_name = identity(
-            body.app_name,
+            body.app_name.map(Cow::Owned),
             headers.app_name.as_ref(),
             "appName",
             &mut errors,
-        );
+        )
+        .into_owned();
         let instance_id = identity(
-            body.instance_id,
+            body.instance_id.map(Cow::Owned),
             headers.instance_id.as_ref(),
             "instanceId",
             &mut errors,
-        );
+        )
+        .into_owned();
         if let Some(version) = &body.sdk_version {
             if version.chars().count() > REPORT_NAME_MAX || version.chars().any(char::is_control) {
                 errors.push(
@@ -318,19 +379,19 @@ impl Registration {
     }
 }
 
-impl MetricsReport {
+impl<'a> MetricsReport<'a> {
     /// Parses and validates a metrics body.
-    pub fn parse(bytes: &[u8], headers: &ClientHeaders) -> Result<Self, DomainError> {
-        let body: MetricsBody = parse(bytes)?;
+    pub fn parse(bytes: &'a [u8], headers: &ClientHeaders) -> Result<Self, DomainError> {
+        let body: MetricsBody<'a> = parse(bytes)?;
         let mut errors = ValidationErrors::default();
         let app_name = identity(
-            body.app_name,
+            body.app_name.map(|t| t.0),
             headers.app_name.as_ref(),
             "appName",
             &mut errors,
         );
         let instance_id = identity(
-            body.instance_id,
+            body.instance_id.map(|t| t.0),
             headers.instance_id.as_ref(),
             "instanceId",
             &mut errors,
@@ -347,7 +408,7 @@ impl MetricsReport {
         if stop.is_none() {
             errors.push("bucket.stop", "\"bucket.stop\" is required");
         }
-        let entries = bucket.toggles.unwrap_or_default();
+        let entries = bucket.toggles.map(|e| e.0).unwrap_or_default();
         if entries.len() > MAX_TOGGLES_PER_REPORT {
             errors.push(
                 "bucket.toggles",
@@ -367,7 +428,7 @@ impl MetricsReport {
                 no: Count(0),
                 variants: None,
             });
-            let variants = entry.variants.unwrap_or_default();
+            let variants = entry.variants.map(|e| e.0).unwrap_or_default();
             if variants.len() > MAX_VARIANTS_PER_TOGGLE {
                 errors.push(
                     format!("{path}.variants"),

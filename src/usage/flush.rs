@@ -20,6 +20,7 @@ pub async fn run(recorder: Arc<UsageRecorder>, interval: Duration, stop: Cancell
         tokio::select! {
             _ = stop.cancelled() => break,
             _ = tokio::time::sleep(interval) => {}
+            _ = recorder.flush_requested() => {}
         }
         match recorder.flush().await {
             Ok(()) if failing => {

@@ -10,6 +10,7 @@ pub mod polls;
 pub mod views;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -27,6 +28,10 @@ pub fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
+/// Instances held between two flushes beyond which the flusher is asked to flush early, so
+/// memory stays bounded however large the fleet (about 0.5 KiB each).
+pub const FLUSH_EARLY_INSTANCES: usize = 50_000;
+
 /// Counts older than this many minutes are useless to the views; a batch kept through a long
 /// store outage drops them.
 const KEEP_MINUTES: u64 = 61;
@@ -41,6 +46,10 @@ pub struct UsageRecorder {
     flushing: tokio::sync::Mutex<()>,
     /// When the configuration gauges were last computed.
     gauges_refreshed: Mutex<Option<Instant>>,
+    /// Instances first seen by reports or registrations since the last flush.
+    new_instances: AtomicUsize,
+    /// Wakes the flusher before its interval when much is pending.
+    flush_early: tokio::sync::Notify,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -57,15 +66,19 @@ fn app_entry<'a>(batch: &'a mut UsageBatch, app: &str) -> &'a mut AppActivity {
     batch.apps.get_mut(app).expect("inserted above")
 }
 
-/// Notes a contact of `instance` at `at`.
+/// Notes a contact of `instance` at `at`; `added` counts it when it is new to the batch.
 fn touch<'a>(
     app: &'a mut AppActivity,
     instance: &str,
     at: i64,
     client_ip: Option<&str>,
+    added: Option<&AtomicUsize>,
 ) -> &'a mut InstanceActivity {
     app.last_seen = app.last_seen.max(at);
     if !app.instances.contains_key(instance) {
+        if let Some(added) = added {
+            added.fetch_add(1, Ordering::Relaxed);
+        }
         app.instances.insert(
             instance.to_string(),
             InstanceActivity {
@@ -95,6 +108,8 @@ impl UsageRecorder {
             metrics,
             flushing: tokio::sync::Mutex::new(()),
             gauges_refreshed: Mutex::new(None),
+            new_instances: AtomicUsize::new(0),
+            flush_early: tokio::sync::Notify::new(),
         }
     }
 
@@ -120,46 +135,71 @@ impl UsageRecorder {
         let mut batch = lock(&self.pending);
         let app = app_entry(&mut batch, &registration.app_name);
         app.strategies = Some(registration.strategies);
-        let instance = touch(app, &registration.instance_id, at, client_ip);
+        let instance = touch(
+            app,
+            &registration.instance_id,
+            at,
+            client_ip,
+            Some(&self.new_instances),
+        );
         instance.registration = Some(RegistrationRecord {
             sdk_version: registration.sdk_version,
             started: registration.started,
             interval: registration.interval,
             registered_at: at,
         });
+        drop(batch);
+        self.note_new_instances();
     }
 
     /// Adds a metrics report, counted in the minute it arrived (the service's clock, not the
-    /// client's, so skewed clients cannot write into expired or future buckets).
-    pub fn record_metrics(&self, report: MetricsReport, client_ip: Option<&str>) {
+    /// client's, so skewed clients cannot write into expired or future buckets). Names are
+    /// copied only the first time this replica counts them between two flushes.
+    pub fn record_metrics(&self, report: MetricsReport<'_>, client_ip: Option<&str>) {
         let at = now_ms();
         let evaluations = report.evaluations();
+        let app_name: &str = &report.app_name;
         let mut batch = lock(&self.pending);
         let minute = batch.counts.entry(minute_of(at)).or_default();
-        if !minute.contains_key(&report.app_name) {
-            minute.insert(report.app_name.clone(), HashMap::new());
+        if !minute.contains_key(app_name) {
+            minute.insert(app_name.to_string(), HashMap::new());
         }
-        let toggles = minute.get_mut(&report.app_name).expect("inserted above");
-        let mut names = Vec::with_capacity(report.toggles.len());
-        for (name, counts) in report.toggles {
-            let slot = match toggles.get_mut(&name) {
-                Some(slot) => slot,
-                None => toggles.entry(name.clone()).or_default(),
-            };
+        let toggles = minute.get_mut(app_name).expect("inserted above");
+        for (name, counts) in &report.toggles {
+            if !toggles.contains_key(name.as_ref()) {
+                toggles.insert(name.to_string(), Default::default());
+            }
+            let slot = toggles.get_mut(name.as_ref()).expect("inserted above");
             slot.yes = slot.yes.saturating_add(counts.yes);
             slot.no = slot.no.saturating_add(counts.no);
-            for (variant, n) in counts.variants {
-                let v = slot.variants.entry(variant).or_default();
-                *v = v.saturating_add(n);
+            for (variant, n) in &counts.variants {
+                match slot.variants.get_mut(variant.as_ref()) {
+                    Some(v) => *v = v.saturating_add(*n),
+                    None => {
+                        slot.variants.insert(variant.to_string(), *n);
+                    }
+                }
             }
-            names.push(name);
         }
-        let app = app_entry(&mut batch, &report.app_name);
+        let app = app_entry(&mut batch, app_name);
         app.metrics_count = app.metrics_count.saturating_add(evaluations);
-        touch(app, &report.instance_id, at, client_ip);
-        for name in names {
-            app.toggles.insert(name, at);
+        touch(
+            app,
+            &report.instance_id,
+            at,
+            client_ip,
+            Some(&self.new_instances),
+        );
+        for (name, _) in &report.toggles {
+            match app.toggles.get_mut(name.as_ref()) {
+                Some(seen) => *seen = at,
+                None => {
+                    app.toggles.insert(name.to_string(), at);
+                }
+            }
         }
+        drop(batch);
+        self.note_new_instances();
     }
 
     /// Records a client-features poll (the hot path: no allocation for a known instance).
@@ -171,13 +211,29 @@ impl UsageRecorder {
         etag: &axum::http::HeaderValue,
         version: u64,
     ) {
-        self.polls
+        let held = self
+            .polls
             .record(app, instance, query, etag, version, now_ms());
+        if held == FLUSH_EARLY_INSTANCES {
+            self.flush_early.notify_one();
+        }
+    }
+
+    /// Resolves when so much is pending that the flusher should not wait for its interval.
+    pub async fn flush_requested(&self) {
+        self.flush_early.notified().await
+    }
+
+    fn note_new_instances(&self) {
+        if self.new_instances.load(Ordering::Relaxed) >= FLUSH_EARLY_INSTANCES {
+            self.flush_early.notify_one();
+        }
     }
 
     /// Takes everything aggregated since the last call.
     fn take(&self) -> UsageBatch {
         let mut batch = std::mem::take(&mut *lock(&self.pending));
+        self.new_instances.store(0, Ordering::Relaxed);
         let (polls, dropped) = self.polls.take();
         self.metrics.usage.polls_dropped.inc_by(dropped);
         for poll in polls {
@@ -185,7 +241,7 @@ impl UsageRecorder {
                 continue;
             };
             let app = app_entry(&mut batch, &poll.app);
-            let instance = touch(app, &poll.instance, poll.at, None);
+            let instance = touch(app, &poll.instance, poll.at, None, None);
             if instance.poll.as_ref().is_none_or(|p| p.at <= poll.at) {
                 instance.poll = Some(PollRecord {
                     etag: etag.to_string(),
@@ -226,7 +282,7 @@ impl UsageRecorder {
                 *slot = (*slot).max(at);
             }
             for (id, old) in failed.instances {
-                let entry = touch(app, &id, old.first_seen, None);
+                let entry = touch(app, &id, old.first_seen, None, None);
                 entry.first_seen = entry.first_seen.min(old.first_seen);
                 entry.last_seen = entry.last_seen.max(old.last_seen);
                 if entry.client_ip.is_none() {

@@ -63,7 +63,8 @@ impl PollLog {
     }
 
     /// Records that `instance` of `app` was just answered with `etag`, built from `version`,
-    /// for the filter in `query`.
+    /// for the filter in `query`. Returns how many instances the log holds when this poll
+    /// added one, else 0.
     pub fn record(
         &self,
         app: &str,
@@ -72,7 +73,7 @@ impl PollLog {
         etag: &HeaderValue,
         version: u64,
         at: i64,
-    ) {
+    ) -> usize {
         let mut hasher = self.hasher.build_hasher();
         app.hash(&mut hasher);
         instance.hash(&mut hasher);
@@ -92,13 +93,13 @@ impl PollLog {
             }
             entry.version = version;
             entry.at = at;
-            return;
+            return 0;
         }
         if self.entries.load(Ordering::Relaxed) >= MAX_ENTRIES {
             self.dropped.fetch_add(1, Ordering::Relaxed);
-            return;
+            return 0;
         }
-        self.entries.fetch_add(1, Ordering::Relaxed);
+        let held = self.entries.fetch_add(1, Ordering::Relaxed) + 1;
         shard.insert(
             id,
             PollEntry {
@@ -110,6 +111,7 @@ impl PollLog {
                 at,
             },
         );
+        held
     }
 
     /// Takes every entry recorded since the last call, and how many polls were not recorded
