@@ -32,6 +32,10 @@ pub fn now_ms() -> i64 {
 /// memory stays bounded however large the fleet (about 0.5 KiB each).
 pub const FLUSH_EARLY_INSTANCES: usize = 50_000;
 
+/// Entries (toggle counters or instances) per atomic part of a flush: bounds the memory and
+/// the Redis time one write takes.
+const FLUSH_PART_ENTRIES: usize = 5_000;
+
 /// Counts older than this many minutes are useless to the views; a batch kept through a long
 /// store outage drops them.
 const KEEP_MINUTES: u64 = 61;
@@ -298,25 +302,35 @@ impl UsageRecorder {
         }
     }
 
-    /// Writes what was aggregated since the last flush. A batch the store refused is kept for
-    /// the next flush; one the store may or may not have applied (a timeout) is dropped, since
-    /// counting it twice would be worse than losing it.
+    /// Writes what was aggregated since the last flush, in parts of bounded size, each atomic.
+    /// A part the store refused is kept for the next flush with every part after it; a part
+    /// the store may or may not have applied (a timeout) is dropped, since counting it twice
+    /// would be worse than losing it.
     pub async fn flush(&self) -> Result<(), StoreError> {
         let _flushing = self.flushing.lock().await;
         let batch = self.take();
         if batch.is_empty() {
             return Ok(());
         }
-        let started = Instant::now();
-        let result = self.store.flush(&batch).await;
-        self.metrics
-            .usage
-            .record_flush(&batch, started.elapsed(), result.as_ref().err());
-        match &result {
-            Ok(()) => {}
-            Err(StoreError::Unavailable(_)) => self.restore(batch),
-            Err(e) => tracing::error!(error = %e, "usage flush may be lost"),
+        let mut parts = batch.split(FLUSH_PART_ENTRIES).into_iter();
+        while let Some(part) = parts.next() {
+            let started = Instant::now();
+            let result = self.store.flush(&part).await;
+            self.metrics
+                .usage
+                .record_flush(&part, started.elapsed(), result.as_ref().err());
+            match result {
+                Ok(()) => {}
+                Err(e) => {
+                    match &e {
+                        StoreError::Unavailable(_) => self.restore(part),
+                        _ => tracing::error!(error = %e, "a part of the usage flush may be lost"),
+                    }
+                    parts.for_each(|rest| self.restore(rest));
+                    return Err(e);
+                }
+            }
         }
-        result
+        Ok(())
     }
 }

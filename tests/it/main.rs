@@ -14,3 +14,4 @@ mod strategies;
 mod tags;
 mod toggles;
 mod usage;
+mod usage_replicas;

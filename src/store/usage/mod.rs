@@ -118,6 +118,71 @@ impl UsageBatch {
     pub fn is_empty(&self) -> bool {
         self.counts.is_empty() && self.apps.is_empty()
     }
+
+    /// Splits the batch into parts of at most about `max` entries (toggle counters or
+    /// instances) each, so that no single write (one MULTI, one transaction) grows with the
+    /// fleet; each part is written atomically on its own.
+    pub fn split(self, max: usize) -> Vec<UsageBatch> {
+        let max = max.max(1);
+        let mut parts = Vec::new();
+        let mut current = UsageBatch::default();
+        let mut size = 0;
+        let mut push = |current: &mut UsageBatch, size: &mut usize, added: usize| {
+            *size += added;
+            if *size >= max {
+                parts.push(std::mem::take(current));
+                *size = 0;
+            }
+        };
+        for (minute, apps) in self.counts {
+            for (app, toggles) in apps {
+                for (toggle, counts) in toggles {
+                    current
+                        .counts
+                        .entry(minute)
+                        .or_default()
+                        .entry(app.clone())
+                        .or_default()
+                        .insert(toggle, counts);
+                    push(&mut current, &mut size, 1);
+                }
+            }
+        }
+        for (name, activity) in self.apps {
+            let AppActivity {
+                last_seen,
+                strategies,
+                metrics_count,
+                instances,
+                toggles,
+            } = activity;
+            // The application's own fields go with its first part.
+            let mut head = Some((strategies, metrics_count, toggles));
+            let mut instances = instances.into_iter().peekable();
+            loop {
+                let room = max.saturating_sub(size).max(1);
+                let chunk: HashMap<String, InstanceActivity> =
+                    instances.by_ref().take(room).collect();
+                let app = current.apps.entry(name.clone()).or_default();
+                app.last_seen = app.last_seen.max(last_seen);
+                if let Some((strategies, metrics_count, toggles)) = head.take() {
+                    app.strategies = strategies;
+                    app.metrics_count = metrics_count;
+                    app.toggles = toggles;
+                }
+                let added = chunk.len().max(1);
+                app.instances.extend(chunk);
+                push(&mut current, &mut size, added);
+                if instances.peek().is_none() {
+                    break;
+                }
+            }
+        }
+        if !current.is_empty() {
+            parts.push(current);
+        }
+        parts
+    }
 }
 
 /// An application of the registry.
@@ -261,6 +326,66 @@ impl UsageStore {
         match self {
             UsageStore::Redis(s) => s.delete_application(app).await,
             UsageStore::Embedded(s) => s.delete_application(app).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_keeps_every_entry_once_and_bounds_parts() {
+        let mut batch = UsageBatch::default();
+        for t in 0..25 {
+            batch
+                .counts
+                .entry(7)
+                .or_default()
+                .entry("app".into())
+                .or_default()
+                .insert(
+                    format!("t{t}"),
+                    Counts {
+                        yes: 1,
+                        ..Counts::default()
+                    },
+                );
+        }
+        let app = batch.apps.entry("app".into()).or_default();
+        app.metrics_count = 25;
+        for i in 0..23 {
+            app.instances
+                .insert(format!("i{i}"), InstanceActivity::default());
+        }
+        let parts = batch.split(10);
+        assert!(parts.len() >= 5);
+        let counters: usize = parts
+            .iter()
+            .flat_map(|p| p.counts.values())
+            .flat_map(|apps| apps.values())
+            .map(|t| t.len())
+            .sum();
+        let instances: usize = parts
+            .iter()
+            .flat_map(|p| p.apps.values())
+            .map(|a| a.instances.len())
+            .sum();
+        let metrics: u64 = parts
+            .iter()
+            .flat_map(|p| p.apps.values())
+            .map(|a| a.metrics_count)
+            .sum();
+        assert_eq!((counters, instances, metrics), (25, 23, 25));
+        for part in &parts {
+            let size: usize = part
+                .counts
+                .values()
+                .flat_map(|a| a.values())
+                .map(|t| t.len())
+                .sum::<usize>()
+                + part.apps.values().map(|a| a.instances.len()).sum::<usize>();
+            assert!(size <= 10, "part of {size}");
         }
     }
 }
