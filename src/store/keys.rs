@@ -126,6 +126,13 @@ impl Keys {
         format!("{}:app:{app}:toggles", self.usage)
     }
 
+    /// String, marks a usage flush part as applied (or voided, so it never will be); SET NX by
+    /// the flush script and by settling a part whose write went unconfirmed; expires after
+    /// `USAGE_FLUSH_MARKER_TTL` seconds.
+    pub fn usage_flush_marker(&self, id: u64) -> String {
+        format!("{}:flush:{id:016x}", self.usage)
+    }
+
     /// Every per-application key of `app`, for deleting it.
     pub fn usage_app_keys(&self, app: &str) -> [String; 7] {
         [

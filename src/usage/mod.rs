@@ -34,7 +34,7 @@ pub const FLUSH_EARLY_INSTANCES: usize = 50_000;
 
 /// Entries (toggle counters or instances) per atomic part of a flush: bounds the memory and
 /// the Redis time one write takes.
-const FLUSH_PART_ENTRIES: usize = 5_000;
+const FLUSH_PART_ENTRIES: usize = 2_000;
 
 /// Counts older than this many minutes are useless to the views; a batch kept through a long
 /// store outage drops them.
@@ -48,6 +48,8 @@ pub struct UsageRecorder {
     metrics: Arc<Metrics>,
     /// Serialises flushes, so a batch put back after a failure is not flushed twice.
     flushing: tokio::sync::Mutex<()>,
+    /// The flush part whose write failed unconfirmed, with its id, until it is settled.
+    in_doubt: Mutex<Option<(u64, UsageBatch)>>,
     /// When the configuration gauges were last computed.
     gauges_refreshed: Mutex<Option<Instant>>,
     /// Instances first seen by reports or registrations since the last flush.
@@ -111,6 +113,7 @@ impl UsageRecorder {
             polls: PollLog::new(),
             metrics,
             flushing: tokio::sync::Mutex::new(()),
+            in_doubt: Mutex::new(None),
             gauges_refreshed: Mutex::new(None),
             new_instances: AtomicUsize::new(0),
             flush_early: tokio::sync::Notify::new(),
@@ -302,33 +305,45 @@ impl UsageRecorder {
         }
     }
 
-    /// Writes what was aggregated since the last flush, in parts of bounded size, each atomic.
-    /// A part the store refused is kept for the next flush with every part after it; a part
-    /// the store may or may not have applied (a timeout) is dropped, since counting it twice
-    /// would be worse than losing it.
+    /// Writes what was aggregated since the last flush, in parts of bounded size, each applied
+    /// atomically and at most once. The part whose write fails is held "in doubt" and the
+    /// parts after it go back into the aggregate; the next flush first settles the part in
+    /// doubt (merging it back if it was not applied, dropping it if it was), so a failure
+    /// neither loses nor double-counts anything.
     pub async fn flush(&self) -> Result<(), StoreError> {
         let _flushing = self.flushing.lock().await;
+        let doubtful = lock(&self.in_doubt).take();
+        if let Some((id, part)) = doubtful {
+            let started = Instant::now();
+            let settled = self.store.settle(id).await;
+            self.metrics
+                .usage
+                .operation("usage_flush", started.elapsed(), settled.as_ref().err());
+            match settled {
+                Ok(true) => {}
+                Ok(false) => self.restore(part),
+                Err(e) => {
+                    *lock(&self.in_doubt) = Some((id, part));
+                    return Err(e);
+                }
+            }
+        }
         let batch = self.take();
         if batch.is_empty() {
             return Ok(());
         }
         let mut parts = batch.split(FLUSH_PART_ENTRIES).into_iter();
         while let Some(part) = parts.next() {
+            let id = crate::store::random_id();
             let started = Instant::now();
-            let result = self.store.flush(&part).await;
+            let result = self.store.flush(id, &part).await;
             self.metrics
                 .usage
                 .record_flush(&part, started.elapsed(), result.as_ref().err());
-            match result {
-                Ok(()) => {}
-                Err(e) => {
-                    match &e {
-                        StoreError::Unavailable(_) => self.restore(part),
-                        _ => tracing::error!(error = %e, "a part of the usage flush may be lost"),
-                    }
-                    parts.for_each(|rest| self.restore(rest));
-                    return Err(e);
-                }
+            if let Err(e) = result {
+                *lock(&self.in_doubt) = Some((id, part));
+                parts.for_each(|rest| self.restore(rest));
+                return Err(e);
             }
         }
         Ok(())

@@ -852,3 +852,98 @@ async fn client_polls_record_the_configuration_each_instance_holds() {
     assert!(body.trim_end().ends_with("# EOF"), "{body}");
     assert!(body.contains("flagpole_client_instances{"), "{body}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flush_that_times_out_is_counted_exactly_once() {
+    // A frozen Redis (SIGSTOP) receives the flush, answers nothing until it thaws, then runs
+    // it: the replica must neither drop the part nor add it a second time.
+    let backend = Backend::redis();
+    let mut settings = backend.settings();
+    settings.metrics_flush_interval_ms = 200;
+    let app = TestApp::spawn_with(settings).await;
+    app.create_toggle("frozen.known").await;
+    let existing = vec!["frozen.known".to_string()];
+    let toggles = vec!["frozen.known".to_string(), "frozen.unknown".to_string()];
+    let apps = ["frozen-app".to_string()];
+    let mut rng = Rng(0xf1022);
+    let before: Vec<(usize, Sent)> = traffic(&mut rng, &apps, 10, 100, &toggles)
+        .into_iter()
+        .map(|s| (0, s))
+        .collect();
+    post_all(&[&app], &before).await;
+    let mut expected = Expected::of(before.iter().map(|(_, s)| s));
+    eventually_views(
+        &app,
+        &expected,
+        &existing,
+        &toggles,
+        Duration::from_secs(10),
+    )
+    .await;
+
+    backend.redis_server().signal("STOP");
+    let during: Vec<(usize, Sent)> = traffic(&mut rng, &apps, 10, 100, &toggles)
+        .into_iter()
+        .map(|s| (0, s))
+        .collect();
+    post_all(&[&app], &during).await;
+    for (_, s) in &during {
+        expected.add(s);
+    }
+    // Long enough for a flush to time out (2 s) and for its settling to fail too.
+    tokio::time::sleep(Duration::from_millis(4500)).await;
+    backend.redis_server().signal("CONT");
+    eventually_views(
+        &app,
+        &expected,
+        &existing,
+        &toggles,
+        Duration::from_secs(15),
+    )
+    .await;
+    // And it stays exact once everything has settled.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    eventually_views(&app, &expected, &existing, &toggles, Duration::from_secs(1)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_older_poll_flushed_late_does_not_hide_a_newer_one() {
+    let backend = Backend::redis();
+    let mut slow = backend.settings();
+    slow.metrics_flush_interval_ms = 60_000;
+    let mut fast = backend.settings();
+    fast.metrics_flush_interval_ms = 100;
+    let a = TestApp::spawn_with(slow).await;
+    let b = TestApp::spawn_with(fast).await;
+    a.create_toggle("late.flag").await;
+    let old = poll(&a, "i-late").await;
+    a.post_empty("/api/admin/features/late.flag/toggle/on")
+        .await
+        .expect(200);
+    let fresh = served_etag(&a).await.expect("etag");
+    let converged = eventually(Duration::from_secs(5), || async {
+        served_etag(&b).await.as_deref() == Some(fresh.as_str())
+    })
+    .await;
+    assert!(converged, "replica b never served the change");
+    assert_eq!(poll(&b, "i-late").await, fresh);
+    assert_ne!(old, fresh);
+    let flushed = eventually(Duration::from_secs(5), || async {
+        poller_versions(&b).await["current"] == 1
+    })
+    .await;
+    assert!(flushed, "b never flushed the newer poll");
+    // Replica a flushes its older record of the same instance last.
+    a.stop().await;
+    let details = b
+        .get("/api/admin/metrics/applications/poller")
+        .await
+        .expect(200);
+    let instance = &details.json["instances"][0];
+    assert_eq!(
+        instance["configuration"]["etag"],
+        fresh.as_str(),
+        "{instance}"
+    );
+    assert_eq!(instance["configuration"]["current"], true);
+}

@@ -237,12 +237,23 @@ impl Store {
 }
 
 impl UsageStore {
-    /// Adds a batch to the store, all of it or nothing (`Unavailable`: nothing was written;
-    /// `Uncertain`: it may have been).
-    pub async fn flush(&self, batch: &UsageBatch) -> Result<(), StoreError> {
+    /// Adds one flush part to the store, all of it or nothing, at most once per `id` however
+    /// often it is retried. On an error the part may or may not have been applied: `settle`
+    /// tells which.
+    pub async fn flush(&self, id: u64, part: &UsageBatch) -> Result<(), StoreError> {
         match self {
-            UsageStore::Redis(s) => s.flush(batch).await,
-            UsageStore::Embedded(s) => s.flush(batch).await,
+            UsageStore::Redis(s) => s.flush(id, part).await,
+            UsageStore::Embedded(s) => s.flush(part).await,
+        }
+    }
+
+    /// Decides the fate of a part whose flush went unconfirmed: `true` if it was applied,
+    /// `false` if it was not and now never will be (so it can be merged into the next flush).
+    pub async fn settle(&self, id: u64) -> Result<bool, StoreError> {
+        match self {
+            UsageStore::Redis(s) => s.settle(id).await,
+            // A redb transaction that failed wrote nothing.
+            UsageStore::Embedded(_) => Ok(false),
         }
     }
 

@@ -1,6 +1,9 @@
 //! Usage in Redis: a hash of counters per minute, and per application a few sorted sets and
-//! hashes (see `keys.rs`). A flush is one MULTI/EXEC pipeline whose size grows with the toggles
-//! and applications reported since the last flush, not with the number of reports.
+//! hashes (see `keys.rs`). A flush part is one Lua script (`flush.lua`) whose size grows with
+//! the toggles and instances reported since the last flush, not with the number of reports;
+//! a marker key makes it apply at most once however often it is retried.
+//! (The script names keys it does not declare: fine on a standalone Redis or behind Sentinel,
+//! to be split per slot for Cluster.)
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,6 +23,7 @@ use crate::store::StoreError;
 pub struct RedisUsage {
     conn: ConnectionManager,
     keys: Arc<Keys>,
+    flush_script: Arc<redis::Script>,
 }
 
 fn unavailable(e: redis::RedisError) -> StoreError {
@@ -64,6 +68,38 @@ fn parse_field(field: &str) -> Option<(CountKey, &str, Option<String>)> {
     Some((CountKey { toggle, app }, kind, variant))
 }
 
+/// How long a flush part's marker is kept: longer than any part waits to be retried or
+/// settled (its counters are useless after an hour anyway).
+const FLUSH_MARKER_TTL_SECONDS: u64 = 2 * 60 * 60;
+
+/// Most members one multi-member command of the flush script carries (Lua's `unpack` has a
+/// limit of about 8,000 values).
+const MEMBERS_PER_COMMAND: usize = 1_000;
+
+/// Appends `prefix` + pairs as commands of at most `MEMBERS_PER_COMMAND` pairs each.
+fn push_chunked(ops: &mut Vec<Vec<String>>, prefix: &[&str], pairs: Vec<(String, String)>) {
+    for chunk in pairs.chunks(MEMBERS_PER_COMMAND) {
+        let mut op: Vec<String> = prefix.iter().map(|p| p.to_string()).collect();
+        for (a, b) in chunk {
+            op.push(a.clone());
+            op.push(b.clone());
+        }
+        ops.push(op);
+    }
+}
+
+/// A per-instance record as stored: `<epoch ms>|<JSON>`, so the flush script can keep the
+/// newer of two records without decoding them.
+fn stamped<T: serde::Serialize>(at: i64, record: &T) -> Result<String, StoreError> {
+    Ok(format!("{at}|{}", to_json(record)?))
+}
+
+/// The record of a stamped value.
+fn unstamp<T: serde::de::DeserializeOwned>(raw: &str) -> Option<T> {
+    let json = raw.split_once('|').map_or(raw, |(_, json)| json);
+    serde_json::from_str(json).ok()
+}
+
 /// The epoch second the counters of `minute` expire at.
 fn counts_expire_at(minute: Minute) -> u64 {
     (minute + 1 + COUNTS_RETENTION_MINUTES) * 60
@@ -76,108 +112,142 @@ fn to_json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
 impl RedisUsage {
     /// The usage side over the backend's connection and keys.
     pub(crate) fn new(conn: ConnectionManager, keys: Arc<Keys>) -> Self {
-        Self { conn, keys }
+        Self {
+            conn,
+            keys,
+            flush_script: Arc::new(redis::Script::new(include_str!("flush.lua"))),
+        }
     }
 
-    pub(super) async fn flush(&self, batch: &UsageBatch) -> Result<(), StoreError> {
-        let mut pipe = redis::pipe();
-        pipe.atomic();
+    pub(super) async fn flush(&self, id: u64, batch: &UsageBatch) -> Result<(), StoreError> {
+        let ops = serde_json::to_string(&self.operations(batch)?)
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let mut conn = self.conn.clone();
+        let _applied: u8 = self
+            .flush_script
+            .key(self.keys.usage_flush_marker(id))
+            .arg(FLUSH_MARKER_TTL_SECONDS)
+            .arg(ops)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
+    pub(super) async fn settle(&self, id: u64) -> Result<bool, StoreError> {
+        let mut conn = self.conn.clone();
+        let voided: Option<String> = redis::cmd("SET")
+            .arg(self.keys.usage_flush_marker(id))
+            .arg("voided")
+            .arg("NX")
+            .arg("EX")
+            .arg(FLUSH_MARKER_TTL_SECONDS)
+            .query_async(&mut conn)
+            .await
+            .map_err(unavailable)?;
+        Ok(voided.is_none())
+    }
+
+    /// The Redis commands that add `batch` (see `flush.lua` for `HSETNEWER`).
+    fn operations(&self, batch: &UsageBatch) -> Result<Vec<Vec<String>>, StoreError> {
+        let mut ops: Vec<Vec<String>> = Vec::new();
+        let op = |parts: &[&str]| parts.iter().map(|p| p.to_string()).collect::<Vec<_>>();
         for (minute, counts) in &batch.counts {
             let key = self.keys.usage_counts(*minute);
             for (app, toggles) in counts {
                 for (toggle, counts) in toggles {
+                    let mut add = |kind: &str, n: u64| {
+                        ops.push(vec![
+                            "HINCRBY".into(),
+                            key.clone(),
+                            field(toggle, app, kind),
+                            n.to_string(),
+                        ]);
+                    };
+                    // Zero yes/no counts add nothing; a variant reported with zero is listed,
+                    // as the embedded store does.
                     if counts.yes > 0 {
-                        pipe.hincr(&key, field(toggle, app, "y"), counts.yes)
-                            .ignore();
+                        add("y", counts.yes);
                     }
                     if counts.no > 0 {
-                        pipe.hincr(&key, field(toggle, app, "n"), counts.no)
-                            .ignore();
+                        add("n", counts.no);
                     }
                     for (variant, n) in &counts.variants {
-                        let kind = format!("v|{}", escape(variant));
-                        pipe.hincr(&key, field(toggle, app, &kind), *n).ignore();
+                        add(&format!("v|{}", escape(variant)), *n);
                     }
                 }
             }
-            pipe.cmd("EXPIREAT")
-                .arg(&key)
-                .arg(counts_expire_at(*minute))
-                .ignore();
+            ops.push(op(&[
+                "EXPIREAT",
+                &key,
+                &counts_expire_at(*minute).to_string(),
+            ]));
         }
-        if !batch.apps.is_empty() {
-            let mut zadd = redis::cmd("ZADD");
-            zadd.arg(self.keys.usage_apps()).arg("GT");
-            for (app, activity) in &batch.apps {
-                zadd.arg(activity.last_seen).arg(app);
-            }
-            pipe.add_command(zadd).ignore();
-        }
+        let apps: Vec<(String, String)> = batch
+            .apps
+            .iter()
+            .map(|(app, a)| (a.last_seen.to_string(), app.clone()))
+            .collect();
+        push_chunked(&mut ops, &["ZADD", &self.keys.usage_apps(), "GT"], apps);
         for (app, activity) in &batch.apps {
             let app_key = self.keys.usage_app(app);
-            pipe.hset_nx(&app_key, "createdAt", activity.last_seen)
-                .ignore();
-            pipe.hset(&app_key, "updatedAt", activity.last_seen)
-                .ignore();
+            let seen = activity.last_seen.to_string();
+            ops.push(op(&["HSETNX", &app_key, "createdAt", &seen]));
+            ops.push(op(&["HSET", &app_key, "updatedAt", &seen]));
             if let Some(strategies) = &activity.strategies {
-                pipe.hset(&app_key, "strategies", to_json(strategies)?)
-                    .ignore();
+                ops.push(op(&["HSET", &app_key, "strategies", &to_json(strategies)?]));
             }
             if activity.metrics_count > 0 {
-                pipe.hincr(&app_key, "metricsCount", activity.metrics_count)
-                    .ignore();
+                let n = activity.metrics_count.to_string();
+                ops.push(op(&["HINCRBY", &app_key, "metricsCount", &n]));
             }
-            if !activity.instances.is_empty() {
-                let mut last = redis::cmd("ZADD");
-                last.arg(self.keys.usage_instances(app)).arg("GT");
-                let mut first = redis::cmd("ZADD");
-                first
-                    .arg(self.keys.usage_instances_first_seen(app))
-                    .arg("NX");
-                let mut ips = Vec::new();
-                let mut registrations = Vec::new();
-                let mut polls = Vec::new();
-                for (id, instance) in &activity.instances {
-                    last.arg(instance.last_seen).arg(id);
-                    first.arg(instance.first_seen).arg(id);
-                    if let Some(ip) = &instance.client_ip {
-                        ips.push((id.as_str(), ip.clone()));
-                    }
-                    if let Some(registration) = &instance.registration {
-                        registrations.push((id.as_str(), to_json(registration)?));
-                    }
-                    if let Some(poll) = &instance.poll {
-                        polls.push((id.as_str(), to_json(poll)?));
-                    }
+            let mut last = Vec::new();
+            let mut first = Vec::new();
+            let mut ips = Vec::new();
+            let mut registrations = Vec::new();
+            let mut polls = Vec::new();
+            for (id, instance) in &activity.instances {
+                last.push((instance.last_seen.to_string(), id.clone()));
+                first.push((instance.first_seen.to_string(), id.clone()));
+                if let Some(ip) = &instance.client_ip {
+                    ips.push((id.clone(), ip.clone()));
                 }
-                pipe.add_command(last).ignore();
-                pipe.add_command(first).ignore();
-                if !ips.is_empty() {
-                    pipe.hset_multiple(self.keys.usage_instance_ips(app), &ips)
-                        .ignore();
+                if let Some(r) = &instance.registration {
+                    registrations.push((id.clone(), stamped(r.registered_at, r)?));
                 }
-                if !registrations.is_empty() {
-                    pipe.hset_multiple(self.keys.usage_registrations(app), &registrations)
-                        .ignore();
-                }
-                if !polls.is_empty() {
-                    pipe.hset_multiple(self.keys.usage_polls(app), &polls)
-                        .ignore();
+                if let Some(p) = &instance.poll {
+                    polls.push((id.clone(), stamped(p.at, p)?));
                 }
             }
-            if !activity.toggles.is_empty() {
-                let mut seen = redis::cmd("ZADD");
-                seen.arg(self.keys.usage_seen_toggles(app)).arg("GT");
-                for (toggle, at) in &activity.toggles {
-                    seen.arg(*at).arg(toggle);
-                }
-                pipe.add_command(seen).ignore();
-            }
+            push_chunked(
+                &mut ops,
+                &["ZADD", &self.keys.usage_instances(app), "GT"],
+                last,
+            );
+            push_chunked(
+                &mut ops,
+                &["ZADD", &self.keys.usage_instances_first_seen(app), "NX"],
+                first,
+            );
+            push_chunked(&mut ops, &["HSET", &self.keys.usage_instance_ips(app)], ips);
+            push_chunked(
+                &mut ops,
+                &["HSETNEWER", &self.keys.usage_registrations(app)],
+                registrations,
+            );
+            push_chunked(&mut ops, &["HSETNEWER", &self.keys.usage_polls(app)], polls);
+            let toggles = activity
+                .toggles
+                .iter()
+                .map(|(toggle, at)| (at.to_string(), toggle.clone()))
+                .collect();
+            push_chunked(
+                &mut ops,
+                &["ZADD", &self.keys.usage_seen_toggles(app), "GT"],
+                toggles,
+            );
         }
-        let mut conn = self.conn.clone();
-        pipe.query_async::<()>(&mut conn)
-            .await
-            .map_err(write_failure)
+        Ok(ops)
     }
 
     pub(super) async fn trim(&self, now_ms: i64) -> Result<(), StoreError> {
@@ -342,10 +412,8 @@ impl RedisUsage {
                 client_ip: ips.get(&id).cloned(),
                 registration: registrations
                     .get(&id)
-                    .and_then(|raw| serde_json::from_str::<RegistrationRecord>(raw).ok()),
-                poll: polls
-                    .get(&id)
-                    .and_then(|raw| serde_json::from_str::<PollRecord>(raw).ok()),
+                    .and_then(|raw| unstamp::<RegistrationRecord>(raw)),
+                poll: polls.get(&id).and_then(|raw| unstamp::<PollRecord>(raw)),
                 last_seen,
                 instance_id: id,
             })
