@@ -89,6 +89,7 @@ pub async fn run(
     let usage = Arc::new(usage::UsageRecorder::new(store.usage(), metrics.clone()));
     // The last flush must come after the last request was answered: its own stop signal.
     let usage_stop = CancellationToken::new();
+    workers.spawn(usage::flush::run_clock(shutdown.clone()));
     let flusher = tokio::spawn(usage::flush::run(
         usage.clone(),
         Duration::from_millis(settings.metrics_flush_interval_ms),

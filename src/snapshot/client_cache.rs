@@ -71,6 +71,11 @@ impl ClientFeaturesCache {
         }
     }
 
+    /// The unfiltered response if it is built already (the hot path: no reference counting).
+    pub fn built_unfiltered(&self) -> Option<&ClientResponse> {
+        self.unfiltered.get().map(|response| &**response)
+    }
+
     /// The response for `filter` over `state`, built on first use (concurrent callers wait
     /// for the one build).
     pub async fn response(

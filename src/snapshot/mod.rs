@@ -69,6 +69,12 @@ impl Snapshot {
         self.current.load_full()
     }
 
+    /// The current configuration, borrowed for a moment without touching its shared reference
+    /// count (the hot path; do not hold it across an await).
+    pub fn current_guard(&self) -> arc_swap::Guard<Arc<Loaded>> {
+        self.current.load()
+    }
+
     /// Whether the first load from the store has happened.
     pub fn is_loaded(&self) -> bool {
         self.loaded.load(Ordering::Acquire)

@@ -2,9 +2,10 @@
 //!
 //! All configuration keys of one installation share the hash tag `{<prefix>}`, so the commit
 //! script (which touches them together) also works on Redis Cluster. Usage keys
-//! (`<prefix>:usage:…`) carry no hash tag: they are spread over the shards by minute and by
-//! application, since nothing touches them together atomically except the flush's MULTI on a
-//! standalone Redis.
+//! (`<prefix>:usage:<kind>:…`) carry no hash tag, so they spread over the shards by minute and
+//! by application; the flush script touches several (fine on a standalone Redis, to be split
+//! per slot for Cluster). An application's name always comes last, after a prefix of its own
+//! per kind, so no name can reach another application's keys.
 
 use super::Collection;
 
@@ -94,41 +95,41 @@ impl Keys {
     /// Sorted set, the instances of `app` scored by last-seen epoch milliseconds (ZADD GT);
     /// trimmed to two days.
     pub fn usage_instances(&self, app: &str) -> String {
-        format!("{}:app:{app}:instances", self.usage)
+        format!("{}:instances:{app}", self.usage)
     }
 
     /// Sorted set, the instances of `app` scored by first-seen epoch milliseconds (ZADD NX);
     /// trimmed with `usage_instances`.
     pub fn usage_instances_first_seen(&self, app: &str) -> String {
-        format!("{}:app:{app}:first-seen", self.usage)
+        format!("{}:first-seen:{app}", self.usage)
     }
 
     /// Hash, instance id → client IP of its latest contact; trimmed with `usage_instances`.
     pub fn usage_instance_ips(&self, app: &str) -> String {
-        format!("{}:app:{app}:ips", self.usage)
+        format!("{}:ips:{app}", self.usage)
     }
 
     /// Hash, instance id → JSON `RegistrationRecord` of its latest registration; trimmed with
     /// `usage_instances`.
     pub fn usage_registrations(&self, app: &str) -> String {
-        format!("{}:app:{app}:registrations", self.usage)
+        format!("{}:registrations:{app}", self.usage)
     }
 
     /// Hash, instance id → JSON `PollRecord` (the configuration it holds); trimmed with
     /// `usage_instances`.
     pub fn usage_polls(&self, app: &str) -> String {
-        format!("{}:app:{app}:polls", self.usage)
+        format!("{}:polls:{app}", self.usage)
     }
 
     /// Sorted set, the toggles `app` reported, scored by last-reported epoch milliseconds
     /// (ZADD GT); trimmed to two days.
     pub fn usage_seen_toggles(&self, app: &str) -> String {
-        format!("{}:app:{app}:toggles", self.usage)
+        format!("{}:toggles:{app}", self.usage)
     }
 
     /// String, marks a usage flush part as applied (or voided, so it never will be); SET NX by
     /// the flush script and by settling a part whose write went unconfirmed; expires after
-    /// `USAGE_FLUSH_MARKER_TTL` seconds.
+    /// two hours.
     pub fn usage_flush_marker(&self, id: u64) -> String {
         format!("{}:flush:{id:016x}", self.usage)
     }

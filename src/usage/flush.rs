@@ -8,6 +8,20 @@ use tokio_util::sync::CancellationToken;
 
 use super::{now_ms, UsageRecorder};
 
+/// How often the coarse clock of the hot path advances.
+pub const CLOCK_TICK: Duration = Duration::from_millis(100);
+
+/// Keeps the hot path's coarse clock (`usage::coarse_now_ms`) running until `stop`.
+pub async fn run_clock(stop: CancellationToken) {
+    loop {
+        super::tick_coarse_clock();
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(CLOCK_TICK) => {}
+        }
+    }
+}
+
 /// How often one replica trims the registry (any replica's trim serves all).
 const TRIM_EVERY: Duration = Duration::from_secs(600);
 

@@ -1,12 +1,14 @@
 //! `PollLog`: which configuration each SDK instance holds, recorded on the client hot path.
 //!
-//! A poll costs one hash of the instance's headers, one uncontended shard lock and, for an
-//! instance already seen since the last flush, no allocation. The log is emptied by every
-//! flush, so it holds at most the instances that polled in one flush interval (and never
-//! more than `MAX_ENTRIES`).
+//! A poll costs one hash of the instance's headers, one shard lock and, for an instance already
+//! seen since the last flush, no allocation; a repeat of the same poll within the same second
+//! (same instance, same ETag) only touches a per-thread memo, so one busy instance cannot make
+//! the threads fight over a lock. The log is emptied by every flush, so it holds at most the
+//! instances that polled in one flush interval (and never more than `MAX_ENTRIES`).
 
+use std::cell::RefCell;
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hash, Hasher, RandomState};
+use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
@@ -17,6 +19,36 @@ const SHARDS: usize = 16;
 /// Most instances remembered between two flushes; polls of further instances are not
 /// recorded until the next flush (and counted as dropped).
 pub const MAX_ENTRIES: usize = 200_000;
+
+/// Hashes the log's keys, which are hashes already, by taking them as they are.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 << 8) | u64::from(*b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type Shard = Mutex<HashMap<u64, PollEntry, BuildHasherDefault<KeyHasher>>>;
+
+/// Slots of the per-thread memo of recent polls.
+const MEMO_SLOTS: usize = 64;
+
+/// A poll recorded recently by this thread: (log, instance id, ETag, epoch second).
+type Memo = [(usize, u64, usize, i64); MEMO_SLOTS];
+
+thread_local! {
+    static RECENT: RefCell<Memo> = const { RefCell::new([(0, 0, 0, 0); MEMO_SLOTS]) };
+}
 
 /// One instance's latest poll.
 #[derive(Debug, Clone)]
@@ -33,8 +65,9 @@ pub struct PollEntry {
 
 /// The polls since the last flush, by instance.
 pub struct PollLog {
-    shards: [Mutex<HashMap<u64, PollEntry>>; SHARDS],
-    hasher: RandomState,
+    shards: [Shard; SHARDS],
+    /// Keyed per log (a fast, seeded hash: instance ids come from clients).
+    hasher: foldhash::fast::RandomState,
     entries: AtomicUsize,
     dropped: AtomicU64,
 }
@@ -55,8 +88,8 @@ impl PollLog {
     /// An empty log.
     pub fn new() -> Self {
         Self {
-            shards: std::array::from_fn(|_| Mutex::new(HashMap::new())),
-            hasher: RandomState::new(),
+            shards: std::array::from_fn(|_| Mutex::new(HashMap::default())),
+            hasher: foldhash::fast::RandomState::default(),
             entries: AtomicUsize::new(0),
             dropped: AtomicU64::new(0),
         }
@@ -78,6 +111,23 @@ impl PollLog {
         app.hash(&mut hasher);
         instance.hash(&mut hasher);
         let id = hasher.finish();
+        // The same poll again within the same second changes nothing worth a lock.
+        let memo = (
+            self as *const Self as usize,
+            id,
+            etag.as_bytes().as_ptr() as usize,
+            at.div_euclid(1000),
+        );
+        let repeated = RECENT.with(|recent| {
+            let mut recent = recent.borrow_mut();
+            let slot = &mut recent[(id as usize) % MEMO_SLOTS];
+            let repeated = *slot == memo;
+            *slot = memo;
+            repeated
+        });
+        if repeated {
+            return 0;
+        }
         let mut shard = lock(&self.shards[(id as usize) % SHARDS]);
         if let Some(entry) = shard.get_mut(&id) {
             // A 64-bit collision between two instances only costs the older one's record.

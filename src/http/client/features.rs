@@ -88,6 +88,14 @@ pub async fn list_client_features(
         return ApiError::Unavailable("The configuration has not been loaded yet".into())
             .into_response();
     }
+    // The common case — no filter, response built — borrows everything from the snapshot.
+    if query.as_deref().unwrap_or("").is_empty() {
+        let loaded = snapshot.current_guard();
+        if let Some(response) = loaded.client.built_unfiltered() {
+            record_poll(&api, &headers, "", response, loaded.state.version);
+            return respond(response, &headers, &api.metrics.client_counts);
+        }
+    }
     let loaded = snapshot.current();
     let filter = match query.as_deref() {
         None | Some("") => Some(FeatureFilter::default()),
@@ -98,17 +106,29 @@ pub async fn list_client_features(
         Some(filter) => loaded.client.response(&loaded.state, &filter).await,
         None => no_match(),
     };
-    // Which configuration this instance now holds (the one it is sent or confirmed).
-    if let (Some(app), Some(instance)) = super::usage::client_identity(&headers) {
-        api.usage.record_poll(
-            app,
-            instance,
-            query.as_deref().unwrap_or(""),
-            &response.etag,
-            loaded.state.version,
-        );
-    }
+    record_poll(
+        &api,
+        &headers,
+        query.as_deref().unwrap_or(""),
+        &response,
+        loaded.state.version,
+    );
     respond(&response, &headers, &api.metrics.client_counts)
+}
+
+/// Records which configuration the polling instance now holds (the one it is sent or
+/// confirmed), when the SDK headers name it.
+fn record_poll(
+    api: &ClientApi,
+    headers: &HeaderMap,
+    query: &str,
+    response: &ClientResponse,
+    version: u64,
+) {
+    if let (Some(app), Some(instance)) = super::usage::client_identity(headers) {
+        api.usage
+            .record_poll(app, instance, query, &response.etag, version);
+    }
 }
 
 /// One active toggle in the client format, without `version`; for debugging.

@@ -23,7 +23,14 @@ use crate::store::StoreError;
 pub struct RedisUsage {
     conn: ConnectionManager,
     keys: Arc<Keys>,
-    flush_script: Arc<redis::Script>,
+    scripts: Arc<Scripts>,
+}
+
+/// The usage scripts (`flush.lua`, `settle.lua`, `trim.lua`).
+struct Scripts {
+    flush: redis::Script,
+    settle: redis::Script,
+    trim: redis::Script,
 }
 
 fn unavailable(e: redis::RedisError) -> StoreError {
@@ -115,7 +122,11 @@ impl RedisUsage {
         Self {
             conn,
             keys,
-            flush_script: Arc::new(redis::Script::new(include_str!("flush.lua"))),
+            scripts: Arc::new(Scripts {
+                flush: redis::Script::new(include_str!("flush.lua")),
+                settle: redis::Script::new(include_str!("settle.lua")),
+                trim: redis::Script::new(include_str!("trim.lua")),
+            }),
         }
     }
 
@@ -123,29 +134,33 @@ impl RedisUsage {
         let ops = serde_json::to_string(&self.operations(batch)?)
             .map_err(|e| StoreError::Corrupt(e.to_string()))?;
         let mut conn = self.conn.clone();
-        let _applied: u8 = self
-            .flush_script
+        let (_applied, refused, first): (u8, u64, String) = self
+            .scripts
+            .flush
             .key(self.keys.usage_flush_marker(id))
             .arg(FLUSH_MARKER_TTL_SECONDS)
             .arg(ops)
             .invoke_async(&mut conn)
             .await
             .map_err(unavailable)?;
+        if refused > 0 {
+            // Not retried: the same commands would be refused again.
+            tracing::warn!(refused, error = %first, "Redis refused commands of a usage flush");
+        }
         Ok(())
     }
 
     pub(super) async fn settle(&self, id: u64) -> Result<bool, StoreError> {
         let mut conn = self.conn.clone();
-        let voided: Option<String> = redis::cmd("SET")
-            .arg(self.keys.usage_flush_marker(id))
-            .arg("voided")
-            .arg("NX")
-            .arg("EX")
+        let state: String = self
+            .scripts
+            .settle
+            .key(self.keys.usage_flush_marker(id))
             .arg(FLUSH_MARKER_TTL_SECONDS)
-            .query_async(&mut conn)
+            .invoke_async(&mut conn)
             .await
             .map_err(unavailable)?;
-        Ok(voided.is_none())
+        Ok(state == "applied")
     }
 
     /// The Redis commands that add `batch` (see `flush.lua` for `HSETNEWER`).
@@ -253,45 +268,35 @@ impl RedisUsage {
     pub(super) async fn trim(&self, now_ms: i64) -> Result<(), StoreError> {
         let cutoff = now_ms - REGISTRY_RETENTION_MS;
         let mut conn = self.conn.clone();
-        let gone: Vec<String> = conn
-            .zrangebyscore(self.keys.usage_apps(), "-inf", format!("({cutoff}"))
-            .await
-            .map_err(unavailable)?;
-        for app in &gone {
-            self.delete_application(app).await?;
-        }
         let apps: Vec<String> = conn
             .zrange(self.keys.usage_apps(), 0, -1)
             .await
             .map_err(unavailable)?;
         for app in apps {
-            let old: Vec<String> = conn
-                .zrangebyscore(
-                    self.keys.usage_instances(&app),
-                    "-inf",
-                    format!("({cutoff}"),
-                )
-                .await
-                .map_err(unavailable)?;
-            let mut pipe = redis::pipe();
-            if !old.is_empty() {
-                pipe.hdel(self.keys.usage_instance_ips(&app), &old).ignore();
-                pipe.hdel(self.keys.usage_registrations(&app), &old)
-                    .ignore();
-                pipe.hdel(self.keys.usage_polls(&app), &old).ignore();
-                pipe.zrem(self.keys.usage_instances_first_seen(&app), &old)
-                    .ignore();
-                pipe.zrem(self.keys.usage_instances(&app), &old).ignore();
+            let [hash, instances, first, ips, registrations, polls, toggles] =
+                self.keys.usage_app_keys(&app);
+            // Bounded: each call removes up to 1,000 instances.
+            for _ in 0..1_000 {
+                let removed: i64 = self
+                    .scripts
+                    .trim
+                    .key(self.keys.usage_apps())
+                    .key(&hash)
+                    .key(&instances)
+                    .key(&first)
+                    .key(&ips)
+                    .key(&registrations)
+                    .key(&polls)
+                    .key(&toggles)
+                    .arg(cutoff)
+                    .arg(&app)
+                    .invoke_async(&mut conn)
+                    .await
+                    .map_err(unavailable)?;
+                if removed < 1_000 {
+                    break;
+                }
             }
-            pipe.zrembyscore(
-                self.keys.usage_seen_toggles(&app),
-                "-inf",
-                format!("({cutoff}"),
-            )
-            .ignore();
-            pipe.query_async::<()>(&mut conn)
-                .await
-                .map_err(unavailable)?;
         }
         Ok(())
     }
