@@ -74,22 +74,24 @@ pub async fn run(
         interval,
         shutdown.clone(),
     ));
-    workers.spawn(keep_fresh(
-        service.clone(),
-        snapshot.clone(),
-        notify,
-        interval,
-        shutdown.clone(),
-    ));
 
     let metrics = Arc::new(telemetry::metrics::Metrics::new(
         (settings.prometheus_toggle_usage_series > 0)
             .then_some(settings.prometheus_toggle_usage_series),
     ));
     let usage = Arc::new(usage::UsageRecorder::new(store.usage(), metrics.clone()));
+    workers.spawn(keep_fresh(
+        service.clone(),
+        snapshot.clone(),
+        metrics.clone(),
+        notify,
+        interval,
+        shutdown.clone(),
+    ));
     // The last flush must come after the last request was answered: its own stop signal.
     let usage_stop = CancellationToken::new();
     workers.spawn(usage::flush::run_clock(shutdown.clone()));
+    workers.spawn(usage::flush::run_trim(usage.clone(), shutdown.clone()));
     let flusher = tokio::spawn(usage::flush::run(
         usage.clone(),
         Duration::from_millis(settings.metrics_flush_interval_ms),
@@ -126,6 +128,7 @@ pub async fn run(
 async fn keep_fresh(
     service: Service,
     snapshot: Arc<Snapshot>,
+    metrics: Arc<telemetry::metrics::Metrics>,
     notify: Arc<Notify>,
     interval: Duration,
     shutdown: CancellationToken,
@@ -138,7 +141,12 @@ async fn keep_fresh(
             _ = tokio::time::sleep(interval) => {}
         }
         // Logged once per outage, not on every check.
-        match snapshot.check().await {
+        let started = std::time::Instant::now();
+        let checked = snapshot.check().await;
+        metrics
+            .usage
+            .operation("snapshot_check", started.elapsed(), checked.as_ref().err());
+        match checked {
             Err(e) => {
                 if !failing {
                     tracing::warn!(error = %e, "snapshot refresh failed; serving the last snapshot");

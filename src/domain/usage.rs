@@ -284,22 +284,29 @@ fn parse<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, DomainError> {
     Ok(value)
 }
 
-/// Checks a reported name: non-empty, bounded, no control characters.
-fn check_name(value: &str, path: &str, errors: &mut ValidationErrors) {
+/// What is wrong with a reported name, if anything: empty, too long, control characters.
+fn name_problem(value: &str) -> Option<String> {
     if value.trim().is_empty() {
-        errors.push(path, format!("\"{path}\" is not allowed to be empty"));
+        Some("is not allowed to be empty".into())
     } else if value.chars().count() > REPORT_NAME_MAX {
-        errors.push(
-            path,
-            format!("\"{path}\" must be at most {REPORT_NAME_MAX} characters long"),
-        );
+        Some(format!("must be at most {REPORT_NAME_MAX} characters long"))
     } else if value.chars().any(char::is_control) {
-        errors.push(
-            path,
-            format!("\"{path}\" must not contain control characters"),
-        );
+        Some("must not contain control characters".into())
+    } else {
+        None
     }
 }
+
+/// Checks a reported name; the path is built only when there is a problem.
+fn check_name(value: &str, path: impl FnOnce() -> String, errors: &mut ValidationErrors) {
+    if let Some(problem) = name_problem(value) {
+        let path = path();
+        errors.push(path.clone(), format!("\"{path}\" {problem}"));
+    }
+}
+
+/// Most problems one report lists (a report of 10,000 bad names needs no 10,000 messages).
+const MAX_PROBLEMS: usize = 20;
 
 /// The body's value, else the header's; required.
 fn identity<'a>(
@@ -310,7 +317,7 @@ fn identity<'a>(
 ) -> Cow<'a, str> {
     match body.or_else(|| header.map(|h| Cow::Owned(h.clone()))) {
         Some(value) => {
-            check_name(&value, path, errors);
+            check_name(&value, || path.to_string(), errors);
             value
         }
         None => {
@@ -366,7 +373,7 @@ impl Registration {
             );
         }
         for (i, name) in strategies.iter().enumerate() {
-            check_name(name, &format!("strategies[{i}]"), &mut errors);
+            check_name(name, || format!("strategies[{i}]"), &mut errors);
         }
         errors.into_result(Self {
             app_name,
@@ -421,8 +428,11 @@ impl<'a> MetricsReport<'a> {
         }
         let mut toggles = Vec::with_capacity(entries.len());
         for (name, entry) in entries {
-            let path = format!("bucket.toggles.{name}");
-            check_name(&name, &path, &mut errors);
+            if errors.0.len() >= MAX_PROBLEMS {
+                break;
+            }
+            let path = || format!("bucket.toggles.{name}");
+            check_name(&name, path, &mut errors);
             let entry = entry.unwrap_or(ToggleBody {
                 yes: Count(0),
                 no: Count(0),
@@ -430,6 +440,7 @@ impl<'a> MetricsReport<'a> {
             });
             let variants = entry.variants.map(|e| e.0).unwrap_or_default();
             if variants.len() > MAX_VARIANTS_PER_TOGGLE {
+                let path = path();
                 errors.push(
                     format!("{path}.variants"),
                     format!(
@@ -440,7 +451,11 @@ impl<'a> MetricsReport<'a> {
             }
             let mut counted = Vec::with_capacity(variants.len());
             for (variant, count) in variants {
-                check_name(&variant, &format!("{path}.variants.{variant}"), &mut errors);
+                check_name(
+                    &variant,
+                    || format!("{}.variants.{variant}", path()),
+                    &mut errors,
+                );
                 counted.push((variant, count.0));
             }
             toggles.push((

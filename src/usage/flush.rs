@@ -1,5 +1,6 @@
-//! The flush loop: writes the replica's usage aggregate every interval, trims what retention
-//! no longer covers now and then, and flushes once more when the replica stops.
+//! The usage loops: the flush (writes the replica's usage aggregate every interval, and once
+//! more when the replica stops), the trim (forgets what retention no longer covers) and the
+//! coarse clock of the hot path.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,34 +26,52 @@ pub async fn run_clock(stop: CancellationToken) {
 /// How often one replica trims the registry (any replica's trim serves all).
 const TRIM_EVERY: Duration = Duration::from_secs(600);
 
+/// The longest wait between flush attempts while the store fails.
+const MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
+
+/// Trims the registry every `TRIM_EVERY` until `stop` (apart from the flushes, so a long trim
+/// never delays them).
+pub async fn run_trim(recorder: Arc<UsageRecorder>, stop: CancellationToken) {
+    let mut wait = Duration::from_secs(5);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(wait) => {}
+        }
+        wait = TRIM_EVERY;
+        if let Err(e) = recorder.store().trim(now_ms()).await {
+            tracing::warn!(error = %e, "usage trim failed");
+        }
+    }
+}
+
 /// Flushes `recorder` every `interval` until `stop`, then once more. `stop` must be cancelled
 /// only after the server has answered its last request, so nothing accepted is left behind.
 pub async fn run(recorder: Arc<UsageRecorder>, interval: Duration, stop: CancellationToken) {
     let mut failing = false;
-    let mut next_trim = tokio::time::Instant::now() + Duration::from_secs(5);
+    let mut wait = interval;
     loop {
         tokio::select! {
             _ = stop.cancelled() => break,
-            _ = tokio::time::sleep(interval) => {}
-            _ = recorder.flush_requested() => {}
+            _ = tokio::time::sleep(wait) => {}
+            _ = recorder.flush_requested(), if !failing => {}
         }
         match recorder.flush().await {
-            Ok(()) if failing => {
-                tracing::info!("usage flush succeeded again");
+            Ok(()) => {
+                if failing {
+                    tracing::info!("usage flush succeeded again");
+                }
                 failing = false;
+                wait = interval;
             }
-            Ok(()) => {}
-            // Logged once per outage; the batch is kept for the next attempt.
-            Err(e) if !failing => {
-                tracing::warn!(error = %e, "usage flush failed; keeping the counts for the next one");
+            // Logged once per outage; the counts are kept for the next attempt, which backs
+            // off up to a minute.
+            Err(e) => {
+                if !failing {
+                    tracing::warn!(error = %e, "usage flush failed; keeping the counts for the next one");
+                }
                 failing = true;
-            }
-            Err(_) => {}
-        }
-        if tokio::time::Instant::now() >= next_trim {
-            next_trim = tokio::time::Instant::now() + TRIM_EVERY;
-            if let Err(e) = recorder.store().trim(now_ms()).await {
-                tracing::warn!(error = %e, "usage trim failed");
+                wait = (wait * 2).min(MAX_RETRY_WAIT.max(interval));
             }
         }
     }

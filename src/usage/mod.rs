@@ -45,13 +45,17 @@ fn tick_coarse_clock() {
     COARSE_NOW_MS.store(now_ms(), Ordering::Relaxed);
 }
 
-/// Instances held between two flushes beyond which the flusher is asked to flush early, so
-/// memory stays bounded however large the fleet (about 0.5 KiB each).
+/// Instances (polls) or other entries (counters, seen toggles, reporting instances) held
+/// between two flushes beyond which the flusher is asked to flush early, so memory stays
+/// bounded however large the fleet or however many names clients make up (about 0.5 KiB each).
 pub const FLUSH_EARLY_INSTANCES: usize = 50_000;
 
 /// Entries (toggle counters or instances) per atomic part of a flush: bounds the memory and
 /// the Redis time one write takes.
 const FLUSH_PART_ENTRIES: usize = 2_000;
+
+/// How long a part may stay in doubt: well within the flush marker's two hours.
+const IN_DOUBT_LIMIT: std::time::Duration = std::time::Duration::from_secs(90 * 60);
 
 /// Counts older than this many minutes are useless to the views; a batch kept through a long
 /// store outage drops them.
@@ -65,17 +69,21 @@ pub struct UsageRecorder {
     metrics: Arc<Metrics>,
     /// Serialises flushes, so a batch put back after a failure is not flushed twice.
     flushing: tokio::sync::Mutex<()>,
-    /// The flush part whose write failed unconfirmed, with its id, until it is settled.
-    in_doubt: Mutex<Option<(u64, UsageBatch)>>,
+    /// The flush part whose write failed unconfirmed, with its id and when it was written,
+    /// until it is settled.
+    in_doubt: Mutex<Option<(u64, Instant, UsageBatch)>>,
     /// When the configuration gauges were last computed.
     gauges_refreshed: Mutex<Option<Instant>>,
-    /// Instances first seen by reports or registrations since the last flush.
-    new_instances: AtomicUsize,
+    /// Entries (counters, seen toggles, instances) new to the aggregate since the last flush.
+    new_entries: AtomicUsize,
     /// Wakes the flusher before its interval when much is pending.
     flush_early: tokio::sync::Notify,
+    /// Whether an early flush was asked for since the aggregate was last taken.
+    early_requested: std::sync::atomic::AtomicBool,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+/// Locks a mutex; a panic elsewhere while it was held leaves plain data worth keeping.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -132,8 +140,9 @@ impl UsageRecorder {
             flushing: tokio::sync::Mutex::new(()),
             in_doubt: Mutex::new(None),
             gauges_refreshed: Mutex::new(None),
-            new_instances: AtomicUsize::new(0),
+            new_entries: AtomicUsize::new(0),
             flush_early: tokio::sync::Notify::new(),
+            early_requested: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -164,7 +173,7 @@ impl UsageRecorder {
             &registration.instance_id,
             at,
             client_ip,
-            Some(&self.new_instances),
+            Some(&self.new_entries),
         );
         instance.registration = Some(RegistrationRecord {
             sdk_version: registration.sdk_version,
@@ -173,7 +182,7 @@ impl UsageRecorder {
             registered_at: at,
         });
         drop(batch);
-        self.note_new_instances();
+        self.note_new_entries();
     }
 
     /// Adds a metrics report, counted in the minute it arrived (the service's clock, not the
@@ -189,9 +198,11 @@ impl UsageRecorder {
             minute.insert(app_name.to_string(), HashMap::new());
         }
         let toggles = minute.get_mut(app_name).expect("inserted above");
+        let mut added = 0;
         for (name, counts) in &report.toggles {
             if !toggles.contains_key(name.as_ref()) {
                 toggles.insert(name.to_string(), Default::default());
+                added += 1;
             }
             let slot = toggles.get_mut(name.as_ref()).expect("inserted above");
             slot.yes = slot.yes.saturating_add(counts.yes);
@@ -201,6 +212,7 @@ impl UsageRecorder {
                     Some(v) => *v = v.saturating_add(*n),
                     None => {
                         slot.variants.insert(variant.to_string(), *n);
+                        added += 1;
                     }
                 }
             }
@@ -212,18 +224,20 @@ impl UsageRecorder {
             &report.instance_id,
             at,
             client_ip,
-            Some(&self.new_instances),
+            Some(&self.new_entries),
         );
         for (name, _) in &report.toggles {
             match app.toggles.get_mut(name.as_ref()) {
                 Some(seen) => *seen = at,
                 None => {
                     app.toggles.insert(name.to_string(), at);
+                    added += 1;
                 }
             }
         }
         drop(batch);
-        self.note_new_instances();
+        self.new_entries.fetch_add(added, Ordering::Relaxed);
+        self.note_new_entries();
     }
 
     /// Records a client-features poll (the hot path: no allocation for a known instance).
@@ -248,8 +262,12 @@ impl UsageRecorder {
         self.flush_early.notified().await
     }
 
-    fn note_new_instances(&self) {
-        if self.new_instances.load(Ordering::Relaxed) >= FLUSH_EARLY_INSTANCES {
+    /// Wakes the flusher once when the new entries pass the threshold (again only after the
+    /// aggregate was taken, so a store outage does not turn into a busy loop).
+    fn note_new_entries(&self) {
+        if self.new_entries.load(Ordering::Relaxed) >= FLUSH_EARLY_INSTANCES
+            && !self.early_requested.swap(true, Ordering::Relaxed)
+        {
             self.flush_early.notify_one();
         }
     }
@@ -257,7 +275,8 @@ impl UsageRecorder {
     /// Takes everything aggregated since the last call.
     fn take(&self) -> UsageBatch {
         let mut batch = std::mem::take(&mut *lock(&self.pending));
-        self.new_instances.store(0, Ordering::Relaxed);
+        self.new_entries.store(0, Ordering::Relaxed);
+        self.early_requested.store(false, Ordering::Relaxed);
         let (polls, dropped) = self.polls.take();
         self.metrics.usage.polls_dropped.inc_by(dropped);
         for poll in polls {
@@ -330,7 +349,17 @@ impl UsageRecorder {
     pub async fn flush(&self) -> Result<(), StoreError> {
         let _flushing = self.flushing.lock().await;
         let doubtful = lock(&self.in_doubt).take();
-        if let Some((id, part)) = doubtful {
+        if let Some((id, written, part)) = doubtful {
+            if written.elapsed() > IN_DOUBT_LIMIT {
+                // Its marker may have expired: settling could no longer tell; drop it.
+                tracing::error!("a usage flush part stayed unconfirmed too long; dropped");
+                self.metrics.usage.operation(
+                    "usage_flush",
+                    std::time::Duration::ZERO,
+                    Some(&StoreError::Uncertain("unconfirmed part dropped".into())),
+                );
+                return self.flush_fresh().await;
+            }
             let started = Instant::now();
             let settled = self.store.settle(id).await;
             self.metrics
@@ -340,11 +369,16 @@ impl UsageRecorder {
                 Ok(true) => {}
                 Ok(false) => self.restore(part),
                 Err(e) => {
-                    *lock(&self.in_doubt) = Some((id, part));
+                    *lock(&self.in_doubt) = Some((id, written, part));
                     return Err(e);
                 }
             }
         }
+        self.flush_fresh().await
+    }
+
+    /// Writes the aggregate (the part of `flush` after settling).
+    async fn flush_fresh(&self) -> Result<(), StoreError> {
         let batch = self.take();
         if batch.is_empty() {
             return Ok(());
@@ -358,7 +392,7 @@ impl UsageRecorder {
                 .usage
                 .record_flush(&part, started.elapsed(), result.as_ref().err());
             if let Err(e) = result {
-                *lock(&self.in_doubt) = Some((id, part));
+                *lock(&self.in_doubt) = Some((id, started, part));
                 parts.for_each(|rest| self.restore(rest));
                 return Err(e);
             }

@@ -10,7 +10,9 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
+
+use super::lock;
 
 use axum::http::HeaderValue;
 
@@ -78,12 +80,6 @@ impl Default for PollLog {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 impl PollLog {
     /// An empty log.
     pub fn new() -> Self {
@@ -138,11 +134,15 @@ impl PollLog {
             if &*entry.query != query {
                 entry.query = query.into();
             }
-            if entry.etag != etag {
-                entry.etag = etag.clone();
-            }
             entry.version = version;
-            entry.at = at;
+            if entry.etag != etag {
+                // A change of configuration is ordered against other replicas' records by its
+                // time: take it precisely, not from the coarse clock.
+                entry.etag = etag.clone();
+                entry.at = super::now_ms().max(at);
+            } else {
+                entry.at = entry.at.max(at);
+            }
             return 0;
         }
         if self.entries.load(Ordering::Relaxed) >= MAX_ENTRIES {
@@ -158,7 +158,7 @@ impl PollLog {
                 query: query.into(),
                 etag: etag.clone(),
                 version,
-                at,
+                at: super::now_ms().max(at),
             },
         );
         held
@@ -192,9 +192,10 @@ mod tests {
         entries.sort_by(|x, y| x.instance.cmp(&y.instance));
         assert_eq!(dropped, 0);
         assert_eq!(entries.len(), 2);
-        assert_eq!(
-            (entries[0].etag.clone(), entries[0].version, entries[0].at),
-            (b, 2, 20)
+        assert_eq!((entries[0].etag.clone(), entries[0].version), (b, 2));
+        assert!(
+            entries[0].at >= 20,
+            "a change of ETag takes the precise time"
         );
         assert!(log.take().0.is_empty());
     }

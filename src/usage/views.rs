@@ -41,10 +41,11 @@ pub struct PeriodCounts {
 
 impl PeriodCounts {
     fn add(&mut self, counts: &Counts) {
-        self.yes += counts.yes;
-        self.no += counts.no;
+        self.yes = self.yes.saturating_add(counts.yes);
+        self.no = self.no.saturating_add(counts.no);
         for (variant, n) in &counts.variants {
-            *self.variants.entry(variant.clone()).or_default() += n;
+            let total = self.variants.entry(variant.clone()).or_default();
+            *total = total.saturating_add(*n);
         }
     }
 }
@@ -185,6 +186,11 @@ pub struct ConfigVersions {
     pub applications: Vec<AppConfigVersions>,
 }
 
+/// `name` encoded as one URL path segment.
+fn path_segment(name: &str) -> String {
+    percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
 fn time(ms: i64) -> DateTime<Utc> {
     Utc.timestamp_millis_opt(ms).single().unwrap_or_default()
 }
@@ -219,8 +225,8 @@ pub async fn toggle_metrics(
         for (key, c) in counts {
             let add = |map: &mut BTreeMap<String, YesNo>| {
                 let slot = map.entry(key.toggle.clone()).or_default();
-                slot.yes += c.yes;
-                slot.no += c.no;
+                slot.yes = slot.yes.saturating_add(c.yes);
+                slot.no = slot.no.saturating_add(c.no);
             };
             add(&mut view.last_hour);
             if *m >= minute {
@@ -285,7 +291,7 @@ fn application_item(app: &AppRecord) -> ApplicationItem {
         color: app.metadata.color.clone(),
         icon: app.metadata.icon.clone(),
         links: ApplicationLinks {
-            app_details: format!("/api/admin/applications/{}", app.name),
+            app_details: format!("/api/admin/applications/{}", path_segment(&app.name)),
         },
     }
 }
@@ -383,7 +389,9 @@ pub fn application_details(
         })
         .collect();
     ApplicationDetails {
-        links: serde_json::json!({"self": format!("/api/admin/applications/{}", app.name)}),
+        links: serde_json::json!({
+            "self": format!("/api/admin/applications/{}", path_segment(&app.name))
+        }),
         strategies: vec![AppStrategies {
             app_name: app.name.clone(),
             strategies: app.strategies,
@@ -446,11 +454,11 @@ pub fn config_versions(
                 } else {
                     summary.behind += 1;
                 }
+                // The oldest version, with every instance on it (filtered polls of one version
+                // have different ETags; the first seen is named).
                 match &mut summary.oldest_version_in_use {
                     Some(oldest) if oldest.version < poll.version => {}
-                    Some(oldest) if oldest.version == poll.version && oldest.etag == poll.etag => {
-                        oldest.instances += 1;
-                    }
+                    Some(oldest) if oldest.version == poll.version => oldest.instances += 1,
                     slot => {
                         *slot = Some(OldestConfiguration {
                             version: poll.version,

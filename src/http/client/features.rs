@@ -11,6 +11,7 @@ use axum::Json;
 
 use super::ClientApi;
 use crate::domain::filter::FeatureFilter;
+use crate::domain::usage::REPORT_NAME_MAX;
 use crate::domain::views::ClientToggle;
 use crate::error::{ApiError, ApiResult};
 use crate::http::extract::{AppPath, FilterQuery};
@@ -52,7 +53,12 @@ fn respond(
         .get(header::IF_NONE_MATCH)
         .is_some_and(|inm| response.matches(inm.as_bytes()));
     let mut builder = Response::builder()
-        .header(header::ETAG, response.etag.clone())
+        // A copy, not a clone: a clone bumps a reference count every core shares.
+        .header(
+            header::ETAG,
+            HeaderValue::from_bytes(response.etag.as_bytes())
+                .unwrap_or_else(|_| response.etag.clone()),
+        )
         .header(header::VARY, HeaderValue::from_static("Accept-Encoding"));
     let body = if not_modified {
         counts.not_modified.inc();
@@ -116,6 +122,9 @@ pub async fn list_client_features(
     respond(&response, &headers, &api.metrics.client_counts)
 }
 
+/// Longest query string whose poll is recorded (filters longer than this are not from SDKs).
+const MAX_RECORDED_QUERY: usize = 1024;
+
 /// Records which configuration the polling instance now holds (the one it is sent or
 /// confirmed), when the SDK headers name it.
 fn record_poll(
@@ -126,8 +135,14 @@ fn record_poll(
     version: u64,
 ) {
     if let (Some(app), Some(instance)) = super::usage::client_identity(headers) {
-        api.usage
-            .record_poll(app, instance, query, &response.etag, version);
+        // Headers may be long; what the registry keeps is bounded as reports are.
+        if app.len() <= REPORT_NAME_MAX
+            && instance.len() <= REPORT_NAME_MAX
+            && query.len() <= MAX_RECORDED_QUERY
+        {
+            api.usage
+                .record_poll(app, instance, query, &response.etag, version);
+        }
     }
 }
 

@@ -182,12 +182,12 @@ impl EmbeddedUsage {
                     .retain_in(..(oldest_minute, "", "", "", ""), |_, _| false)
                     .map_err(failed)?;
                 let mut apps = txn.open_table(APPS).map_err(failed)?;
-                let mut gone = Vec::new();
+                let mut gone = std::collections::HashSet::new();
                 for row in apps.iter().map_err(failed)? {
                     let (name, raw) = row.map_err(failed)?;
                     let app: AppRow = serde_json::from_str(raw.value()).map_err(corrupt)?;
                     if app.last_seen < cutoff {
-                        gone.push(name.value().to_string());
+                        gone.insert(name.value().to_string());
                     }
                 }
                 for name in &gone {
@@ -198,11 +198,11 @@ impl EmbeddedUsage {
                     .retain(|(app, _), raw| {
                         let last_seen = serde_json::from_str::<InstanceRow>(raw)
                             .map_or(i64::MIN, |row| row.last_seen);
-                        last_seen >= cutoff && !gone.iter().any(|g| g == app)
+                        last_seen >= cutoff && !gone.contains(app)
                     })
                     .map_err(failed)?;
                 let mut seen = txn.open_table(SEEN).map_err(failed)?;
-                seen.retain(|(app, _), at| at >= cutoff && !gone.iter().any(|g| g == app))
+                seen.retain(|(app, _), at| at >= cutoff && !gone.contains(app))
                     .map_err(failed)?;
             }
             txn.commit().map_err(failed)
@@ -238,11 +238,12 @@ impl EmbeddedUsage {
                         app: app.to_string(),
                     })
                     .or_default();
-                match kind {
-                    "y" => slot.yes += n.value(),
-                    "n" => slot.no += n.value(),
-                    _ => *slot.variants.entry(variant.to_string()).or_default() += n.value(),
-                }
+                let total = match kind {
+                    "y" => &mut slot.yes,
+                    "n" => &mut slot.no,
+                    _ => slot.variants.entry(variant.to_string()).or_default(),
+                };
+                *total = total.saturating_add(n.value());
             }
             Ok(out)
         })

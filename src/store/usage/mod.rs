@@ -119,9 +119,9 @@ impl UsageBatch {
         self.counts.is_empty() && self.apps.is_empty()
     }
 
-    /// Splits the batch into parts of at most about `max` entries (toggle counters or
-    /// instances) each, so that no single write (one MULTI, one transaction) grows with the
-    /// fleet; each part is written atomically on its own.
+    /// Splits the batch into parts of at most about `max` entries (counter fields, instances,
+    /// seen toggles) each, so that no single write (one script, one transaction) grows with
+    /// the fleet; each part is written atomically on its own.
     pub fn split(self, max: usize) -> Vec<UsageBatch> {
         let max = max.max(1);
         let mut parts = Vec::new();
@@ -137,6 +137,7 @@ impl UsageBatch {
         for (minute, apps) in self.counts {
             for (app, toggles) in apps {
                 for (toggle, counts) in toggles {
+                    let variants = counts.variants.len();
                     current
                         .counts
                         .entry(minute)
@@ -144,7 +145,7 @@ impl UsageBatch {
                         .entry(app.clone())
                         .or_default()
                         .insert(toggle, counts);
-                    push(&mut current, &mut size, 1);
+                    push(&mut current, &mut size, 1 + variants);
                 }
             }
         }
@@ -165,12 +166,13 @@ impl UsageBatch {
                     instances.by_ref().take(room).collect();
                 let app = current.apps.entry(name.clone()).or_default();
                 app.last_seen = app.last_seen.max(last_seen);
+                let mut added = chunk.len().max(1);
                 if let Some((strategies, metrics_count, toggles)) = head.take() {
+                    added += toggles.len();
                     app.strategies = strategies;
                     app.metrics_count = metrics_count;
                     app.toggles = toggles;
                 }
-                let added = chunk.len().max(1);
                 app.instances.extend(chunk);
                 push(&mut current, &mut size, added);
                 if instances.peek().is_none() {
@@ -287,7 +289,7 @@ impl UsageStore {
         }
     }
 
-    /// One application, if it was seen at or after `since_ms` or has metadata.
+    /// One application, if it was seen (or described) at or after `since_ms`.
     pub async fn application(
         &self,
         name: &str,

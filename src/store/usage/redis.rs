@@ -95,6 +95,11 @@ fn push_chunked(ops: &mut Vec<Vec<String>>, prefix: &[&str], pairs: Vec<(String,
     }
 }
 
+/// `n` as a Redis integer argument (at most i64::MAX).
+fn redis_integer(n: u64) -> String {
+    n.min(i64::MAX as u64).to_string()
+}
+
 /// A per-instance record as stored: `<epoch ms>|<JSON>`, so the flush script can keep the
 /// newer of two records without decoding them.
 fn stamped<T: serde::Serialize>(at: i64, record: &T) -> Result<String, StoreError> {
@@ -176,7 +181,7 @@ impl RedisUsage {
                             "HINCRBY".into(),
                             key.clone(),
                             field(toggle, app, kind),
-                            n.to_string(),
+                            redis_integer(n),
                         ]);
                     };
                     // Zero yes/no counts add nothing; a variant reported with zero is listed,
@@ -213,7 +218,8 @@ impl RedisUsage {
                 ops.push(op(&["HSET", &app_key, "strategies", &to_json(strategies)?]));
             }
             if activity.metrics_count > 0 {
-                let n = activity.metrics_count.to_string();
+                // Redis refuses an increment past i64::MAX: the count then stays where it is.
+                let n = redis_integer(activity.metrics_count);
                 ops.push(op(&["HINCRBY", &app_key, "metricsCount", &n]));
             }
             let mut last = Vec::new();
@@ -324,12 +330,13 @@ impl RedisUsage {
                     continue;
                 };
                 let slot = counts.entry(key).or_default();
-                match (kind, variant) {
-                    ("y", None) => slot.yes += n,
-                    ("n", None) => slot.no += n,
-                    ("v", Some(variant)) => *slot.variants.entry(variant).or_default() += n,
-                    _ => {}
-                }
+                let total = match (kind, variant) {
+                    ("y", None) => &mut slot.yes,
+                    ("n", None) => &mut slot.no,
+                    ("v", Some(variant)) => slot.variants.entry(variant).or_default(),
+                    _ => continue,
+                };
+                *total = total.saturating_add(n);
             }
             out.push((minute, counts));
         }
