@@ -286,6 +286,13 @@ fn parse<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, DomainError> {
 
 /// What is wrong with a reported name, if anything: empty, too long, control characters.
 fn name_problem(value: &str) -> Option<String> {
+    // The common case in one pass: short printable ASCII, not only spaces.
+    if value.len() <= REPORT_NAME_MAX
+        && value.bytes().all(|b| (0x20..0x7f).contains(&b))
+        && value.bytes().any(|b| b != b' ')
+    {
+        return None;
+    }
     if value.trim().is_empty() {
         Some("is not allowed to be empty".into())
     } else if value.chars().count() > REPORT_NAME_MAX {

@@ -50,13 +50,29 @@ pub async fn run_trim(recorder: Arc<UsageRecorder>, stop: CancellationToken) {
 pub async fn run(recorder: Arc<UsageRecorder>, interval: Duration, stop: CancellationToken) {
     let mut failing = false;
     let mut wait = interval;
+    let mut next_full = tokio::time::Instant::now() + interval;
     loop {
-        tokio::select! {
+        // While the store fails, retries back off; otherwise the regular full flush is due at
+        // `next_full`, and an early one may come before it.
+        let due = if failing {
+            tokio::time::Instant::now() + wait
+        } else {
+            next_full
+        };
+        let early = tokio::select! {
             _ = stop.cancelled() => break,
-            _ = tokio::time::sleep(wait) => {}
-            _ = recorder.flush_requested(), if !failing => {}
-        }
-        match recorder.flush().await {
+            _ = tokio::time::sleep_until(due) => false,
+            _ = recorder.flush_requested(), if !failing => true,
+        };
+        // An early flush writes the instances only; counters wait for the interval (unless
+        // made-up names have piled up).
+        let result = if early && !recorder.counters_pending_over_limit() {
+            recorder.flush_instances().await
+        } else {
+            next_full = tokio::time::Instant::now() + interval;
+            recorder.flush().await
+        };
+        match result {
             Ok(()) => {
                 if failing {
                     tracing::info!("usage flush succeeded again");

@@ -9,14 +9,14 @@ pub mod flush;
 pub mod polls;
 pub mod views;
 
-use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use crate::domain::usage::{MetricsReport, Registration};
 use crate::store::usage::{
-    minute_of, AppActivity, InstanceActivity, PollRecord, RegistrationRecord, UsageBatch,
+    minute_of, AppActivity, FastMap, InstanceActivity, PollRecord, RegistrationRecord, UsageBatch,
     UsageStore,
 };
 use crate::store::StoreError;
@@ -45,14 +45,21 @@ fn tick_coarse_clock() {
     COARSE_NOW_MS.store(now_ms(), Ordering::Relaxed);
 }
 
-/// Instances (polls) or other entries (counters, seen toggles, reporting instances) held
-/// between two flushes beyond which the flusher is asked to flush early, so memory stays
-/// bounded however large the fleet or however many names clients make up (about 0.5 KiB each).
+/// Instances (polling or reporting) held between two flushes beyond which the flusher is asked
+/// to flush early, so memory stays bounded however large the fleet (about 0.5 KiB each).
 pub const FLUSH_EARLY_INSTANCES: usize = 50_000;
+
+/// Counter fields and seen toggles new since the last flush beyond which the flusher is asked
+/// to flush early. Real fleets stay far below (they are bounded by toggles × applications);
+/// clients that make up names every report do not grow memory without bound (~100 MiB).
+pub const FLUSH_EARLY_COUNTERS: usize = 500_000;
 
 /// Entries (toggle counters or instances) per atomic part of a flush: bounds the memory and
 /// the Redis time one write takes.
 const FLUSH_PART_ENTRIES: usize = 2_000;
+
+/// Shards of the aggregate.
+const PENDING_SHARDS: usize = 8;
 
 /// How long a part may stay in doubt: well within the flush marker's two hours.
 const IN_DOUBT_LIMIT: std::time::Duration = std::time::Duration::from_secs(90 * 60);
@@ -64,7 +71,10 @@ const KEEP_MINUTES: u64 = 61;
 /// The replica's usage aggregate and the store it is flushed to.
 pub struct UsageRecorder {
     store: UsageStore,
-    pending: Mutex<UsageBatch>,
+    /// The aggregate, in shards by application, so concurrent reports of different
+    /// applications do not wait for each other.
+    pending: [Mutex<UsageBatch>; PENDING_SHARDS],
+    shard_hasher: foldhash::fast::RandomState,
     polls: PollLog,
     metrics: Arc<Metrics>,
     /// Serialises flushes, so a batch put back after a failure is not flushed twice.
@@ -74,8 +84,10 @@ pub struct UsageRecorder {
     in_doubt: Mutex<Option<(u64, Instant, UsageBatch)>>,
     /// When the configuration gauges were last computed.
     gauges_refreshed: Mutex<Option<Instant>>,
-    /// Entries (counters, seen toggles, instances) new to the aggregate since the last flush.
-    new_entries: AtomicUsize,
+    /// Instances new to the aggregate since the last flush (reports, registrations).
+    new_instances: AtomicUsize,
+    /// Counter fields and seen toggles new to the aggregate since the last flush.
+    new_counters: AtomicUsize,
     /// Wakes the flusher before its interval when much is pending.
     flush_early: tokio::sync::Notify,
     /// Whether an early flush was asked for since the aggregate was last taken.
@@ -134,13 +146,15 @@ impl UsageRecorder {
     pub fn new(store: UsageStore, metrics: Arc<Metrics>) -> Self {
         Self {
             store,
-            pending: Mutex::new(UsageBatch::default()),
+            pending: std::array::from_fn(|_| Mutex::new(UsageBatch::default())),
+            shard_hasher: foldhash::fast::RandomState::default(),
             polls: PollLog::new(),
             metrics,
             flushing: tokio::sync::Mutex::new(()),
             in_doubt: Mutex::new(None),
             gauges_refreshed: Mutex::new(None),
-            new_entries: AtomicUsize::new(0),
+            new_instances: AtomicUsize::new(0),
+            new_counters: AtomicUsize::new(0),
             flush_early: tokio::sync::Notify::new(),
             early_requested: std::sync::atomic::AtomicBool::new(false),
         }
@@ -164,8 +178,8 @@ impl UsageRecorder {
 
     /// Adds a registration.
     pub fn record_registration(&self, registration: Registration, client_ip: Option<&str>) {
-        let at = now_ms();
-        let mut batch = lock(&self.pending);
+        let at = coarse_now_ms();
+        let mut batch = self.shard(&registration.app_name);
         let app = app_entry(&mut batch, &registration.app_name);
         app.strategies = Some(registration.strategies);
         let instance = touch(
@@ -173,7 +187,7 @@ impl UsageRecorder {
             &registration.instance_id,
             at,
             client_ip,
-            Some(&self.new_entries),
+            Some(&self.new_instances),
         );
         instance.registration = Some(RegistrationRecord {
             sdk_version: registration.sdk_version,
@@ -189,13 +203,13 @@ impl UsageRecorder {
     /// client's, so skewed clients cannot write into expired or future buckets). Names are
     /// copied only the first time this replica counts them between two flushes.
     pub fn record_metrics(&self, report: MetricsReport<'_>, client_ip: Option<&str>) {
-        let at = now_ms();
+        let at = coarse_now_ms();
         let evaluations = report.evaluations();
         let app_name: &str = &report.app_name;
-        let mut batch = lock(&self.pending);
+        let mut batch = self.shard(app_name);
         let minute = batch.counts.entry(minute_of(at)).or_default();
         if !minute.contains_key(app_name) {
-            minute.insert(app_name.to_string(), HashMap::new());
+            minute.insert(app_name.to_string(), FastMap::default());
         }
         let toggles = minute.get_mut(app_name).expect("inserted above");
         let mut added = 0;
@@ -224,7 +238,7 @@ impl UsageRecorder {
             &report.instance_id,
             at,
             client_ip,
-            Some(&self.new_entries),
+            Some(&self.new_instances),
         );
         for (name, _) in &report.toggles {
             match app.toggles.get_mut(name.as_ref()) {
@@ -236,7 +250,7 @@ impl UsageRecorder {
             }
         }
         drop(batch);
-        self.new_entries.fetch_add(added, Ordering::Relaxed);
+        self.new_counters.fetch_add(added, Ordering::Relaxed);
         self.note_new_entries();
     }
 
@@ -265,17 +279,62 @@ impl UsageRecorder {
     /// Wakes the flusher once when the new entries pass the threshold (again only after the
     /// aggregate was taken, so a store outage does not turn into a busy loop).
     fn note_new_entries(&self) {
-        if self.new_entries.load(Ordering::Relaxed) >= FLUSH_EARLY_INSTANCES
-            && !self.early_requested.swap(true, Ordering::Relaxed)
-        {
+        let full = self.new_instances.load(Ordering::Relaxed) >= FLUSH_EARLY_INSTANCES
+            || self.new_counters.load(Ordering::Relaxed) >= FLUSH_EARLY_COUNTERS;
+        if full && !self.early_requested.swap(true, Ordering::Relaxed) {
             self.flush_early.notify_one();
         }
     }
 
+    /// The aggregate shard of `app`, locked.
+    fn shard(&self, app: &str) -> MutexGuard<'_, UsageBatch> {
+        let index = self.shard_hasher.hash_one(app) as usize % PENDING_SHARDS;
+        lock(&self.pending[index])
+    }
+
     /// Takes everything aggregated since the last call.
     fn take(&self) -> UsageBatch {
-        let mut batch = std::mem::take(&mut *lock(&self.pending));
-        self.new_entries.store(0, Ordering::Relaxed);
+        let mut batch = UsageBatch::default();
+        for shard in &self.pending {
+            // Shards hold disjoint applications: their maps only need joining.
+            let part = std::mem::take(&mut *lock(shard));
+            for (minute, apps) in part.counts {
+                batch.counts.entry(minute).or_default().extend(apps);
+            }
+            batch.apps.extend(part.apps);
+        }
+        self.new_counters.store(0, Ordering::Relaxed);
+        self.take_instances_into(&mut batch);
+        batch
+    }
+
+    /// Takes only the instances (polls, and those of reports and registrations), leaving the
+    /// counters for the regular flush: what an early flush writes, since counters are bounded
+    /// by toggles × applications and instances are not.
+    fn take_instances(&self) -> UsageBatch {
+        let mut batch = UsageBatch::default();
+        for shard in &self.pending {
+            for (name, app) in lock(shard).apps.iter_mut() {
+                if app.instances.is_empty() {
+                    continue;
+                }
+                batch.apps.insert(
+                    name.clone(),
+                    AppActivity {
+                        last_seen: app.last_seen,
+                        instances: std::mem::take(&mut app.instances),
+                        ..AppActivity::default()
+                    },
+                );
+            }
+        }
+        self.take_instances_into(&mut batch);
+        batch
+    }
+
+    /// Moves the poll log into `batch` and resets the early-flush triggers of instances.
+    fn take_instances_into(&self, batch: &mut UsageBatch) {
+        self.new_instances.store(0, Ordering::Relaxed);
         self.early_requested.store(false, Ordering::Relaxed);
         let (polls, dropped) = self.polls.take();
         self.metrics.usage.polls_dropped.inc_by(dropped);
@@ -283,7 +342,7 @@ impl UsageRecorder {
             let Ok(etag) = poll.etag.to_str() else {
                 continue;
             };
-            let app = app_entry(&mut batch, &poll.app);
+            let app = app_entry(batch, &poll.app);
             let instance = touch(app, &poll.instance, poll.at, None, None);
             if instance.poll.as_ref().is_none_or(|p| p.at <= poll.at) {
                 instance.poll = Some(PollRecord {
@@ -294,26 +353,30 @@ impl UsageRecorder {
                 });
             }
         }
-        batch
     }
 
     /// Puts a batch that could not be written back, to be retried with the next flush.
     fn restore(&self, failed: UsageBatch) {
         let oldest = minute_of(now_ms()).saturating_sub(KEEP_MINUTES);
-        let mut batch = lock(&self.pending);
         for (minute, apps) in failed.counts {
             if minute < oldest {
                 continue;
             }
-            let target = batch.counts.entry(minute).or_default();
             for (app, toggles) in apps {
-                let target = target.entry(app).or_default();
+                let mut batch = self.shard(&app);
+                let target = batch
+                    .counts
+                    .entry(minute)
+                    .or_default()
+                    .entry(app)
+                    .or_default();
                 for (toggle, counts) in toggles {
                     target.entry(toggle).or_default().add(&counts);
                 }
             }
         }
         for (name, failed) in failed.apps {
+            let mut batch = self.shard(&name);
             let app = app_entry(&mut batch, &name);
             app.last_seen = app.last_seen.max(failed.last_seen);
             if app.strategies.is_none() {
@@ -347,6 +410,20 @@ impl UsageRecorder {
     /// doubt (merging it back if it was not applied, dropping it if it was), so a failure
     /// neither loses nor double-counts anything.
     pub async fn flush(&self) -> Result<(), StoreError> {
+        self.flush_with(Self::take).await
+    }
+
+    /// Writes only the instances aggregated since the last flush (see `take_instances`).
+    pub async fn flush_instances(&self) -> Result<(), StoreError> {
+        self.flush_with(Self::take_instances).await
+    }
+
+    /// Whether so many counter fields are pending that the early flush must write them too.
+    pub fn counters_pending_over_limit(&self) -> bool {
+        self.new_counters.load(Ordering::Relaxed) >= FLUSH_EARLY_COUNTERS
+    }
+
+    async fn flush_with(&self, take: fn(&Self) -> UsageBatch) -> Result<(), StoreError> {
         let _flushing = self.flushing.lock().await;
         let doubtful = lock(&self.in_doubt).take();
         if let Some((id, written, part)) = doubtful {
@@ -358,7 +435,7 @@ impl UsageRecorder {
                     std::time::Duration::ZERO,
                     Some(&StoreError::Uncertain("unconfirmed part dropped".into())),
                 );
-                return self.flush_fresh().await;
+                return self.write_parts(take(self)).await;
             }
             let started = Instant::now();
             let settled = self.store.settle(id).await;
@@ -374,12 +451,11 @@ impl UsageRecorder {
                 }
             }
         }
-        self.flush_fresh().await
+        self.write_parts(take(self)).await
     }
 
-    /// Writes the aggregate (the part of `flush` after settling).
-    async fn flush_fresh(&self) -> Result<(), StoreError> {
-        let batch = self.take();
+    /// Writes a batch in parts, holding a failed part in doubt and restoring the rest.
+    async fn write_parts(&self, batch: UsageBatch) -> Result<(), StoreError> {
         if batch.is_empty() {
             return Ok(());
         }
