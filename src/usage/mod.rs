@@ -476,3 +476,56 @@ impl UsageRecorder {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::usage::ClientHeaders;
+    use crate::store::embedded::EmbeddedStore;
+
+    fn report(app: &str, instance: &str) -> Vec<u8> {
+        format!(
+            r#"{{"appName":"{app}","instanceId":"{instance}","bucket":{{"start":"2026-11-22T10:00:00Z",
+               "stop":"2026-11-22T10:00:10Z","toggles":{{"t":{{"yes":2,"no":1}}}}}}}}"#
+        )
+        .into_bytes()
+    }
+
+    #[tokio::test]
+    async fn an_early_flush_writes_instances_and_leaves_counters_for_the_interval() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = crate::store::usage::UsageStore::Embedded(
+            EmbeddedStore::open(dir.path())
+                .await
+                .expect("store")
+                .usage(),
+        );
+        let recorder = UsageRecorder::new(store.clone(), Arc::new(Metrics::default()));
+        let headers = ClientHeaders::default();
+        for instance in ["i-1", "i-2"] {
+            let body = report("shop", instance);
+            let parsed = MetricsReport::parse(&body, &headers).expect("valid");
+            recorder.record_metrics(parsed, Some("10.0.0.1"));
+        }
+        let etag = axum::http::HeaderValue::from_static("W/\"1\"");
+        recorder.record_poll("shop", "i-3", "", &etag, 7);
+
+        recorder.flush_instances().await.expect("early flush");
+        let instances = store.instances("shop", 0).await.expect("instances");
+        assert_eq!(instances.len(), 3);
+        let minute = minute_of(now_ms());
+        let counted = store.counts(minute - 1, minute).await.expect("counts");
+        assert!(counted.is_empty(), "counters wait for the regular flush");
+
+        recorder.flush().await.expect("flush");
+        let counted = store.counts(minute - 1, minute + 1).await.expect("counts");
+        let total: u64 = counted
+            .iter()
+            .flat_map(|(_, c)| c.values())
+            .map(|c| c.yes + c.no)
+            .sum();
+        assert_eq!(total, 6, "both reports, counted once");
+        let apps = store.applications(0).await.expect("apps");
+        assert_eq!(apps[0].metrics_count, 6);
+    }
+}
