@@ -45,6 +45,18 @@ struct LoggedChanges {
     changes: Vec<Change>,
 }
 
+/// Runs blocking redb work on `db` off the async runtime (shared with the usage tables).
+pub(crate) async fn run_blocking<T, F>(db: &Arc<Database>, work: F) -> Result<T, StoreError>
+where
+    T: Send + 'static,
+    F: FnOnce(&Database) -> Result<T, StoreError> + Send + 'static,
+{
+    let db = db.clone();
+    tokio::task::spawn_blocking(move || work(&db))
+        .await
+        .map_err(failed)?
+}
+
 /// The position recorded in the meta table.
 fn read_position(meta: &impl ReadableTable<&'static str, u64>) -> Result<Position, StoreError> {
     let read = |name: &str| -> Result<u64, StoreError> {
@@ -103,10 +115,7 @@ impl EmbeddedStore {
         T: Send + 'static,
         F: FnOnce(&Database) -> Result<T, StoreError> + Send + 'static,
     {
-        let db = self.db.clone();
-        tokio::task::spawn_blocking(move || work(&db))
-            .await
-            .map_err(failed)?
+        run_blocking(&self.db, work).await
     }
 
     /// The usage side of this backend (same database file).

@@ -511,8 +511,11 @@ mod tests {
         recorder.record_poll("shop", "i-3", "", &etag, 7);
 
         recorder.flush_instances().await.expect("early flush");
-        let instances = store.instances("shop", 0).await.expect("instances");
-        assert_eq!(instances.len(), 3);
+        let instances = store
+            .instances(&["shop".into()], 0)
+            .await
+            .expect("instances");
+        assert_eq!(instances[0].len(), 3);
         let minute = minute_of(now_ms());
         let counted = store.counts(minute - 1, minute).await.expect("counts");
         assert!(counted.is_empty(), "counters wait for the regular flush");

@@ -269,15 +269,21 @@ pub async fn toggle_detail(store: &UsageStore, name: &str) -> Result<ToggleDetai
 /// The toggles each application reported, with its evaluation count.
 pub async fn seen_toggles(store: &UsageStore) -> Result<Vec<SeenToggles>, StoreError> {
     let since = registry_since();
-    let mut out = Vec::new();
-    for app in store.applications(since).await? {
-        out.push(SeenToggles {
-            seen_toggles: store.seen_toggles(&app.name, since).await?,
+    let apps = store.applications(since).await?;
+    let toggles = store.seen_toggles(&names(&apps), since).await?;
+    Ok(apps
+        .into_iter()
+        .zip(toggles)
+        .map(|(app, seen_toggles)| SeenToggles {
+            seen_toggles,
             app_name: app.name,
             metrics_count: app.metrics_count,
-        });
-    }
-    Ok(out)
+        })
+        .collect())
+}
+
+fn names(apps: &[AppRecord]) -> Vec<String> {
+    apps.iter().map(|a| a.name.clone()).collect()
 }
 
 fn application_item(app: &AppRecord) -> ApplicationItem {
@@ -316,9 +322,11 @@ pub async fn seen_apps(
 ) -> Result<BTreeMap<String, Vec<ApplicationItem>>, StoreError> {
     let since = registry_since();
     let mut out: BTreeMap<String, Vec<ApplicationItem>> = BTreeMap::new();
-    for app in store.applications(since).await? {
-        let item = application_item(&app);
-        for toggle in store.seen_toggles(&app.name, since).await? {
+    let apps = store.applications(since).await?;
+    let toggles = store.seen_toggles(&names(&apps), since).await?;
+    for (app, toggles) in apps.iter().zip(toggles) {
+        let item = application_item(app);
+        for toggle in toggles {
             out.entry(toggle).or_default().push(item.clone());
         }
     }
@@ -354,8 +362,17 @@ pub async fn application(
     let Some(app) = store.application(name, since).await? else {
         return Ok(None);
     };
-    let instances = store.instances(name, since).await?;
-    let toggles = store.seen_toggles(name, since).await?;
+    let key = [name.to_string()];
+    let instances = store
+        .instances(&key, since)
+        .await?
+        .pop()
+        .unwrap_or_default();
+    let toggles = store
+        .seen_toggles(&key, since)
+        .await?
+        .pop()
+        .unwrap_or_default();
     Ok(Some((app, instances, toggles)))
 }
 
@@ -413,12 +430,9 @@ pub async fn all_instances(
     store: &UsageStore,
 ) -> Result<Vec<(String, Vec<InstanceRecord>)>, StoreError> {
     let since = registry_since();
-    let mut out = Vec::new();
-    for app in store.applications(since).await? {
-        let instances = store.instances(&app.name, since).await?;
-        out.push((app.name, instances));
-    }
-    Ok(out)
+    let apps = names(&store.applications(since).await?);
+    let instances = store.instances(&apps, since).await?;
+    Ok(apps.into_iter().zip(instances).collect())
 }
 
 /// Per application: how many instances hold the configuration they would be sent now, how

@@ -188,6 +188,27 @@ async fn reports_are_counted_and_shown_in_every_view(backend: &Backend) {
 
 async fn views_answer_at_the_spec_and_the_reference_paths(backend: &Backend) {
     let app = spawn(backend).await;
+    // Before any client reported: empty views, not errors.
+    for (path, empty) in [
+        ("/api/admin/metrics/seen-toggles", json!([])),
+        ("/api/admin/metrics/seen-apps", json!({})),
+        (
+            "/api/admin/metrics/applications",
+            json!({"applications": []}),
+        ),
+        (
+            "/api/admin/metrics/feature-toggles",
+            json!({"lastHour": {}, "lastMinute": {}}),
+        ),
+    ] {
+        assert_eq!(app.get(path).await.expect(200).json, empty, "{path}");
+    }
+    let versions = app
+        .get("/api/admin/metrics/config-versions")
+        .await
+        .expect(200)
+        .json;
+    assert_eq!(versions["applications"], json!([]));
     post_client(
         &app,
         "/api/client/metrics",

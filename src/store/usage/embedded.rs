@@ -78,10 +78,7 @@ impl EmbeddedUsage {
         T: Send + 'static,
         F: FnOnce(&Database) -> Result<T, StoreError> + Send + 'static,
     {
-        let db = self.db.clone();
-        tokio::task::spawn_blocking(move || work(&db))
-            .await
-            .map_err(failed)?
+        crate::store::embedded::run_blocking(&self.db, work).await
     }
 
     pub(super) async fn flush(&self, batch: &UsageBatch) -> Result<(), StoreError> {
@@ -287,59 +284,67 @@ impl EmbeddedUsage {
 
     pub(super) async fn instances(
         &self,
-        app: &str,
+        apps: &[String],
         since_ms: i64,
-    ) -> Result<Vec<InstanceRecord>, StoreError> {
-        let app = app.to_string();
+    ) -> Result<Vec<Vec<InstanceRecord>>, StoreError> {
+        let apps = apps.to_vec();
         self.blocking(move |db| {
             let txn = db.begin_read().map_err(failed)?;
             let table = txn.open_table(INSTANCES).map_err(failed)?;
-            let mut out = Vec::new();
-            for row in table.range((app.as_str(), "")..).map_err(failed)? {
-                let (key, raw) = row.map_err(failed)?;
-                let (row_app, id) = key.value();
-                if row_app != app {
-                    break;
+            let mut all = Vec::with_capacity(apps.len());
+            for app in &apps {
+                let mut out = Vec::new();
+                for row in table.range((app.as_str(), "")..).map_err(failed)? {
+                    let (key, raw) = row.map_err(failed)?;
+                    let (row_app, id) = key.value();
+                    if row_app != app {
+                        break;
+                    }
+                    let row: InstanceRow = serde_json::from_str(raw.value()).map_err(corrupt)?;
+                    if row.last_seen >= since_ms {
+                        out.push(InstanceRecord {
+                            instance_id: id.to_string(),
+                            first_seen: row.first_seen,
+                            last_seen: row.last_seen,
+                            client_ip: row.client_ip,
+                            registration: row.registration,
+                            poll: row.poll,
+                        });
+                    }
                 }
-                let row: InstanceRow = serde_json::from_str(raw.value()).map_err(corrupt)?;
-                if row.last_seen >= since_ms {
-                    out.push(InstanceRecord {
-                        instance_id: id.to_string(),
-                        first_seen: row.first_seen,
-                        last_seen: row.last_seen,
-                        client_ip: row.client_ip,
-                        registration: row.registration,
-                        poll: row.poll,
-                    });
-                }
+                out.sort_by_key(|i| std::cmp::Reverse(i.last_seen));
+                all.push(out);
             }
-            out.sort_by_key(|i| std::cmp::Reverse(i.last_seen));
-            Ok(out)
+            Ok(all)
         })
         .await
     }
 
     pub(super) async fn seen_toggles(
         &self,
-        app: &str,
+        apps: &[String],
         since_ms: i64,
-    ) -> Result<Vec<String>, StoreError> {
-        let app = app.to_string();
+    ) -> Result<Vec<Vec<String>>, StoreError> {
+        let apps = apps.to_vec();
         self.blocking(move |db| {
             let txn = db.begin_read().map_err(failed)?;
             let table = txn.open_table(SEEN).map_err(failed)?;
-            let mut out = Vec::new();
-            for row in table.range((app.as_str(), "")..).map_err(failed)? {
-                let (key, at) = row.map_err(failed)?;
-                let (row_app, toggle) = key.value();
-                if row_app != app {
-                    break;
+            let mut all = Vec::with_capacity(apps.len());
+            for app in &apps {
+                let mut out = Vec::new();
+                for row in table.range((app.as_str(), "")..).map_err(failed)? {
+                    let (key, at) = row.map_err(failed)?;
+                    let (row_app, toggle) = key.value();
+                    if row_app != app {
+                        break;
+                    }
+                    if at.value() >= since_ms {
+                        out.push(toggle.to_string());
+                    }
                 }
-                if at.value() >= since_ms {
-                    out.push(toggle.to_string());
-                }
+                all.push(out);
             }
-            Ok(out)
+            Ok(all)
         })
         .await
     }

@@ -305,23 +305,28 @@ impl UsageStore {
         }
     }
 
-    /// The instances of `app` seen at or after `since_ms`, most recently seen first.
+    /// The instances of each of `apps` seen at or after `since_ms`, most recently seen first
+    /// (one round trip for all of them).
     pub async fn instances(
         &self,
-        app: &str,
+        apps: &[String],
         since_ms: i64,
-    ) -> Result<Vec<InstanceRecord>, StoreError> {
+    ) -> Result<Vec<Vec<InstanceRecord>>, StoreError> {
         match self {
-            UsageStore::Redis(s) => s.instances(app, since_ms).await,
-            UsageStore::Embedded(s) => s.instances(app, since_ms).await,
+            UsageStore::Redis(s) => s.instances(apps, since_ms).await,
+            UsageStore::Embedded(s) => s.instances(apps, since_ms).await,
         }
     }
 
-    /// The toggles `app` reported at or after `since_ms`, by name.
-    pub async fn seen_toggles(&self, app: &str, since_ms: i64) -> Result<Vec<String>, StoreError> {
+    /// The toggles each of `apps` reported at or after `since_ms`, by name (one round trip).
+    pub async fn seen_toggles(
+        &self,
+        apps: &[String],
+        since_ms: i64,
+    ) -> Result<Vec<Vec<String>>, StoreError> {
         match self {
-            UsageStore::Redis(s) => s.seen_toggles(app, since_ms).await,
-            UsageStore::Embedded(s) => s.seen_toggles(app, since_ms).await,
+            UsageStore::Redis(s) => s.seen_toggles(apps, since_ms).await,
+            UsageStore::Embedded(s) => s.seen_toggles(apps, since_ms).await,
         }
     }
 

@@ -393,57 +393,75 @@ impl RedisUsage {
 
     pub(super) async fn instances(
         &self,
-        app: &str,
+        apps: &[String],
         since_ms: i64,
-    ) -> Result<Vec<InstanceRecord>, StoreError> {
+    ) -> Result<Vec<Vec<InstanceRecord>>, StoreError> {
+        if apps.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pipe = redis::pipe();
+        for app in apps {
+            pipe.zrevrangebyscore_withscores(self.keys.usage_instances(app), "+inf", since_ms)
+                .cmd("ZRANGE")
+                .arg(self.keys.usage_instances_first_seen(app))
+                .arg(0)
+                .arg(-1)
+                .arg("WITHSCORES")
+                .hgetall(self.keys.usage_instance_ips(app))
+                .hgetall(self.keys.usage_registrations(app))
+                .hgetall(self.keys.usage_polls(app));
+        }
         let mut conn = self.conn.clone();
-        #[allow(clippy::type_complexity)]
-        let (last, first, ips, registrations, polls): (
-            Vec<(String, i64)>,
-            HashMap<String, i64>,
-            HashMap<String, String>,
-            HashMap<String, String>,
-            HashMap<String, String>,
-        ) = redis::pipe()
-            .zrevrangebyscore_withscores(self.keys.usage_instances(app), "+inf", since_ms)
-            .cmd("ZRANGE")
-            .arg(self.keys.usage_instances_first_seen(app))
-            .arg(0)
-            .arg(-1)
-            .arg("WITHSCORES")
-            .hgetall(self.keys.usage_instance_ips(app))
-            .hgetall(self.keys.usage_registrations(app))
-            .hgetall(self.keys.usage_polls(app))
-            .query_async(&mut conn)
-            .await
-            .map_err(unavailable)?;
-        Ok(last
-            .into_iter()
-            .map(|(id, last_seen)| InstanceRecord {
-                first_seen: first.get(&id).copied().unwrap_or(last_seen),
-                client_ip: ips.get(&id).cloned(),
-                registration: registrations
-                    .get(&id)
-                    .and_then(|raw| unstamp::<RegistrationRecord>(raw)),
-                poll: polls.get(&id).and_then(|raw| unstamp::<PollRecord>(raw)),
-                last_seen,
-                instance_id: id,
-            })
-            .collect())
+        let replies: Vec<redis::Value> = pipe.query_async(&mut conn).await.map_err(unavailable)?;
+        let mut replies = replies.into_iter();
+        let mut next = move || -> Result<redis::Value, StoreError> {
+            replies
+                .next()
+                .ok_or_else(|| StoreError::Corrupt("short reply to an instances read".into()))
+        };
+        let mut out = Vec::with_capacity(apps.len());
+        for _ in apps {
+            let last: Vec<(String, i64)> = decode(next()?)?;
+            let first: HashMap<String, i64> = decode(next()?)?;
+            let ips: HashMap<String, String> = decode(next()?)?;
+            let registrations: HashMap<String, String> = decode(next()?)?;
+            let polls: HashMap<String, String> = decode(next()?)?;
+            out.push(
+                last.into_iter()
+                    .map(|(id, last_seen)| InstanceRecord {
+                        first_seen: first.get(&id).copied().unwrap_or(last_seen),
+                        client_ip: ips.get(&id).cloned(),
+                        registration: registrations
+                            .get(&id)
+                            .and_then(|raw| unstamp::<RegistrationRecord>(raw)),
+                        poll: polls.get(&id).and_then(|raw| unstamp::<PollRecord>(raw)),
+                        last_seen,
+                        instance_id: id,
+                    })
+                    .collect(),
+            );
+        }
+        Ok(out)
     }
 
     pub(super) async fn seen_toggles(
         &self,
-        app: &str,
+        apps: &[String],
         since_ms: i64,
-    ) -> Result<Vec<String>, StoreError> {
+    ) -> Result<Vec<Vec<String>>, StoreError> {
+        if apps.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pipe = redis::pipe();
+        for app in apps {
+            pipe.zrangebyscore(self.keys.usage_seen_toggles(app), since_ms, "+inf");
+        }
         let mut conn = self.conn.clone();
-        let mut toggles: Vec<String> = conn
-            .zrangebyscore(self.keys.usage_seen_toggles(app), since_ms, "+inf")
-            .await
-            .map_err(unavailable)?;
-        toggles.sort();
-        Ok(toggles)
+        let mut lists: Vec<Vec<String>> = pipe.query_async(&mut conn).await.map_err(unavailable)?;
+        for toggles in &mut lists {
+            toggles.sort();
+        }
+        Ok(lists)
     }
 
     pub(super) async fn set_metadata(
@@ -483,6 +501,11 @@ impl RedisUsage {
             .await
             .map_err(write_failure)
     }
+}
+
+/// Decodes one reply of a pipeline.
+fn decode<T: redis::FromRedisValue>(value: redis::Value) -> Result<T, StoreError> {
+    redis::from_redis_value(value).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
 /// Builds an application from its hash.
