@@ -101,12 +101,23 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// The value under `key`, created with `make` if missing (only then is the key copied), and
+/// whether it was created.
+fn slot<'a, V>(
+    map: &'a mut FastMap<String, V>,
+    key: &str,
+    make: impl FnOnce() -> V,
+) -> (&'a mut V, bool) {
+    let created = !map.contains_key(key);
+    if created {
+        map.insert(key.to_string(), make());
+    }
+    (map.get_mut(key).expect("present: inserted above"), created)
+}
+
 /// The app's activity record, created on first use.
 fn app_entry<'a>(batch: &'a mut UsageBatch, app: &str) -> &'a mut AppActivity {
-    if !batch.apps.contains_key(app) {
-        batch.apps.insert(app.to_string(), AppActivity::default());
-    }
-    batch.apps.get_mut(app).expect("inserted above")
+    slot(&mut batch.apps, app, AppActivity::default).0
 }
 
 /// Notes a contact of `instance` at `at`; `added` counts it when it is new to the batch.
@@ -118,19 +129,13 @@ fn touch<'a>(
     added: Option<&AtomicUsize>,
 ) -> &'a mut InstanceActivity {
     app.last_seen = app.last_seen.max(at);
-    if !app.instances.contains_key(instance) {
-        if let Some(added) = added {
-            added.fetch_add(1, Ordering::Relaxed);
-        }
-        app.instances.insert(
-            instance.to_string(),
-            InstanceActivity {
-                first_seen: at,
-                ..InstanceActivity::default()
-            },
-        );
+    let (entry, created) = slot(&mut app.instances, instance, || InstanceActivity {
+        first_seen: at,
+        ..InstanceActivity::default()
+    });
+    if let (true, Some(added)) = (created, added) {
+        added.fetch_add(1, Ordering::Relaxed);
     }
-    let entry = app.instances.get_mut(instance).expect("inserted above");
     entry.first_seen = entry.first_seen.min(at);
     entry.last_seen = entry.last_seen.max(at);
     if let Some(ip) = client_ip {
@@ -208,27 +213,17 @@ impl UsageRecorder {
         let app_name: &str = &report.app_name;
         let mut batch = self.shard(app_name);
         let minute = batch.counts.entry(minute_of(at)).or_default();
-        if !minute.contains_key(app_name) {
-            minute.insert(app_name.to_string(), FastMap::default());
-        }
-        let toggles = minute.get_mut(app_name).expect("inserted above");
+        let toggles = slot(minute, app_name, FastMap::default).0;
         let mut added = 0;
         for (name, counts) in &report.toggles {
-            if !toggles.contains_key(name.as_ref()) {
-                toggles.insert(name.to_string(), Default::default());
-                added += 1;
-            }
-            let slot = toggles.get_mut(name.as_ref()).expect("inserted above");
-            slot.yes = slot.yes.saturating_add(counts.yes);
-            slot.no = slot.no.saturating_add(counts.no);
+            let (total, created) = slot(toggles, name, Default::default);
+            added += usize::from(created);
+            total.yes = total.yes.saturating_add(counts.yes);
+            total.no = total.no.saturating_add(counts.no);
             for (variant, n) in &counts.variants {
-                match slot.variants.get_mut(variant.as_ref()) {
-                    Some(v) => *v = v.saturating_add(*n),
-                    None => {
-                        slot.variants.insert(variant.to_string(), *n);
-                        added += 1;
-                    }
-                }
+                let (v, created) = slot(&mut total.variants, variant, || 0);
+                added += usize::from(created);
+                *v = v.saturating_add(*n);
             }
         }
         let app = app_entry(&mut batch, app_name);
@@ -241,13 +236,9 @@ impl UsageRecorder {
             Some(&self.new_instances),
         );
         for (name, _) in &report.toggles {
-            match app.toggles.get_mut(name.as_ref()) {
-                Some(seen) => *seen = at,
-                None => {
-                    app.toggles.insert(name.to_string(), at);
-                    added += 1;
-                }
-            }
+            let (seen, created) = slot(&mut app.toggles, name, || at);
+            added += usize::from(created);
+            *seen = at;
         }
         drop(batch);
         self.new_counters.fetch_add(added, Ordering::Relaxed);
