@@ -59,7 +59,11 @@ pub async fn run(
     let store = open_store(&settings).await?;
     tracing::info!(backend = store.backend_name(), "store opened");
     let snapshot = Arc::new(Snapshot::new(store.clone()));
-    let service = Service::new(store.clone(), snapshot.clone());
+    let metrics = Arc::new(telemetry::metrics::Metrics::new(
+        (settings.prometheus_toggle_usage_series > 0)
+            .then_some(settings.prometheus_toggle_usage_series),
+    ));
+    let service = Service::new(store.clone(), snapshot.clone(), metrics.clone());
     let notify = Arc::new(Notify::new());
     let interval = Duration::from_millis(settings.refresh_interval_ms);
 
@@ -75,10 +79,6 @@ pub async fn run(
         shutdown.clone(),
     ));
 
-    let metrics = Arc::new(telemetry::metrics::Metrics::new(
-        (settings.prometheus_toggle_usage_series > 0)
-            .then_some(settings.prometheus_toggle_usage_series),
-    ));
     let usage = Arc::new(usage::UsageRecorder::new(store.usage(), metrics.clone()));
     workers.spawn(keep_fresh(
         service.clone(),

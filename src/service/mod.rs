@@ -20,6 +20,7 @@ use crate::domain::tag::TagRef;
 use crate::domain::{DomainError, ValidationErrors};
 use crate::snapshot::{position_of, Snapshot};
 use crate::store::{Change, Collection, CommitOutcome, Store, StoreError};
+use crate::telemetry::metrics::Metrics;
 
 /// How often a write re-decides after losing a race with another writer.
 const COMMIT_ATTEMPTS: usize = 8;
@@ -116,12 +117,17 @@ impl<T> Plan<T> {
 pub struct Service {
     store: Store,
     snapshot: Arc<Snapshot>,
+    metrics: Arc<Metrics>,
 }
 
 impl Service {
-    /// Use-cases writing to `store` and reading `snapshot`.
-    pub fn new(store: Store, snapshot: Arc<Snapshot>) -> Self {
-        Self { store, snapshot }
+    /// Use-cases writing to `store` and reading `snapshot`; commits are timed in `metrics`.
+    pub fn new(store: Store, snapshot: Arc<Snapshot>, metrics: Arc<Metrics>) -> Self {
+        Self {
+            store,
+            snapshot,
+            metrics,
+        }
     }
 
     /// The current configuration, or `NotReady` before the first load and seeding.
@@ -158,11 +164,15 @@ impl Service {
             if plan.changes.is_empty() && plan.events.is_empty() {
                 return Ok(plan.output);
             }
-            match self
+            let started = std::time::Instant::now();
+            let committed = self
                 .store
                 .commit(position_of(&state), &plan.changes, &plan.events)
-                .await?
-            {
+                .await;
+            self.metrics
+                .usage
+                .operation("commit", started.elapsed(), committed.as_ref().err());
+            match committed? {
                 CommitOutcome::Committed { position } => {
                     if let Err(e) = self
                         .snapshot

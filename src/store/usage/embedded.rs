@@ -116,7 +116,7 @@ impl EmbeddedUsage {
                     let mut row: AppRow = match apps.get(name.as_str()).map_err(failed)? {
                         Some(raw) => serde_json::from_str(raw.value()).map_err(corrupt)?,
                         None => AppRow {
-                            created_at: activity.last_seen,
+                            created_at: activity.first_seen(),
                             ..AppRow::default()
                         },
                     };

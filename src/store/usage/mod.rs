@@ -110,6 +110,18 @@ pub struct AppActivity {
 /// Counts of one minute: application → toggle → counts.
 pub type MinuteCounts = FastMap<String, FastMap<String, Counts>>;
 
+impl AppActivity {
+    /// The earliest contact in the batch: the application's creation time when it is new.
+    pub fn first_seen(&self) -> i64 {
+        self.instances
+            .values()
+            .map(|i| i.first_seen)
+            .min()
+            .unwrap_or(self.last_seen)
+            .min(self.last_seen)
+    }
+}
+
 /// Everything one replica aggregated between two flushes.
 #[derive(Debug, Clone, Default)]
 pub struct UsageBatch {

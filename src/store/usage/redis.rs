@@ -212,7 +212,8 @@ impl RedisUsage {
         for (app, activity) in &batch.apps {
             let app_key = self.keys.usage_app(app);
             let seen = activity.last_seen.to_string();
-            ops.push(op(&["HSETNX", &app_key, "createdAt", &seen]));
+            let first = activity.first_seen().to_string();
+            ops.push(op(&["HSETNX", &app_key, "createdAt", &first]));
             ops.push(op(&["HSET", &app_key, "updatedAt", &seen]));
             if let Some(strategies) = &activity.strategies {
                 ops.push(op(&["HSET", &app_key, "strategies", &to_json(strategies)?]));
