@@ -53,8 +53,10 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO=$(git -C "$HERE" rev-parse --show-toplevel 2>/dev/null || (cd "$HERE/.." && pwd))
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+. "$HERE/lib.sh"
 
+common_defaults   # REPO, DURATION, ROUNDS, STORE, BENCH_DIR, REDIS_SERVER, CARGO_TARGET_DIR, ...
 INSTANCES=${INSTANCES:-100000}
 APPS=${APPS:-20}
 TOGGLES=${TOGGLES:-1000}
@@ -63,22 +65,14 @@ POLL_S=15
 METRICS_S=60
 START=warm
 GZIP=1
-DURATION=${DURATION:-10}
-ROUNDS=${ROUNDS:-2}
 WARMUP=3
 CONN=64
 THREADS=2
-STORE=${STORE:-redis}
 CEILING_BODY=server
 FLUSH_MS=""
 REDIS_SETTLE=""
-BENCH_DIR=${BENCH_DIR:-$REPO/../shared/bench}
-REDIS_SERVER=${REDIS_SERVER:-redis-server}
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/tmp/fp-release}
-BUILD=1
-OUT=""
 TIME_LIMIT=900
-ADMIN_HEADER='Authorization: Basic YWRtaW46'   # basic auth "admin:" (any username works)
+KILL_AFTER=5      # run_bg: SIGKILL this long after a step's time limit
 PREFIX=fleet                                  # app and instance names: fleet-app-007, fleet-inst-000123
 SEED=1
 
@@ -92,20 +86,12 @@ while [ $# -gt 0 ]; do
     --metrics-interval) METRICS_S=$2; shift 2;;
     --start) START=$2; shift 2;;
     --no-gzip) GZIP=0; shift;;
-    --duration) DURATION=$2; shift 2;;
-    --rounds) ROUNDS=$2; shift 2;;
-    --warmup) WARMUP=$2; shift 2;;
     --connections) CONN=$2; shift 2;;
     --threads) THREADS=$2; shift 2;;
-    --store) STORE=$2; shift 2;;
     --ceiling-body) CEILING_BODY=$2; shift 2;;
     --flush-interval-ms) FLUSH_MS=$2; shift 2;;
     --redis-settle) REDIS_SETTLE=$2; shift 2;;
-    --out) OUT=$2; shift 2;;
-    --no-build) BUILD=0; shift;;
-    --time-limit) TIME_LIMIT=$2; shift 2;;
-    -h|--help) sed -n '2,52p' "$0"; exit 0;;
-    *) echo "unknown option $1 (see --help)" >&2; exit 2;;
+    *) common_opt "$@"; shift "$OPT_SHIFT";;   # --duration --rounds --warmup --store --out --no-build --time-limit -h
   esac
 done
 for v in INSTANCES APPS TOGGLES TPR POLL_S METRICS_S DURATION ROUNDS WARMUP CONN THREADS TIME_LIMIT; do
@@ -117,82 +103,26 @@ done
 [ "$POLL_S" -ge 1 ] && [ $((METRICS_S % POLL_S)) = 0 ] && [ "$METRICS_S" -ge "$POLL_S" ] \
   || { echo "--metrics-interval must be a whole multiple of --poll-interval" >&2; exit 2; }
 PPP=$((METRICS_S / POLL_S))   # polls per post
-case "$STORE" in redis|embedded) ;; *) echo "--store must be redis or embedded" >&2; exit 2;; esac
+check_store
 case "$START" in warm|cold) ;; *) echo "--start must be warm or cold" >&2; exit 2;; esac
-[ -n "$FLUSH_MS" ] && ! [[ $FLUSH_MS =~ ^[0-9]+$ ]] && { echo "--flush-interval-ms must be an integer" >&2; exit 2; }
+check_flush_ms
 [ -x "$BENCH_DIR/gen_features.py" ] && [ -d "$BENCH_DIR/ceiling" ] || { echo "bench kit not found at $BENCH_DIR (set BENCH_DIR)" >&2; exit 2; }
 [ -r "$HERE/fleet.lua" ] || { echo "$HERE/fleet.lua not found" >&2; exit 2; }
-for tool in wrk curl python3 timeout; do
-  command -v "$tool" >/dev/null || { echo "$tool not found (apt-get install -y wrk curl python3)" >&2; exit 2; }
-done
-if [ "$STORE" = redis ]; then
-  for tool in "$REDIS_SERVER" redis-cli; do
-    command -v "$tool" >/dev/null || { echo "$tool not found (apt-get install -y redis-server)" >&2; exit 2; }
-  done
-fi
+need_tools "wrk curl python3" wrk curl python3 timeout
+need_redis_tools
 
-OUT=${OUT:-$(mktemp -d /tmp/flagpole-fleet.XXXXXX)}
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
+make_out flagpole-fleet
 
 # ---- cleanup: stop exactly the processes this script started -------------------------------
-CHILD_PID=""; CEILING_PID=""; FP_PID=""; REDIS_PID=""; WATCHDOG_PID=""; DATA_DIR=""
-stop() {  # stop PID: SIGTERM, wait up to 5 s, then SIGKILL
-  local pid=$1
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
-  kill "$pid" 2>/dev/null || true
-  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  kill -9 "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-}
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  stop "$CHILD_PID"     # a running wrk / loader (under timeout, which forwards the signal)
-  stop "$CEILING_PID"
-  stop "$FP_PID"
-  stop "$REDIS_PID"
-  stop "$WATCHDOG_PID"
-  [ -n "$DATA_DIR" ] && rm -rf "$DATA_DIR"
-  echo "# stopped flagpole${REDIS_PID:+, redis-server}${CEILING_PID:+ and the ceiling}; logs and results in $OUT" >&2
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
+# CHILD_PID: a running wrk / loader (under timeout, which forwards the signal), started by run_bg
+stop_on_exit CHILD_PID CEILING_PID FP_PID REDIS_PID WATCHDOG_PID
 trap 'echo "# interrupted (SIGTERM or --time-limit reached)" >&2; exit 143' TERM
+stopped_what() { echo "flagpole${REDIS_PID:+, redis-server}${CEILING_PID:+ and the ceiling}"; }   # for cleanup's last line
 
-# run_bg LIMIT OUTFILE CMD...: run a step in the background under timeout, its output to
-# OUTFILE (- = stderr), and wait for it, so that Ctrl-C, SIGTERM and the watchdog reach the
-# traps at once (the redirection is not on the function: cleanup messages stay on stderr).
-run_bg() {
-  local limit=$1 out=$2; shift 2
-  if [ "$out" = - ]; then timeout --kill-after=5 "$limit" "$@" >&2 &
-  else timeout --kill-after=5 "$limit" "$@" > "$out" 2>&1 &
-  fi
-  CHILD_PID=$!
-  local rc=0
-  wait "$CHILD_PID" || rc=$?
-  CHILD_PID=""
-  return "$rc"
-}
 nap() { sleep "$1" & CHILD_PID=$!; wait "$CHILD_PID" || true; CHILD_PID=""; }   # an interruptible sleep
 
 # ---- 1. build --------------------------------------------------------------------------------
-REV="prebuilt binary"
-if [ -n "${FLAGPOLE_BIN:-}" ]; then
-  BIN=$FLAGPOLE_BIN
-else
-  BIN=$CARGO_TARGET_DIR/release/flagpole
-  if [ "$BUILD" = 1 ]; then
-    REV="source $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')"
-    [ -n "$(git -C "$REPO" status --porcelain -- src Cargo.toml Cargo.lock 2>/dev/null)" ] \
-      && REV="$REV + uncommitted changes"
-    echo "# building flagpole (release, $REV) into $CARGO_TARGET_DIR" >&2
-    (cd "$REPO" && cargo build --release -q --bin flagpole)
-  fi
-fi
-[ -x "$BIN" ] || { echo "flagpole binary $BIN not found" >&2; exit 1; }
-REV="$REV, binary built $(date -r "$BIN" '+%F %T')"
+build_flagpole
 CEILING_TARGET=${CEILING_TARGET:-/tmp/ceiling/target}
 if [ -z "${CEILING_BIN:-}" ]; then
   CEILING_BIN=$CEILING_TARGET/release/ceiling
@@ -203,62 +133,19 @@ fi
 
 # hard limit for everything from here on: the watchdog sends SIGTERM to this script
 ( trap 'kill "$s" 2>/dev/null; exit 0' TERM; sleep "$TIME_LIMIT" & s=$!; wait "$s"; kill -TERM $$ 2>/dev/null ) &
+# shellcheck disable=SC2034  # WATCHDOG_PID is read by cleanup (lib.sh): stop_on_exit names it
 WATCHDOG_PID=$!
 
 # ---- 2. start redis-server, flagpole, load the toggles, start the ceiling -----------------
-free_ports() {  # free_ports K: K distinct free loopback TCP ports, space-separated
-  python3 - "$1" <<'EOF'
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-EOF
-}
 read -r REDIS_PORT FP_PORT CEILING_PORT <<<"$(free_ports 3)"
+machine_info
 
-{
-  echo "# $(date '+%F %T %Z'); machine: $(nproc) cores ($(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)), load average $(cut -d' ' -f1-3 /proc/loadavg), $(awk '/MemAvailable/{printf "%.0f MiB", $2/1024}' /proc/meminfo) available"
-  echo "# wrk $(wrk -v 2>&1 | head -1 | awk '{print $2}'), $("$REDIS_SERVER" --version 2>/dev/null | awk '{print $3}' || echo 'no redis-server'), $(uname -sr)"
-} | tee "$OUT/machine.txt" >&2
-
-if [ "$STORE" = redis ]; then
-  "$REDIS_SERVER" --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
-    --daemonize no --protected-mode yes > "$OUT/redis.log" 2>&1 &
-  REDIS_PID=$!
-  for _ in $(seq 100); do
-    redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG && break
-    kill -0 "$REDIS_PID" 2>/dev/null || { echo "redis-server exited; see $OUT/redis.log" >&2; exit 1; }
-    sleep 0.1
-  done
-  echo "# redis-server pid $REDIS_PID on 127.0.0.1:$REDIS_PORT (no persistence)" >&2
-  STORE_ARGS=(--redis-url "redis://127.0.0.1:$REDIS_PORT" --key-prefix bench)
-else
-  DATA_DIR=$(mktemp -d /tmp/flagpole-fleet-data.XXXXXX)
-  STORE_ARGS=(--data-dir "$DATA_DIR")
-fi
+start_store redis_ping_cli flagpole-fleet
 
 # the metrics flush interval: pass it only to a binary that knows the setting
-FLUSH_ARGS=()
-HAS_FLUSH=0
-"$BIN" --help 2>/dev/null | grep -q -- '--metrics-flush-interval-ms' && HAS_FLUSH=1
-if [ -n "$FLUSH_MS" ]; then
-  if [ "$HAS_FLUSH" = 1 ]; then FLUSH_ARGS=(--metrics-flush-interval-ms "$FLUSH_MS")
-  else echo "# WARNING: this flagpole has no --metrics-flush-interval-ms; ignoring --flush-interval-ms" >&2; fi
-fi
-REDIS_SETTLE=${REDIS_SETTLE:-$(( (${FLUSH_MS:-5000} + 999) / 1000 + 1 ))}
+flush_settings
 
-URL="http://127.0.0.1:$FP_PORT"
-"$BIN" --listen "127.0.0.1:$FP_PORT" "${STORE_ARGS[@]}" "${FLUSH_ARGS[@]+"${FLUSH_ARGS[@]}"}" > "$OUT/flagpole.log" 2>&1 &
-FP_PID=$!
-ready=0
-for _ in $(seq 300); do  # up to ~30 s
-  if [ "$(curl -s -m 1 -o /dev/null -w '%{http_code}' "$URL/health" || true)" = 200 ]; then ready=1; break; fi
-  kill -0 "$FP_PID" 2>/dev/null || { echo "flagpole exited; see $OUT/flagpole.log" >&2; exit 1; }
-  sleep 0.1
-done
-[ "$ready" = 1 ] || { echo "flagpole not healthy after 30 s; see $OUT/flagpole.log" >&2; exit 1; }
-echo "# flagpole pid $FP_PID on $URL ($STORE store; $REV)" >&2
+start_flagpole "${STORE_ARGS[@]}" "${FLUSH_ARGS[@]+"${FLUSH_ARGS[@]}"}"
 
 echo "# loading $TOGGLES toggles into $URL via POST /api/admin/features (gen_features.py $TOGGLES --load)" >&2
 run_bg 600 - python3 "$BENCH_DIR/gen_features.py" "$TOGGLES" --load "$URL" --admin-header "$ADMIN_HEADER" \
