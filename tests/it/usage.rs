@@ -16,6 +16,7 @@ conformance!(
     identity_comes_from_the_body_or_the_sdk_headers,
     applications_can_be_described_filtered_and_deleted,
     the_client_ip_comes_from_the_proxy_only_when_trusted,
+    retention_forgets_what_was_not_seen_for_two_days,
 );
 
 /// A replica that flushes usage every 100 ms.
@@ -515,4 +516,83 @@ async fn the_client_ip_comes_from_the_proxy_only_when_trusted(backend: &Backend)
         assert_eq!(details["instances"][0]["clientIp"], expected);
         app.stop().await;
     }
+}
+
+async fn retention_forgets_what_was_not_seen_for_two_days(backend: &Backend) {
+    let app = spawn(backend).await;
+    for (name, instance) in [("kept", "k-1"), ("gone", "g-1")] {
+        post_client(
+            &app,
+            "/api/client/metrics",
+            &metrics_body(name, instance, json!({"old": {"yes": 1}})),
+        )
+        .await
+        .expect(202);
+    }
+    wait_for(&app, "/api/admin/metrics/applications", |v| {
+        v["applications"].as_array().map(Vec::len) == Some(2)
+    })
+    .await;
+    // A moment later the application "kept" reports again, from another instance and toggle.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let between = chrono::Utc::now().timestamp_millis();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    post_client(
+        &app,
+        "/api/client/metrics",
+        &metrics_body("kept", "k-2", json!({"new": {"yes": 1}})),
+    )
+    .await
+    .expect(202);
+    wait_for(&app, "/api/admin/metrics/applications/kept", |v| {
+        v["instances"].as_array().map(Vec::len) == Some(2)
+    })
+    .await;
+    app.stop().await;
+
+    // The trim as it would run two days after `between`: what was last seen before it goes —
+    // a whole application, an instance and a toggle of one still in use. (The embedded file is
+    // free now that the replica stopped.)
+    let day = 24 * 60 * 60 * 1000;
+    let store = flagpole::open_store(&backend.settings())
+        .await
+        .expect("store")
+        .usage();
+    store.trim(between + 2 * day).await.expect("trim");
+    let apps = store.applications(0).await.expect("apps");
+    assert_eq!(
+        apps.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(),
+        ["kept"]
+    );
+    let names = ["kept".to_string(), "gone".to_string()];
+    let instances = store.instances(&names, 0).await.expect("instances");
+    let kept: Vec<&str> = instances[0]
+        .iter()
+        .map(|i| i.instance_id.as_str())
+        .collect();
+    assert_eq!(kept, ["k-2"]);
+    assert!(
+        instances[1].is_empty(),
+        "instances go with their application"
+    );
+    let toggles = store.seen_toggles(&names, 0).await.expect("toggles");
+    assert_eq!(toggles, [vec!["new".to_string()], vec![]]);
+    // Three days on, nothing is left.
+    store
+        .trim(chrono::Utc::now().timestamp_millis() + 3 * day)
+        .await
+        .expect("trim");
+    assert!(store.applications(0).await.expect("apps").is_empty());
+    drop(store);
+
+    let app = spawn(backend).await;
+    let list = app
+        .get("/api/admin/metrics/applications")
+        .await
+        .expect(200)
+        .json;
+    assert_eq!(list, json!({"applications": []}));
+    app.get("/api/admin/metrics/applications/kept")
+        .await
+        .expect(404);
 }
