@@ -86,8 +86,11 @@ impl HotCounter {
     /// Brings the exported counter up to the slots' total.
     fn sync(&self) {
         let total: u64 = self.slots.iter().map(|s| s.0.load(Ordering::Relaxed)).sum();
-        let before = self.synced.swap(total, Ordering::Relaxed);
-        self.exported.inc_by(total.saturating_sub(before));
+        // fetch_max: of two concurrent scrapes, only the one that raises the mark adds.
+        let before = self.synced.fetch_max(total, Ordering::Relaxed);
+        if total > before {
+            self.exported.inc_by(total - before);
+        }
     }
 }
 

@@ -91,10 +91,24 @@ pub async fn run(recorder: Arc<UsageRecorder>, interval: Duration, stop: Cancell
             }
         }
     }
-    match recorder.flush().await {
-        Ok(()) => tracing::info!("usage flushed at shutdown"),
-        Err(e) => {
-            tracing::error!(error = %e, "usage flush at shutdown failed; these counts are lost")
+    // A few attempts: one slow answer (another replica's flush, a blip) must not lose what
+    // this replica holds; each attempt settles the previous one's part in doubt first.
+    for attempt in 1..=SHUTDOWN_ATTEMPTS {
+        match recorder.flush().await {
+            Ok(()) => {
+                tracing::info!("usage flushed at shutdown");
+                return;
+            }
+            Err(e) if attempt == SHUTDOWN_ATTEMPTS => {
+                tracing::error!(error = %e, "usage flush at shutdown failed; these counts are lost");
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, attempt, "usage flush at shutdown failed; retrying");
+                tokio::time::sleep(Duration::from_millis(250 * u64::from(attempt))).await;
+            }
         }
     }
 }
+
+/// Flush attempts when the replica stops.
+const SHUTDOWN_ATTEMPTS: u32 = 3;

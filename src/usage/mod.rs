@@ -61,8 +61,9 @@ const FLUSH_PART_ENTRIES: usize = 2_000;
 /// Shards of the aggregate.
 const PENDING_SHARDS: usize = 8;
 
-/// How long a part may stay in doubt: well within the flush marker's two hours.
-const IN_DOUBT_LIMIT: std::time::Duration = std::time::Duration::from_secs(90 * 60);
+/// How long a part may stay in doubt: within the flush marker's two hours (the marker is set
+/// after the part was first written, so it outlives this).
+const IN_DOUBT_LIMIT: std::time::Duration = std::time::Duration::from_secs(110 * 60);
 
 /// Counts older than this many minutes are useless to the views; a batch kept through a long
 /// store outage drops them.
@@ -285,6 +286,10 @@ impl UsageRecorder {
 
     /// Takes everything aggregated since the last call.
     fn take(&self) -> UsageBatch {
+        // Reset before draining: a report racing with the drain errs towards an early flush.
+        self.new_counters.store(0, Ordering::Relaxed);
+        self.new_instances.store(0, Ordering::Relaxed);
+        self.early_requested.store(false, Ordering::Relaxed);
         let mut batch = UsageBatch::default();
         for shard in &self.pending {
             // Shards hold disjoint applications: their maps only need joining.
@@ -294,7 +299,6 @@ impl UsageRecorder {
             }
             batch.apps.extend(part.apps);
         }
-        self.new_counters.store(0, Ordering::Relaxed);
         self.take_instances_into(&mut batch);
         batch
     }
@@ -303,6 +307,8 @@ impl UsageRecorder {
     /// counters for the regular flush: what an early flush writes, since counters are bounded
     /// by toggles × applications and instances are not.
     fn take_instances(&self) -> UsageBatch {
+        self.new_instances.store(0, Ordering::Relaxed);
+        self.early_requested.store(false, Ordering::Relaxed);
         let mut batch = UsageBatch::default();
         for shard in &self.pending {
             for (name, app) in lock(shard).apps.iter_mut() {
@@ -323,10 +329,8 @@ impl UsageRecorder {
         batch
     }
 
-    /// Moves the poll log into `batch` and resets the early-flush triggers of instances.
+    /// Moves the poll log into `batch`.
     fn take_instances_into(&self, batch: &mut UsageBatch) {
-        self.new_instances.store(0, Ordering::Relaxed);
-        self.early_requested.store(false, Ordering::Relaxed);
         let (polls, dropped) = self.polls.take();
         self.metrics.usage.polls_dropped.inc_by(dropped);
         for poll in polls {
@@ -434,7 +438,11 @@ impl UsageRecorder {
                 .usage
                 .operation("usage_flush", started.elapsed(), settled.as_ref().err());
             match settled {
-                Ok(true) => {}
+                // Applied after all: count it where a successful write is counted.
+                Ok(true) => self
+                    .metrics
+                    .usage
+                    .record_flush(&part, std::time::Duration::ZERO, None),
                 Ok(false) => self.restore(part),
                 Err(e) => {
                     *lock(&self.in_doubt) = Some((id, written, part));

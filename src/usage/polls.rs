@@ -45,11 +45,11 @@ type Shard = Mutex<HashMap<u64, PollEntry, BuildHasherDefault<KeyHasher>>>;
 /// Slots of the per-thread memo of recent polls.
 const MEMO_SLOTS: usize = 64;
 
-/// A poll recorded recently by this thread: (log, instance id, ETag, epoch second).
-type Memo = [(usize, u64, usize, i64); MEMO_SLOTS];
+/// A poll recorded recently by this thread: (log, instance id, ETag, version, epoch second).
+type Memo = [(usize, u64, usize, u64, i64); MEMO_SLOTS];
 
 thread_local! {
-    static RECENT: RefCell<Memo> = const { RefCell::new([(0, 0, 0, 0); MEMO_SLOTS]) };
+    static RECENT: RefCell<Memo> = const { RefCell::new([(0, 0, 0, 0, 0); MEMO_SLOTS]) };
 }
 
 /// One instance's latest poll.
@@ -112,6 +112,7 @@ impl PollLog {
             self as *const Self as usize,
             id,
             etag.as_bytes().as_ptr() as usize,
+            version,
             at.div_euclid(1000),
         );
         let repeated = RECENT.with(|recent| {

@@ -173,25 +173,28 @@ impl UsageBatch {
                 instances,
                 toggles,
             } = activity;
-            // The application's own fields go with its first part.
-            let mut head = Some((strategies, metrics_count, toggles));
+            // The application's own fields go with its first part; its instances and seen
+            // toggles are spread over as many parts as they need.
+            let mut head = Some((strategies, metrics_count));
             let mut instances = instances.into_iter().peekable();
+            let mut toggles = toggles.into_iter().peekable();
             loop {
                 let room = max.saturating_sub(size).max(1);
                 let chunk: FastMap<String, InstanceActivity> =
                     instances.by_ref().take(room).collect();
+                let room = room.saturating_sub(chunk.len()).max(1);
+                let seen: FastMap<String, i64> = toggles.by_ref().take(room).collect();
                 let app = current.apps.entry(name.clone()).or_default();
                 app.last_seen = app.last_seen.max(last_seen);
-                let mut added = chunk.len().max(1);
-                if let Some((strategies, metrics_count, toggles)) = head.take() {
-                    added += toggles.len();
+                if let Some((strategies, metrics_count)) = head.take() {
                     app.strategies = strategies;
                     app.metrics_count = metrics_count;
-                    app.toggles = toggles;
                 }
+                let added = (chunk.len() + seen.len()).max(1);
                 app.instances.extend(chunk);
+                app.toggles.extend(seen);
                 push(&mut current, &mut size, added);
-                if instances.peek().is_none() {
+                if instances.peek().is_none() && toggles.peek().is_none() {
                     break;
                 }
             }
@@ -388,6 +391,9 @@ mod tests {
         }
         let app = batch.apps.entry("app".into()).or_default();
         app.metrics_count = 25;
+        for t in 0..17 {
+            app.toggles.insert(format!("seen{t}"), 1);
+        }
         for i in 0..23 {
             app.instances
                 .insert(format!("i{i}"), InstanceActivity::default());
@@ -405,6 +411,12 @@ mod tests {
             .flat_map(|p| p.apps.values())
             .map(|a| a.instances.len())
             .sum();
+        let seen: usize = parts
+            .iter()
+            .flat_map(|p| p.apps.values())
+            .map(|a| a.toggles.len())
+            .sum();
+        assert_eq!(seen, 17);
         let metrics: u64 = parts
             .iter()
             .flat_map(|p| p.apps.values())
