@@ -1,28 +1,31 @@
 //! `ConfigState`: the whole configuration at one version, as the service reads it to apply
 //! domain rules and as the snapshot serves it.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
+
+use imbl::OrdMap;
 
 use super::strategy::StrategyDefinition;
 use super::tag::{Tag, TagRef, TagType};
 use super::toggle::Toggle;
 
 /// Configuration at one store version. Maps are keyed by name (tags by `type:value`), so
-/// listings come out sorted by name as clients expect.
+/// listings come out sorted by name as clients expect. They are persistent maps (`imbl`):
+/// cloning a state is O(1) and a changed record copies only its path in the tree, so applying
+/// a change set of one toggle to 10,000 costs what the one toggle costs.
 #[derive(Debug, Clone, Default)]
 pub struct ConfigState {
     /// Store version this state reflects; 0 means "never written".
     pub version: u64,
     /// Id of the commit that made `version` (see `store::Position`).
     pub head: u64,
-    pub features: BTreeMap<String, Arc<Toggle>>,
-    pub archive: BTreeMap<String, Arc<Toggle>>,
-    pub strategies: BTreeMap<String, Arc<StrategyDefinition>>,
-    pub tag_types: BTreeMap<String, Arc<TagType>>,
-    pub tags: BTreeMap<String, Arc<Tag>>,
+    pub features: OrdMap<String, Arc<Toggle>>,
+    pub archive: OrdMap<String, Arc<Toggle>>,
+    pub strategies: OrdMap<String, Arc<StrategyDefinition>>,
+    pub tag_types: OrdMap<String, Arc<TagType>>,
+    pub tags: OrdMap<String, Arc<Tag>>,
     /// Id sequences (e.g. `tag`), advanced by the writes that allocate ids.
-    pub counters: BTreeMap<String, u64>,
+    pub counters: OrdMap<String, u64>,
 }
 
 impl ConfigState {
