@@ -96,7 +96,12 @@ async fn prometheus(
     headers: axum::http::HeaderMap,
 ) -> impl IntoResponse {
     if state.usage.claim_gauge_refresh(CONFIG_GAUGES_TTL) {
-        match super::admin::metrics::config_versions(&state, 120).await {
+        match super::admin::metrics::config_versions(
+            &state,
+            super::admin::metrics::DEFAULT_STALE_AFTER_SECONDS,
+        )
+        .await
+        {
             Ok(summary) => {
                 let apps: Vec<(String, u64, u64, u64)> = summary
                     .applications

@@ -26,7 +26,7 @@ use crate::usage::{now_ms, views, UsageRecorder};
 
 /// Default of `staleAfterSeconds`: an instance that has not polled for this long is "not seen
 /// recently" (SDKs poll every 15 s by default).
-const DEFAULT_STALE_AFTER_SECONDS: u64 = 120;
+pub const DEFAULT_STALE_AFTER_SECONDS: u64 = 120;
 /// Longest accepted metadata value.
 const METADATA_MAX: usize = 2048;
 

@@ -75,10 +75,17 @@ async fn read(
     };
     let bytes = to_bytes(req.into_body(), MAX_BODY_BYTES)
         .await
-        .map_err(|_| {
-            ApiError::PayloadTooLarge(format!(
-                "The body is larger than {MAX_BODY_BYTES} bytes; send fewer toggles per report"
-            ))
+        .map_err(|e| {
+            // Only a body over the limit is a 413; one that broke off is the client's 400.
+            let over_limit = std::error::Error::source(&e)
+                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+            if over_limit {
+                ApiError::PayloadTooLarge(format!(
+                    "The body is larger than {MAX_BODY_BYTES} bytes; send fewer toggles per report"
+                ))
+            } else {
+                ApiError::bad_request("", format!("Could not read the body: {e}"))
+            }
         })?;
     Ok((bytes, headers, ip, declared))
 }
