@@ -1,6 +1,9 @@
-//! What a replica pays once per configuration version for `GET /api/client/features`:
-//! serialising, gzipping and hashing the document (`snapshot::client_cache::build`), and
-//! evaluating a filter over the toggles. Requests themselves only pick the built bytes.
+//! What a replica pays per configuration version for `GET /api/client/features`: the client
+//! document built from scratch (every toggle serialised, the whole document compressed and
+//! hashed — what every version cost before documents were assembled from pieces) side by
+//! side with the rebuild after a one-toggle change (one piece serialised, one group
+//! recompressed, the rest reused), for the unfiltered and a tag-filtered document.
+//! Requests themselves only pick the built bytes.
 //!
 //! `cargo bench --bench client_features`
 
@@ -14,7 +17,7 @@ use flagpole::domain::filter::FeatureFilter;
 use flagpole::domain::state::ConfigState;
 use flagpole::domain::tag::TagRef;
 use flagpole::domain::toggle::{Constraint, Operator, Strategy, Toggle, Variant, WeightType};
-use flagpole::snapshot::build_client_response;
+use flagpole::snapshot::client_document::{build_filtered, ClientDocuments, PieceList};
 
 /// `n` toggles shaped like the shared bench kit's: 2 strategies, some constraints and variants.
 fn state_with(n: usize) -> ConfigState {
@@ -82,18 +85,70 @@ fn state_with(n: usize) -> ConfigState {
     state
 }
 
+/// `state` at the next version with one toggle's description changed.
+fn one_change(state: &ConfigState, i: usize) -> ConfigState {
+    let mut next = state.clone();
+    let (name, toggle) = state
+        .features
+        .iter()
+        .nth(i % state.features.len())
+        .expect("toggles");
+    let mut changed = (**toggle).clone();
+    changed.enabled = !changed.enabled;
+    next.features.insert(name.clone(), Arc::new(changed));
+    next.version += 1;
+    next
+}
+
 fn build(c: &mut Criterion) {
-    let all = FeatureFilter::default();
     let one_team =
         FeatureFilter::parse(&["simple:team-3".into()], &[], None).expect("valid filter");
     for n in [1_000, 10_000] {
-        let state = state_with(n);
-        c.bench_function(&format!("build client response, {n} toggles"), |b| {
-            b.iter(|| build_client_response(&state, &all))
-        });
-        c.bench_function(&format!("build tag-filtered response, {n} toggles"), |b| {
-            b.iter(|| build_client_response(&state, &one_team))
-        });
+        let mut state = state_with(n);
+        state.version = 1;
+        c.bench_function(
+            &format!("from scratch: client document, {n} toggles"),
+            |b| b.iter(|| ClientDocuments::default().build(&state)),
+        );
+        c.bench_function(
+            &format!("from scratch: tag-filtered document, {n} toggles"),
+            |b| {
+                b.iter(|| {
+                    let pieces = PieceList::update(&PieceList::default(), &state);
+                    build_filtered(&pieces, &one_team, None)
+                })
+            },
+        );
+
+        // Alternating between two versions one toggle apart: every build is a rebuild after
+        // a one-toggle change.
+        let versions = [state.clone(), one_change(&state, n / 2)];
+        let documents = ClientDocuments::default();
+        documents.build(&versions[0]);
+        let mut next = 1;
+        c.bench_function(
+            &format!("after one change: client document, {n} toggles"),
+            |b| {
+                b.iter(|| {
+                    documents.build(&versions[next]);
+                    next = 1 - next;
+                })
+            },
+        );
+        let pieces = versions
+            .iter()
+            .map(|v| PieceList::update(&PieceList::default(), v))
+            .collect::<Vec<_>>();
+        let filtered = build_filtered(&pieces[0], &one_team, None);
+        c.bench_function(
+            &format!("after one change: tag-filtered document, {n} toggles"),
+            |b| {
+                b.iter(|| {
+                    let fresh = PieceList::update(&pieces[0], &versions[1]);
+                    build_filtered(&fresh, &one_team, Some(&filtered))
+                })
+            },
+        );
     }
 }
 

@@ -79,6 +79,8 @@ pub async fn run(
         shutdown.clone(),
     ));
 
+    workers.spawn(snapshot.clone().run_client_builder(shutdown.clone()));
+
     let usage = Arc::new(usage::UsageRecorder::new(store.usage(), metrics.clone()));
     workers.spawn(keep_fresh(
         service.clone(),

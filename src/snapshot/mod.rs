@@ -1,11 +1,11 @@
 //! The per-replica snapshot: the whole configuration in memory, refreshed from the store's
-//! change log, with the client-features responses cached per version.
+//! change log, with the client documents built from it.
 //!
 //! Client reads never touch the store. Writers apply their own commit before answering
 //! (read-your-writes); other replicas learn of new versions by pub/sub and by a periodic
 //! version check, and then read only the change sets they missed.
 
-mod client_cache;
+pub mod client_document;
 mod decode;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,24 +13,18 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
 
-pub use client_cache::{
-    build as build_client_response, no_match, ClientFeaturesCache, ClientResponse,
-};
+pub use client_document::{no_match, ClientDocuments, ClientResponse};
 
 use crate::domain::state::ConfigState;
-use crate::store::{Change, Collection, Position, Store, StoreError};
-
-/// One version of the configuration and the client responses built from it.
-pub struct Loaded {
-    pub state: Arc<ConfigState>,
-    pub client: Arc<ClientFeaturesCache>,
-}
+use crate::store::{Change, Position, Store, StoreError};
 
 /// The replica's view of the configuration.
 pub struct Snapshot {
     store: Store,
-    current: ArcSwap<Loaded>,
+    current: ArcSwap<ConfigState>,
+    client: Arc<ClientDocuments>,
     /// Serialises updates so change sets are applied in order, exactly once.
     update: Mutex<()>,
     loaded: AtomicBool,
@@ -44,13 +38,10 @@ pub struct Snapshot {
 impl Snapshot {
     /// An empty, not yet loaded snapshot over `store`.
     pub fn new(store: Store) -> Self {
-        let state = Arc::new(ConfigState::default());
         Self {
             store,
-            current: ArcSwap::from_pointee(Loaded {
-                client: Arc::new(ClientFeaturesCache::new()),
-                state,
-            }),
+            current: ArcSwap::from_pointee(ConfigState::default()),
+            client: Arc::new(ClientDocuments::default()),
             update: Mutex::new(()),
             loaded: AtomicBool::new(false),
             ready: AtomicBool::new(false),
@@ -61,18 +52,21 @@ impl Snapshot {
 
     /// The current configuration.
     pub fn state(&self) -> Arc<ConfigState> {
-        self.current.load().state.clone()
-    }
-
-    /// The current configuration with its client response cache.
-    pub fn current(&self) -> Arc<Loaded> {
         self.current.load_full()
     }
 
-    /// The current configuration, borrowed for a moment without touching its shared reference
-    /// count (the hot path; do not hold it across an await).
-    pub fn current_guard(&self) -> arc_swap::Guard<Arc<Loaded>> {
-        self.current.load()
+    /// The client documents built from the configuration (they may be one build behind it).
+    pub fn client(&self) -> &ClientDocuments {
+        &self.client
+    }
+
+    /// Builds the client documents of every new version until `stop`.
+    pub async fn run_client_builder(self: Arc<Self>, stop: CancellationToken) {
+        let snapshot = self.clone();
+        self.client
+            .clone()
+            .run_builder(move || snapshot.state(), stop)
+            .await;
     }
 
     /// Whether the first load from the store has happened.
@@ -125,21 +119,19 @@ impl Snapshot {
         if !self.is_loaded() {
             return self.reload().await;
         }
-        let base = position_of(&current.state);
+        let base = position_of(&current);
         match self.store.changes_since(base).await? {
             Some(sets) if sets.is_empty() => Ok(()),
             Some(sets) => {
-                let mut state = (*current.state).clone();
-                let mut client_affected = false;
+                let mut state = (*current).clone();
                 for set in &sets {
                     for change in &set.changes {
                         decode::apply(&mut state, change)?;
-                        client_affected |= affects_client(change);
                     }
                     state.version = set.version;
                     state.head = set.head;
                 }
-                self.install(state, &current, client_affected);
+                self.install(state);
                 Ok(())
             }
             None => {
@@ -164,19 +156,16 @@ impl Snapshot {
         }
         let previous = self.current.load_full();
         if self.is_loaded()
-            && (records.position.head != previous.state.head
-                || records.position.version < previous.state.version)
+            && (records.position.head != previous.head
+                || records.position.version < previous.version)
         {
             tracing::error!(
-                had = ?position_of(&previous.state),
+                had = ?position_of(&previous),
                 store = ?records.position,
                 "the store started over or went back (data lost in the store?); serving the store's data"
             );
         }
-        self.current.store(Arc::new(Loaded {
-            state: Arc::new(state),
-            client: Arc::new(ClientFeaturesCache::new()),
-        }));
+        self.install(state);
         self.loaded.store(true, Ordering::Release);
         Ok(())
     }
@@ -191,33 +180,25 @@ impl Snapshot {
     ) -> Result<(), StoreError> {
         let _guard = self.update.lock().await;
         let current = self.current.load_full();
-        if position_of(&current.state) != base || !self.is_loaded() {
+        if position_of(&current) != base || !self.is_loaded() {
             let result = self.refresh_locked().await;
             self.note(&result);
             return result;
         }
-        let mut state = (*current.state).clone();
+        let mut state = (*current).clone();
         for change in changes {
             decode::apply(&mut state, change)?;
         }
         state.version = to.version;
         state.head = to.head;
-        self.install(state, &current, changes.iter().any(affects_client));
+        self.install(state);
         self.store_reachable.store(true, Ordering::Release);
         Ok(())
     }
 
-    fn install(&self, state: ConfigState, previous: &Loaded, client_affected: bool) {
-        // Responses depend only on toggles and tags; other writes keep the built responses.
-        let client = if client_affected {
-            Arc::new(ClientFeaturesCache::new())
-        } else {
-            previous.client.clone()
-        };
-        self.current.store(Arc::new(Loaded {
-            state: Arc::new(state),
-            client,
-        }));
+    fn install(&self, state: ConfigState) {
+        self.current.store(Arc::new(state));
+        self.client.configuration_moved();
     }
 
     /// A cheap position check, followed by a refresh only when the store moved.
@@ -239,8 +220,4 @@ pub fn position_of(state: &ConfigState) -> Position {
         head: state.head,
         version: state.version,
     }
-}
-
-fn affects_client(change: &Change) -> bool {
-    matches!(change.collection, Collection::Features | Collection::Tags)
 }

@@ -72,7 +72,6 @@ async fn timed<T>(
 
 /// The ETag each poll query is answered with now.
 pub async fn current_etags(snapshot: &Snapshot, queries: Vec<String>) -> HashMap<String, String> {
-    let loaded = snapshot.current();
     let mut out = HashMap::with_capacity(queries.len());
     for query in queries {
         let filter = if query.is_empty() {
@@ -83,7 +82,7 @@ pub async fn current_etags(snapshot: &Snapshot, queries: Vec<String>) -> HashMap
                 .and_then(|f| f.filter().ok())
         };
         let response = match filter {
-            Some(filter) => loaded.client.response(&loaded.state, &filter).await,
+            Some(filter) => snapshot.client().response(&filter).await,
             None => no_match(),
         };
         if let Ok(etag) = response.etag.to_str() {

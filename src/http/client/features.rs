@@ -94,31 +94,23 @@ pub async fn list_client_features(
         return ApiError::Unavailable("The configuration has not been loaded yet".into())
             .into_response();
     }
-    // The common case — no filter, response built — borrows everything from the snapshot.
+    // The common case — no filter, document built — borrows everything from the snapshot.
     if query.as_deref().unwrap_or("").is_empty() {
-        let loaded = snapshot.current_guard();
-        if let Some(response) = loaded.client.built_unfiltered() {
-            record_poll(&api, &headers, "", response, loaded.state.version);
+        if let Some(response) = &*snapshot.client().unfiltered() {
+            record_poll(&api, &headers, "", response);
             return respond(response, &headers, &api.metrics.client_counts);
         }
     }
-    let loaded = snapshot.current();
     let filter = match query.as_deref() {
         None | Some("") => Some(FeatureFilter::default()),
         // spec §4.1 allows only 20x/304 here: a malformed filter matches no toggle.
         Some(q) => FilterQuery::parse(q).ok().and_then(|f| f.filter().ok()),
     };
     let response = match filter {
-        Some(filter) => loaded.client.response(&loaded.state, &filter).await,
+        Some(filter) => snapshot.client().response(&filter).await,
         None => no_match(),
     };
-    record_poll(
-        &api,
-        &headers,
-        query.as_deref().unwrap_or(""),
-        &response,
-        loaded.state.version,
-    );
+    record_poll(&api, &headers, query.as_deref().unwrap_or(""), &response);
     respond(&response, &headers, &api.metrics.client_counts)
 }
 
@@ -127,19 +119,18 @@ const MAX_RECORDED_QUERY: usize = 1024;
 
 /// Records which configuration the polling instance now holds (the one it is sent or
 /// confirmed), when the SDK headers name it.
-fn record_poll(
-    api: &ClientApi,
-    headers: &HeaderMap,
-    query: &str,
-    response: &ClientResponse,
-    version: u64,
-) {
+fn record_poll(api: &ClientApi, headers: &HeaderMap, query: &str, response: &ClientResponse) {
     if let (Some(app), Some(instance)) = super::usage::client_identity(headers) {
         // Headers may be long; what the registry keeps is bounded as reports are.
         if app.len() <= REPORT_NAME_MAX
             && instance.len() <= REPORT_NAME_MAX
             && query.len() <= MAX_RECORDED_QUERY
         {
+            // The shared no-match document belongs to no version: it is the newest one's.
+            let version = match response.version {
+                0 => api.snapshot.client().built_version(),
+                version => version,
+            };
             api.usage
                 .record_poll(app, instance, query, &response.etag, version);
         }

@@ -1,0 +1,297 @@
+//! Assembles a client document from pieces: the plain bytes by concatenation, the gzip body
+//! from one compressed member per group of toggles, and the ETag from digests.
+//!
+//! Each group is compressed once into raw deflate blocks ending in a sync flush (byte
+//! aligned, not final), with the bytes just before it in the document as preset dictionary so
+//! it compresses almost as well as inside one stream. The blocks of unchanged groups are
+//! reused by later versions and by other filters: joined in order behind one gzip header and
+//! closed by a final block and the combined CRC-32, they form one ordinary gzip stream that
+//! every client accepts. A changed toggle recompresses its group and the group after it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use axum::http::HeaderValue;
+use base64::Engine;
+use bytes::Bytes;
+use flate2::{Compress, Compression, FlushCompress, Status};
+use sha2::{Digest, Sha256};
+
+use super::piece::ClientPiece;
+
+/// spec §4.1: the client format is version 1; the toggles follow.
+const PREFIX: &[u8] = br#"{"version":1,"features":["#;
+const SEPARATOR: &[u8] = b",";
+const SUFFIX: &[u8] = b"]}";
+/// A group never grows past this many toggles, whatever the names (bounds the work a change
+/// costs when names happen to cluster).
+const MAX_GROUP: usize = 128;
+/// gzip member header: deflate, no name, no mtime, unknown OS (RFC 1952).
+const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+
+/// Deflate's window: a dictionary longer than this is never referred to.
+const WINDOW: usize = 32 * 1024;
+
+/// Compressed bytes of one stretch of the document, with what the gzip trailer needs.
+#[derive(Debug)]
+struct Deflated {
+    blocks: Bytes,
+    crc: u32,
+    len: u64,
+}
+
+impl Deflated {
+    /// `plain` as deflate blocks ending in a sync flush (`last`: in a final block), able to
+    /// refer back into `before`, the document bytes that precede it.
+    fn of(plain: &[u8], before: &[u8], last: bool) -> Self {
+        let mut compress = Compress::new(Compression::new(6), false);
+        let before = &before[before.len().saturating_sub(WINDOW)..];
+        // A dictionary only improves compression; without it the output is still correct.
+        if !before.is_empty() && compress.set_dictionary(before).is_err() {
+            compress.reset();
+        }
+        let flush = if last {
+            FlushCompress::Finish
+        } else {
+            FlushCompress::Sync
+        };
+        let mut blocks = Vec::with_capacity(plain.len() / 4 + 64);
+        loop {
+            let consumed = compress.total_in() as usize;
+            if blocks.capacity() - blocks.len() < 64 {
+                blocks.reserve(blocks.capacity().max(1024));
+            }
+            // Compressing from memory into memory has no failure mode but a bug; the output
+            // would be unusable, so better an empty stretch logged than a panic.
+            let status = match compress.compress_vec(&plain[consumed..], &mut blocks, flush) {
+                Ok(status) => status,
+                Err(e) => {
+                    tracing::error!(error = %e, "deflate failed");
+                    break;
+                }
+            };
+            let drained =
+                compress.total_in() as usize == plain.len() && blocks.len() < blocks.capacity();
+            if status == Status::StreamEnd || (!last && drained) {
+                break;
+            }
+        }
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(plain);
+        Self {
+            blocks: Bytes::from(blocks),
+            crc: crc.finalize(),
+            len: plain.len() as u64,
+        }
+    }
+}
+
+/// The fixed stretches: prefix, separator between groups, and suffix with the final block.
+struct Frame {
+    prefix: Deflated,
+    separator: Deflated,
+    suffix: Deflated,
+}
+
+fn frame() -> &'static Frame {
+    static FRAME: OnceLock<Frame> = OnceLock::new();
+    FRAME.get_or_init(|| Frame {
+        prefix: Deflated::of(PREFIX, b"", false),
+        separator: Deflated::of(SEPARATOR, b"", false),
+        suffix: Deflated::of(SUFFIX, b"", true),
+    })
+}
+
+/// A run of consecutive toggles compressed together.
+#[derive(Debug)]
+pub struct Group {
+    /// SHA-256 over the pieces' digests: the group's identity.
+    digest: [u8; 32],
+    /// The digest of the group before it (zeros for the first): its blocks refer back into
+    /// that group's bytes.
+    after: [u8; 32],
+    deflated: Deflated,
+}
+
+/// A built client document: plain and gzip bytes and the ETag.
+#[derive(Debug)]
+pub struct ClientResponse {
+    pub plain: Bytes,
+    pub gzip: Bytes,
+    /// Weak validator derived from the content alone: identical content gives the identical
+    /// ETag on every replica (gzip and plain are one representation, hence weak).
+    pub etag: HeaderValue,
+    /// The configuration version the document was built from (0: not from one).
+    pub version: u64,
+    /// The compressed groups, for the next build of the same document to reuse.
+    groups: Vec<Arc<Group>>,
+}
+
+impl ClientResponse {
+    /// Whether an `If-None-Match` header value matches this response (weak comparison,
+    /// comma-separated lists and `*` allowed).
+    pub fn matches(&self, if_none_match: &[u8]) -> bool {
+        let own = strip_weak(self.etag.as_bytes());
+        if_none_match.split(|b| *b == b',').any(|candidate| {
+            let candidate = candidate.trim_ascii();
+            candidate == b"*" || strip_weak(candidate) == own
+        })
+    }
+
+    /// The document of `pieces` (in name order) at `version`, recompressing only the groups
+    /// `previous` does not already hold.
+    pub fn assemble<'a>(
+        pieces: impl Iterator<Item = &'a ClientPiece>,
+        version: u64,
+        previous: Option<&ClientResponse>,
+    ) -> ClientResponse {
+        let reusable: HashMap<([u8; 32], [u8; 32]), &Arc<Group>> = previous
+            .map(|p| p.groups.iter().map(|g| ((g.after, g.digest), g)).collect())
+            .unwrap_or_default();
+        let pieces: Vec<&ClientPiece> = pieces.collect();
+
+        let plain_len = PREFIX.len()
+            + SUFFIX.len()
+            + pieces
+                .iter()
+                .map(|piece| piece.json.len() + SEPARATOR.len())
+                .sum::<usize>();
+        let mut plain = Vec::with_capacity(plain_len);
+        plain.extend_from_slice(PREFIX);
+        for (i, piece) in pieces.iter().enumerate() {
+            if i > 0 {
+                plain.extend_from_slice(SEPARATOR);
+            }
+            plain.extend_from_slice(&piece.json);
+        }
+        plain.extend_from_slice(SUFFIX);
+
+        let mut groups: Vec<Arc<Group>> = Vec::new();
+        let mut previous_members: &[&ClientPiece] = &[];
+        for members in split_into_groups(&pieces) {
+            let after = groups.last().map_or([0; 32], |g| g.digest);
+            let digest = digest_of(members);
+            let group = match reusable.get(&(after, digest)) {
+                Some(group) => Arc::clone(group),
+                None => Arc::new(Group {
+                    digest,
+                    after,
+                    deflated: compress_group(members, previous_members),
+                }),
+            };
+            groups.push(group);
+            previous_members = members;
+        }
+
+        let gzip = gzip_of(&groups);
+        let etag = etag_of(&groups, plain.len());
+        ClientResponse {
+            plain: Bytes::from(plain),
+            gzip,
+            etag,
+            version,
+            groups,
+        }
+    }
+}
+
+fn strip_weak(tag: &[u8]) -> &[u8] {
+    tag.strip_prefix(b"W/").unwrap_or(tag)
+}
+
+/// Splits the pieces where a piece ends a group, or a group reaches `MAX_GROUP`.
+fn split_into_groups<'p, 'a>(
+    pieces: &'p [&'a ClientPiece],
+) -> impl Iterator<Item = &'p [&'a ClientPiece]> {
+    let mut rest = pieces;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let end = rest
+            .iter()
+            .take(MAX_GROUP)
+            .position(|piece| piece.ends_group)
+            .map_or(rest.len().min(MAX_GROUP), |i| i + 1);
+        let (group, tail) = rest.split_at(end);
+        rest = tail;
+        Some(group)
+    })
+}
+
+/// SHA-256 over the members' digests.
+fn digest_of(members: &[&ClientPiece]) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    for piece in members {
+        hasher.update(piece.digest);
+    }
+    hasher.finalize().into()
+}
+
+/// The members joined by the separator.
+fn joined(members: &[&ClientPiece]) -> Vec<u8> {
+    let mut plain = Vec::with_capacity(members.iter().map(|p| p.json.len() + 1).sum());
+    for (i, piece) in members.iter().enumerate() {
+        if i > 0 {
+            plain.extend_from_slice(SEPARATOR);
+        }
+        plain.extend_from_slice(&piece.json);
+    }
+    plain
+}
+
+/// The blocks of a group, referring back into what precedes it in the document: the prefix
+/// for the first group, otherwise the group before and the separator.
+fn compress_group(members: &[&ClientPiece], before: &[&ClientPiece]) -> Deflated {
+    let before = if before.is_empty() {
+        PREFIX.to_vec()
+    } else {
+        let mut bytes = joined(before);
+        bytes.extend_from_slice(SEPARATOR);
+        bytes
+    };
+    Deflated::of(&joined(members), &before, false)
+}
+
+/// One gzip stream: header, the groups' blocks between the fixed stretches, the final block,
+/// then the CRC-32 of the whole (combined from the parts') and the length.
+fn gzip_of(groups: &[Arc<Group>]) -> Bytes {
+    let frame = frame();
+    let mut parts = Vec::with_capacity(groups.len() * 2 + 2);
+    parts.push(&frame.prefix);
+    for (i, group) in groups.iter().enumerate() {
+        if i > 0 {
+            parts.push(&frame.separator);
+        }
+        parts.push(&group.deflated);
+    }
+    parts.push(&frame.suffix);
+
+    let size = GZIP_HEADER.len() + parts.iter().map(|p| p.blocks.len()).sum::<usize>() + 8;
+    let mut gzip = Vec::with_capacity(size);
+    gzip.extend_from_slice(&GZIP_HEADER);
+    let mut crc = crc32fast::Hasher::new();
+    let mut len = 0u64;
+    for part in parts {
+        gzip.extend_from_slice(&part.blocks);
+        crc.combine(&crc32fast::Hasher::new_with_initial_len(part.crc, part.len));
+        len += part.len;
+    }
+    gzip.extend_from_slice(&crc.finalize().to_le_bytes());
+    // RFC 1952: ISIZE is the length modulo 2^32.
+    gzip.extend_from_slice(&(len as u32).to_le_bytes());
+    Bytes::from(gzip)
+}
+
+/// `W/"<length>-<hash>"`, the hash over the groups' digests in order (and so over every
+/// toggle's digest in name order), never over the whole document.
+fn etag_of(groups: &[Arc<Group>], plain_len: usize) -> HeaderValue {
+    let mut hasher = Sha256::new();
+    for group in groups {
+        hasher.update(group.digest);
+    }
+    let digest = hasher.finalize();
+    let tag = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&digest[..18]);
+    HeaderValue::from_str(&format!("W/\"{plain_len:x}-{tag}\""))
+        .unwrap_or_else(|_| HeaderValue::from_static("W/\"0\""))
+}

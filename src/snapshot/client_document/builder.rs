@@ -1,0 +1,90 @@
+//! The builder: one task per replica that turns configuration versions into client
+//! documents, off the request path, coalescing bursts of versions into a few builds.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use super::{build_filtered, ClientDocuments, ClientResponse, PieceList};
+use crate::domain::state::ConfigState;
+
+/// The shortest pause between two builds: a burst of writes within it is one build.
+const MIN_GAP: Duration = Duration::from_millis(5);
+/// The longest pause between two builds (what a build may add to a write's visibility).
+const MAX_GAP: Duration = Duration::from_millis(100);
+/// Pause after a build, in multiples of that build's time: the builder takes at most about
+/// a fifth of one core however fast versions come.
+const GAP_FACTOR: u32 = 4;
+
+impl ClientDocuments {
+    /// Builds documents whenever woken, from the state `current` returns, until `stop`.
+    pub async fn run_builder(
+        self: Arc<Self>,
+        current: impl Fn() -> Arc<ConfigState>,
+        stop: CancellationToken,
+    ) {
+        let mut last: Option<(Instant, Duration)> = None;
+        loop {
+            tokio::select! {
+                _ = self.wake.notified() => {}
+                _ = stop.cancelled() => return,
+            }
+            if let Some((ended, took)) = last {
+                let gap = (took * GAP_FACTOR).clamp(MIN_GAP, MAX_GAP);
+                tokio::select! {
+                    _ = tokio::time::sleep_until((ended + gap).into()) => {}
+                    _ = stop.cancelled() => return,
+                }
+            }
+            let state = current();
+            let started = Instant::now();
+            let documents = self.clone();
+            if let Err(e) = tokio::task::spawn_blocking(move || documents.build(&state)).await {
+                tracing::error!(error = %e, "client document build failed");
+            }
+            last = Some((Instant::now(), started.elapsed()));
+        }
+    }
+
+    /// Brings the documents up to `state`: the pieces and the unfiltered document when the
+    /// configuration moved, then every filtered document still asked for that is behind.
+    pub fn build(&self, state: &ConfigState) {
+        let previous = self.pieces.load_full();
+        let pieces = match previous {
+            Some(pieces) if pieces.version == state.version && pieces.head == state.head => pieces,
+            previous => {
+                let pieces = Arc::new(PieceList::update(
+                    previous.as_deref().unwrap_or(&PieceList::default()),
+                    state,
+                ));
+                let document = ClientResponse::assemble(
+                    pieces.entries.iter().map(|(_, piece)| &**piece),
+                    pieces.version,
+                    self.unfiltered.load().as_deref(),
+                );
+                // The document first: whoever sees the new pieces finds it.
+                self.unfiltered.store(Some(Arc::new(document)));
+                self.pieces.store(Some(pieces.clone()));
+                self.built.send_replace(true);
+                pieces
+            }
+        };
+        let behind: Vec<_> = {
+            let mut filtered = self.lock_filtered();
+            filtered.retain(|_, entry| !entry.idle());
+            filtered
+                .iter()
+                .filter_map(|(filter, entry)| {
+                    let document = entry.document.load_full()?;
+                    (document.version != pieces.version).then(|| (filter.clone(), entry.clone()))
+                })
+                .collect()
+        };
+        for (filter, entry) in behind {
+            let previous = entry.document.load_full();
+            let document = build_filtered(&pieces, &filter, previous.as_deref());
+            entry.document.store(Some(Arc::new(document)));
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! `ClientDocuments`: the `GET /api/client/features` responses of a replica, built off the
+//! request path by one builder task and published for requests to pick up.
+//!
+//! Each toggle's client form is serialised once (`piece`) and reused by every later version
+//! and every filter; a version reassembles its documents from the pieces and recompresses only
+//! the groups that changed (`assemble`). Builds coalesce (`builder`): requests are answered
+//! from the newest built document and never wait for a rebuild; only the very first request
+//! for a filter waits for that filter's first build.
+
+mod assemble;
+mod builder;
+mod piece;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwapOption;
+use tokio::sync::{watch, Notify, OnceCell};
+
+pub use assemble::ClientResponse;
+pub use piece::{ClientPiece, PieceList};
+
+use crate::domain::filter::FeatureFilter;
+
+/// At most this many filtered documents are kept; odd queries beyond it are built per
+/// request rather than grow memory without bound.
+const MAX_FILTERED_ENTRIES: usize = 256;
+/// A filtered document nobody asked for in this long is dropped instead of rebuilt.
+const FILTER_IDLE: Duration = Duration::from_secs(600);
+
+/// The built client documents of this replica.
+pub struct ClientDocuments {
+    /// The pieces of the newest built version.
+    pieces: ArcSwapOption<PieceList>,
+    /// The unfiltered document of the newest built version.
+    unfiltered: ArcSwapOption<ClientResponse>,
+    filtered: Mutex<HashMap<FeatureFilter, Arc<FilteredDocument>>>,
+    /// Wakes the builder: the configuration moved, or a filtered document is behind.
+    wake: Notify,
+    /// Whether a first version has been built (requests arriving before wait for it).
+    built: watch::Sender<bool>,
+}
+
+/// A filtered document, rebuilt by the builder while it is asked for.
+struct FilteredDocument {
+    document: ArcSwapOption<ClientResponse>,
+    first_build: OnceCell<()>,
+    /// Milliseconds since `epoch()` of the last request.
+    last_requested: AtomicU64,
+}
+
+impl FilteredDocument {
+    fn touch(&self) {
+        let now = since_epoch();
+        // Skip the shared write while the stored time is recent enough.
+        if now.saturating_sub(self.last_requested.load(Ordering::Relaxed)) > 1_000 {
+            self.last_requested.store(now, Ordering::Relaxed);
+        }
+    }
+
+    fn idle(&self) -> bool {
+        since_epoch().saturating_sub(self.last_requested.load(Ordering::Relaxed))
+            > FILTER_IDLE.as_millis() as u64
+    }
+}
+
+fn since_epoch() -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    EPOCH.get_or_init(Instant::now).elapsed().as_millis() as u64
+}
+
+impl Default for ClientDocuments {
+    fn default() -> Self {
+        Self {
+            pieces: ArcSwapOption::empty(),
+            unfiltered: ArcSwapOption::empty(),
+            filtered: Mutex::new(HashMap::new()),
+            wake: Notify::new(),
+            built: watch::Sender::new(false),
+        }
+    }
+}
+
+impl ClientDocuments {
+    /// Tells the builder the configuration moved.
+    pub fn configuration_moved(&self) {
+        self.wake.notify_one();
+    }
+
+    /// The newest unfiltered document, if one is built (the hot path: no reference count).
+    pub fn unfiltered(&self) -> arc_swap::Guard<Option<Arc<ClientResponse>>> {
+        self.unfiltered.load()
+    }
+
+    /// The configuration version of the newest build (0 before the first).
+    pub fn built_version(&self) -> u64 {
+        self.pieces.load().as_ref().map_or(0, |p| p.version)
+    }
+
+    /// The newest document for `filter`. Waits only for the first build of the replica or of
+    /// a filter never asked for before; otherwise answers at once, waking the builder when the
+    /// document is behind the newest version.
+    pub async fn response(&self, filter: &FeatureFilter) -> Arc<ClientResponse> {
+        let pieces = self.first_built().await;
+        if filter.is_empty() {
+            if let Some(document) = self.unfiltered.load_full() {
+                return document;
+            }
+        }
+        let cached = self.lock_filtered().get(filter).cloned();
+        if let Some(entry) = &cached {
+            entry.touch();
+            if let Some(document) = entry.document.load_full() {
+                if document.version != pieces.version {
+                    self.wake.notify_one();
+                }
+                return document;
+            }
+        }
+        // A filter that matches nothing gets the shared empty document and takes no slot, so
+        // made-up filters cannot crowd out the ones SDKs really send.
+        if !pieces
+            .entries
+            .iter()
+            .any(|(toggle, _)| filter.matches(toggle))
+        {
+            return no_match();
+        }
+        let entry = cached.or_else(|| {
+            let mut map = self.lock_filtered();
+            (map.len() < MAX_FILTERED_ENTRIES || map.contains_key(filter)).then(|| {
+                map.entry(filter.clone())
+                    .or_insert_with(|| {
+                        Arc::new(FilteredDocument {
+                            document: ArcSwapOption::empty(),
+                            first_build: OnceCell::new(),
+                            last_requested: AtomicU64::new(since_epoch()),
+                        })
+                    })
+                    .clone()
+            })
+        });
+        let Some(entry) = entry else {
+            return build_filtered_off_runtime(pieces, filter.clone(), None).await;
+        };
+        entry
+            .first_build
+            .get_or_init(|| async {
+                let document = build_filtered_off_runtime(pieces, filter.clone(), None).await;
+                // The builder may have stored a newer one meanwhile: keep the newer.
+                entry.document.rcu(|current| match current {
+                    Some(newer) if newer.version >= document.version => Some(newer.clone()),
+                    _ => Some(document.clone()),
+                });
+            })
+            .await;
+        entry.document.load_full().unwrap_or_else(no_match)
+    }
+
+    /// The pieces of the first built version, waiting for it if need be.
+    async fn first_built(&self) -> Arc<PieceList> {
+        loop {
+            if let Some(pieces) = self.pieces.load_full() {
+                return pieces;
+            }
+            let mut built = self.built.subscribe();
+            if self.pieces.load().is_none() {
+                // The sender lives as long as `self`: waiting cannot fail.
+                let _ = built.wait_for(|built| *built).await;
+            }
+        }
+    }
+
+    fn lock_filtered(&self) -> MutexGuard<'_, HashMap<FeatureFilter, Arc<FilteredDocument>>> {
+        match self.filtered.lock() {
+            Ok(map) => map,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+}
+
+/// The document of a filter that matches nothing (an empty toggle list); the same always.
+pub fn no_match() -> Arc<ClientResponse> {
+    static EMPTY: OnceLock<Arc<ClientResponse>> = OnceLock::new();
+    EMPTY
+        .get_or_init(|| Arc::new(ClientResponse::assemble(std::iter::empty(), 0, None)))
+        .clone()
+}
+
+/// The document of the toggles of `pieces` that `filter` selects.
+pub fn build_filtered(
+    pieces: &PieceList,
+    filter: &FeatureFilter,
+    previous: Option<&ClientResponse>,
+) -> ClientResponse {
+    let selected = pieces
+        .entries
+        .iter()
+        .filter(|(toggle, _)| filter.matches(toggle))
+        .map(|(_, piece)| &**piece);
+    ClientResponse::assemble(selected, pieces.version, previous)
+}
+
+async fn build_filtered_off_runtime(
+    pieces: Arc<PieceList>,
+    filter: FeatureFilter,
+    previous: Option<Arc<ClientResponse>>,
+) -> Arc<ClientResponse> {
+    // Filtering and compressing thousands of toggles takes milliseconds: keep it off the
+    // threads that answer requests.
+    let job = {
+        let pieces = pieces.clone();
+        let filter = filter.clone();
+        tokio::task::spawn_blocking(move || build_filtered(&pieces, &filter, previous.as_deref()))
+    };
+    match job.await {
+        Ok(document) => Arc::new(document),
+        Err(e) => {
+            tracing::error!(error = %e, "client document build task failed; building inline");
+            Arc::new(build_filtered(&pieces, &filter, None))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

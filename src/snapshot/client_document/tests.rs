@@ -1,0 +1,358 @@
+//! Documents assembled from pieces against documents built from scratch.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{Read, Write};
+use std::sync::Arc;
+
+use chrono::{TimeZone, Utc};
+use flate2::read::GzDecoder;
+use proptest::prelude::*;
+use serde::Serialize;
+
+use super::*;
+use crate::domain::state::ConfigState;
+use crate::domain::tag::TagRef;
+use crate::domain::toggle::{Constraint, Operator, Strategy as ToggleStrategy, Toggle};
+use crate::domain::views::ClientToggle;
+
+/// The document as one serialisation of the selected toggles: the reference.
+fn from_scratch(state: &ConfigState, filter: &FeatureFilter) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Document<'a> {
+        version: u8,
+        features: Vec<ClientToggle<'a>>,
+    }
+    let features = state
+        .features
+        .values()
+        .filter(|t| filter.matches(t))
+        .map(|t| ClientToggle::new(t))
+        .collect();
+    serde_json::to_vec(&Document {
+        version: 1,
+        features,
+    })
+    .expect("serialisable")
+}
+
+fn gunzip(gzip: &[u8]) -> Vec<u8> {
+    // A single-member decoder: a body of several members would come out short.
+    let mut plain = Vec::new();
+    GzDecoder::new(gzip)
+        .read_to_end(&mut plain)
+        .expect("valid gzip");
+    plain
+}
+
+/// A small deterministic generator (xorshift), so toggles vary like real ones do.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len() as u64) as usize]
+    }
+
+    fn list(&mut self, most: u64, item: impl Fn(&mut Self) -> String) -> String {
+        (0..=self.below(most))
+            .map(|_| item(self))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+const WORDS: &[&str] = &[
+    "checkout",
+    "payments",
+    "search",
+    "cart",
+    "profile",
+    "login",
+    "billing",
+    "banner",
+    "onboarding",
+    "dashboard",
+    "export",
+    "mobile",
+    "gateway",
+    "pricing",
+    "shipping",
+    "coupon",
+];
+
+/// A toggle shaped like the bench kit's: strategies with user ids, addresses, host names and
+/// constraints; the content follows from `seed`.
+fn toggle(name: &str, seed: u32) -> Toggle {
+    let mut rng = Rng(u64::from(seed).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let strategies = (0..=rng.below(2))
+        .map(|_| {
+            let mut parameters = BTreeMap::new();
+            let kind = rng.pick(&["flexibleRollout", "userWithId", "remoteAddress", "default"]);
+            match kind {
+                "flexibleRollout" => {
+                    parameters.insert("rollout".into(), rng.below(101).to_string());
+                    parameters.insert("stickiness".into(), rng.pick(&["default", "userId"]).into());
+                    parameters.insert("groupId".into(), name.to_string());
+                }
+                "userWithId" => {
+                    let ids = rng.list(11, |r| r.below(10_000_000).to_string());
+                    parameters.insert("userIds".into(), ids);
+                }
+                "remoteAddress" => {
+                    let ips = rng.list(3, |r| {
+                        format!("10.{}.{}.{}", r.below(256), r.below(256), r.below(254))
+                    });
+                    parameters.insert("IPs".into(), ips);
+                }
+                _ => {}
+            }
+            let constraints = (kind != "default" && rng.below(10) < 3)
+                .then(|| Constraint {
+                    context_name: rng.pick(&["environment", "tenantId", "userId"]).into(),
+                    operator: Operator::In,
+                    values: rng
+                        .list(3, |r| format!("tenant-{}", r.below(5_000)))
+                        .split(',')
+                        .map(str::to_string)
+                        .collect(),
+                })
+                .into_iter()
+                .collect();
+            ToggleStrategy {
+                name: kind.into(),
+                parameters,
+                constraints,
+            }
+        })
+        .collect();
+    let description = (0..4 + rng.below(6))
+        .map(|_| rng.pick(WORDS))
+        .collect::<Vec<_>>()
+        .join(" ");
+    Toggle {
+        name: name.to_string(),
+        description,
+        kind: rng
+            .pick(&["release", "release", "killswitch", "operational"])
+            .into(),
+        project: ["default", "alpha", "beta"][seed as usize % 3].into(),
+        enabled: rng.below(10) < 8,
+        stale: rng.below(10) == 0,
+        strategies,
+        variants: Vec::new(),
+        created_at: Utc.timestamp_opt(1_700_000_000, 0).single().expect("time"),
+        last_seen_at: None,
+        tags: vec![TagRef {
+            kind: "simple".into(),
+            value: format!("team-{}", seed % 4),
+        }],
+        archived_at: None,
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Create(u16, u32),
+    Update(u16, u32),
+    Archive(u16),
+    Revive(u16),
+    Retag(u16, u8),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    // A pool of names small enough that operations meet the same toggles again.
+    let name = 0u16..600;
+    prop_oneof![
+        (name.clone(), any::<u32>()).prop_map(|(n, s)| Op::Create(n, s)),
+        (name.clone(), any::<u32>()).prop_map(|(n, s)| Op::Update(n, s)),
+        name.clone().prop_map(Op::Archive),
+        name.clone().prop_map(Op::Revive),
+        (name, 0u8..6).prop_map(|(n, t)| Op::Retag(n, t)),
+    ]
+}
+
+fn name_of(n: u16) -> String {
+    format!(
+        "{}.{}-{n}",
+        ["checkout", "search", "team.a"][n as usize % 3],
+        WORDS[n as usize % WORDS.len()]
+    )
+}
+
+fn apply(state: &mut ConfigState, op: &Op) {
+    match op {
+        Op::Create(n, seed) => {
+            let name = name_of(*n);
+            if !state.features.contains_key(&name) && !state.archive.contains_key(&name) {
+                state
+                    .features
+                    .insert(name.clone(), Arc::new(toggle(&name, *seed)));
+            }
+        }
+        Op::Update(n, seed) => {
+            if let Some(current) = state.features.get(&name_of(*n)) {
+                let mut changed = toggle(&current.name, *seed);
+                changed.tags = current.tags.clone();
+                state
+                    .features
+                    .insert(changed.name.clone(), Arc::new(changed));
+            }
+        }
+        Op::Archive(n) => {
+            if let Some(toggle) = state.features.remove(&name_of(*n)) {
+                state.archive.insert(toggle.name.clone(), toggle);
+            }
+        }
+        Op::Revive(n) => {
+            if let Some(toggle) = state.archive.remove(&name_of(*n)) {
+                state.features.insert(toggle.name.clone(), toggle);
+            }
+        }
+        Op::Retag(n, t) => {
+            if let Some(current) = state.features.get(&name_of(*n)) {
+                let mut changed = (**current).clone();
+                changed.tags = vec![TagRef {
+                    kind: "simple".into(),
+                    value: format!("team-{t}"),
+                }];
+                state
+                    .features
+                    .insert(changed.name.clone(), Arc::new(changed));
+            }
+        }
+    }
+    state.version += 1;
+}
+
+fn filters() -> Vec<FeatureFilter> {
+    let tag = |t: &str| TagRef::parse(t).expect("tag");
+    vec![
+        FeatureFilter::default(),
+        FeatureFilter {
+            tags: vec![tag("simple:team-1")],
+            ..FeatureFilter::default()
+        },
+        FeatureFilter {
+            tags: vec![tag("simple:team-0"), tag("simple:team-5")],
+            projects: vec!["alpha".into()],
+            ..FeatureFilter::default()
+        },
+        FeatureFilter {
+            projects: vec!["beta".into(), "default".into()],
+            ..FeatureFilter::default()
+        },
+        FeatureFilter {
+            name_prefix: Some("search".into()),
+            ..FeatureFilter::default()
+        },
+    ]
+}
+
+/// A configuration at its first version: `n` toggles.
+fn seeded(n: u16) -> ConfigState {
+    let mut state = ConfigState::default();
+    for i in 0..n {
+        apply(&mut state, &Op::Create(i, u32::from(i) * 7919));
+    }
+    state
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    #[test]
+    fn incremental_documents_equal_documents_built_from_scratch(
+        initial in 0u16..300,
+        ops in proptest::collection::vec(op(), 1..40),
+    ) {
+        let mut state = seeded(initial);
+        let documents = ClientDocuments::default();
+        documents.build(&state);
+        let mut pieces = documents.pieces.load_full().expect("built");
+        let mut filtered: HashMap<usize, ClientResponse> = HashMap::new();
+        for op in &ops {
+            apply(&mut state, op);
+            documents.build(&state);
+            let unfiltered = documents.unfiltered.load_full().expect("built");
+            let next = PieceList::update(&pieces, &state);
+            for (i, filter) in filters().iter().enumerate() {
+                let document = if filter.is_empty() {
+                    ClientResponse::assemble(
+                        next.entries.iter().map(|(_, p)| &**p), next.version, None)
+                } else {
+                    build_filtered(&next, filter, filtered.get(&i))
+                };
+                let expected = from_scratch(&state, filter);
+                prop_assert_eq!(&document.plain[..], &expected[..]);
+                prop_assert_eq!(gunzip(&document.gzip), expected.clone());
+                // Content alone decides the ETag: however the document was built.
+                let fresh = build_filtered(
+                    &PieceList::update(&PieceList::default(), &state), filter, None);
+                prop_assert_eq!(&document.etag, &fresh.etag);
+                if filter.is_empty() {
+                    prop_assert_eq!(&unfiltered.plain[..], &expected[..]);
+                    prop_assert_eq!(gunzip(&unfiltered.gzip), expected);
+                    prop_assert_eq!(&unfiltered.etag, &fresh.etag);
+                } else {
+                    filtered.insert(i, document);
+                }
+            }
+            pieces = Arc::new(next);
+        }
+    }
+}
+
+#[test]
+fn different_content_gives_different_etags() {
+    let a = seeded(50);
+    let mut b = a.clone();
+    apply(&mut b, &Op::Update(10, 1));
+    let etag = |state: &ConfigState| {
+        let pieces = PieceList::update(&PieceList::default(), state);
+        build_filtered(&pieces, &FeatureFilter::default(), None).etag
+    };
+    assert_ne!(etag(&a), etag(&b));
+    assert_eq!(etag(&a), etag(&a.clone()));
+}
+
+#[test]
+fn gzip_of_groups_stays_close_to_whole_document_gzip() {
+    let state = seeded(2_000);
+    let pieces = PieceList::update(&PieceList::default(), &state);
+    let document = build_filtered(&pieces, &FeatureFilter::default(), None);
+    let mut whole = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
+    whole.write_all(&document.plain).expect("in memory");
+    let whole = whole.finish().expect("in memory");
+    eprintln!("gzip of groups {} bytes, whole-document gzip {}", document.gzip.len(), whole.len());
+    assert!(
+        document.gzip.len() * 100 <= whole.len() * 115,
+        "{} bytes against {} for the whole document",
+        document.gzip.len(),
+        whole.len()
+    );
+}
+
+#[test]
+fn empty_document_is_valid() {
+    let document = no_match();
+    assert_eq!(&document.plain[..], br#"{"version":1,"features":[]}"#);
+    assert_eq!(gunzip(&document.gzip), document.plain.to_vec());
+}
+
+#[test]
+fn if_none_match_comparison_is_weak_and_accepts_lists() {
+    let document = no_match();
+    let etag = document.etag.to_str().expect("ascii").to_string();
+    let strong = etag.trim_start_matches("W/").to_string();
+    assert!(document.matches(etag.as_bytes()));
+    assert!(document.matches(strong.as_bytes()));
+    assert!(document.matches(format!("\"x\", {strong}").as_bytes()));
+    assert!(document.matches(b"*"));
+    assert!(!document.matches(b"\"other\""));
+}
