@@ -76,6 +76,8 @@ async fn health(
         "snapshotLoaded": loaded,
         "storeReachable": reachable,
         "version": snapshot.state().version,
+        // The version the client API serves: behind `version` for at most one build.
+        "clientVersion": snapshot.client().settled_version(),
     });
     let status = if loaded && reachable {
         StatusCode::OK

@@ -13,7 +13,7 @@ async fn a_write_through_one_replica_is_served_by_the_other() {
     let a = TestApp::spawn(&backend).await;
     let b = TestApp::spawn(&backend).await;
     a.create_toggle("shared").await;
-    // Read-your-writes on the writer.
+    // The writer serves it once its next build is out (admin reads see it at once).
     assert_eq!(
         a.client_features("", None).await.json["features"][0]["name"],
         "shared"

@@ -50,6 +50,7 @@ async fn the_rust_sdk_registers_evaluates_and_reports(backend: &Backend) {
     .await
     .expect(200);
 
+    app.settle().await;
     let client = ClientBuilder::default()
         .interval(200)
         .into_client::<Flags>(&format!("{}/api", app.base), "rust-app", "rust-1", None)

@@ -355,6 +355,7 @@ async fn sdk_round_trip(sdk: Sdk, backend: fn() -> Backend, backend_label: &str)
     settings.metrics_flush_interval_ms = 200;
     let app = TestApp::spawn_with(settings).await;
     create_toggles(&app).await;
+    app.settle().await;
 
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -675,6 +675,7 @@ async fn a_failed_flush_is_kept_and_retried() {
 
 /// `GET /api/client/features` as instance `instance` of the app `poller`; returns the ETag.
 async fn poll(app: &TestApp, instance: &str) -> String {
+    app.settle().await;
     send(
         app.anonymous(Method::GET, "/api/client/features")
             .header("UNLEASH-APPNAME", "poller")
@@ -688,6 +689,7 @@ async fn poll(app: &TestApp, instance: &str) -> String {
 
 /// The ETag a replica serves now (a poll without SDK headers, so not recorded).
 async fn served_etag(app: &TestApp) -> Option<String> {
+    app.settle().await;
     send(app.anonymous(Method::GET, "/api/client/features"))
         .await
         .header("etag")

@@ -1,6 +1,7 @@
 //! The builder: one task per replica that turns configuration versions into client
 //! documents, off the request path, coalescing bursts of versions into a few builds.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -86,5 +87,6 @@ impl ClientDocuments {
             let document = build_filtered(&pieces, &filter, previous.as_deref());
             entry.document.store(Some(Arc::new(document)));
         }
+        self.settled.store(pieces.version, Ordering::Release);
     }
 }

@@ -41,6 +41,8 @@ pub struct ClientDocuments {
     wake: Notify,
     /// Whether a first version has been built (requests arriving before wait for it).
     built: watch::Sender<bool>,
+    /// The version every document (filtered ones too) was last brought up to.
+    settled: AtomicU64,
 }
 
 /// A filtered document, rebuilt by the builder while it is asked for.
@@ -79,6 +81,7 @@ impl Default for ClientDocuments {
             filtered: Mutex::new(HashMap::new()),
             wake: Notify::new(),
             built: watch::Sender::new(false),
+            settled: AtomicU64::new(0),
         }
     }
 }
@@ -97,6 +100,12 @@ impl ClientDocuments {
     /// The configuration version of the newest build (0 before the first).
     pub fn built_version(&self) -> u64 {
         self.pieces.load().as_ref().map_or(0, |p| p.version)
+    }
+
+    /// The configuration version all documents were last brought up to: the client API
+    /// serves this version (or a newer one) until the next build.
+    pub fn settled_version(&self) -> u64 {
+        self.settled.load(Ordering::Acquire)
     }
 
     /// The newest document for `filter`. Waits only for the first build of the replica or of

@@ -329,7 +329,11 @@ fn gzip_of_groups_stays_close_to_whole_document_gzip() {
     let mut whole = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
     whole.write_all(&document.plain).expect("in memory");
     let whole = whole.finish().expect("in memory");
-    eprintln!("gzip of groups {} bytes, whole-document gzip {}", document.gzip.len(), whole.len());
+    eprintln!(
+        "gzip of groups {} bytes, whole-document gzip {}",
+        document.gzip.len(),
+        whole.len()
+    );
     assert!(
         document.gzip.len() * 100 <= whole.len() * 115,
         "{} bytes against {} for the whole document",

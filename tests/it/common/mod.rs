@@ -324,8 +324,23 @@ impl TestApp {
         self.create_toggle(&name).await
     }
 
-    /// `GET /api/client/features` with the SDK headers.
+    /// Waits until the client documents serve the newest version this replica holds (they
+    /// lag it by at most one build; `/health` shows both versions).
+    pub async fn settle(&self) {
+        let settled = eventually(Duration::from_secs(5), || async {
+            let health = self.get("/health").await.json;
+            health["clientVersion"] == health["version"]
+        })
+        .await;
+        assert!(
+            settled,
+            "client documents did not catch up with the configuration"
+        );
+    }
+
+    /// `GET /api/client/features` with the SDK headers, once the documents are settled.
     pub async fn client_features(&self, query: &str, if_none_match: Option<&str>) -> Reply {
+        self.settle().await;
         let mut request = self
             .anonymous(Method::GET, &format!("/api/client/features{query}"))
             .header("UNLEASH-APPNAME", "tests")
