@@ -174,6 +174,7 @@ impl Service {
                 .operation("commit", started.elapsed(), committed.as_ref().err());
             match committed? {
                 CommitOutcome::Committed { position } => {
+                    self.metrics.writes.committed(attempt + 1);
                     if let Err(e) = self
                         .snapshot
                         .apply_commit(position_of(&state), position, &plan.changes)
@@ -185,6 +186,7 @@ impl Service {
                     return Ok(plan.output);
                 }
                 CommitOutcome::Conflict { .. } => {
+                    self.metrics.writes.conflict();
                     // Back off a little (growing, jittered) so racing writers spread out.
                     if attempt > 0 {
                         tokio::time::sleep(conflict_backoff(attempt)).await;
@@ -193,6 +195,7 @@ impl Service {
                 }
             }
         }
+        self.metrics.writes.gave_up();
         Err(ServiceError::Contention)
     }
 

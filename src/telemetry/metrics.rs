@@ -18,6 +18,7 @@ use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
 use super::usage_metrics::UsageMetrics;
+use super::write_metrics::WriteMetrics;
 use crate::snapshot::Snapshot;
 
 /// Labels of the HTTP request histogram.
@@ -107,6 +108,8 @@ pub struct Metrics {
     snapshot_staleness: Gauge<f64, std::sync::atomic::AtomicU64>,
     /// Client usage ingestion and store operations.
     pub usage: UsageMetrics,
+    /// Configuration writes and client document builds.
+    pub writes: WriteMetrics,
 }
 
 fn http_histogram() -> Histogram {
@@ -192,8 +195,10 @@ impl Metrics {
             snapshot_staleness.clone(),
         );
         let usage = UsageMetrics::register(&mut registry, toggle_usage_series);
+        let writes = WriteMetrics::register(&mut registry);
         Self {
             registry,
+            writes,
             snapshot_staleness,
             usage,
             http,
@@ -223,6 +228,7 @@ impl Metrics {
         self.ready.set(snapshot.is_ready() as i64);
         self.snapshot_staleness
             .set(snapshot.since_confirmed().as_secs_f64());
+        self.writes.observe(snapshot);
         let mut text = String::new();
         if let Err(e) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
             tracing::error!(error = %e, "metrics encoding failed");

@@ -4,6 +4,7 @@
 pub mod exposition;
 pub mod metrics;
 pub mod usage_metrics;
+pub mod write_metrics;
 
 use tracing_subscriber::EnvFilter;
 

@@ -75,7 +75,7 @@ fn respond(
             Body::from(response.gzip.clone())
         } else {
             counts.plain.inc();
-            Body::from(response.plain.clone())
+            response.plain.body()
         }
     };
     builder

@@ -102,28 +102,132 @@ fn frame() -> &'static Frame {
     })
 }
 
-/// A run of consecutive toggles compressed together.
+/// A run of consecutive toggles, joined and compressed together.
 #[derive(Debug)]
 pub struct Group {
-    /// SHA-256 over the pieces' digests: the group's identity.
+    /// The pieces, to recognise the same run in the next build (pieces are shared between
+    /// versions, so the same pointers are the same content).
+    members: Vec<Arc<ClientPiece>>,
+    /// SHA-256 over the pieces' digests: the group's content identity.
     digest: [u8; 32],
     /// The digest of the group before it (zeros for the first): its blocks refer back into
     /// that group's bytes.
     after: [u8; 32],
+    /// The pieces joined by the separator.
+    plain: Bytes,
     deflated: Deflated,
+}
+
+impl Group {
+    fn is_run_of(&self, members: &[&Arc<ClientPiece>], after: [u8; 32]) -> bool {
+        self.after == after
+            && self.members.len() == members.len()
+            && self
+                .members
+                .iter()
+                .zip(members)
+                .all(|(a, b)| Arc::ptr_eq(a, b))
+    }
+}
+
+/// The plain document as the chunks it is made of: large documents are never copied whole
+/// per version, the response body sends the groups' bytes one after the other.
+#[derive(Debug, Clone)]
+pub struct PlainDocument {
+    chunks: Arc<[Bytes]>,
+    len: u64,
+}
+
+/// Documents up to this size are one chunk (one buffer to send, like any small body).
+const SINGLE_CHUNK_MAX: usize = 256 * 1024;
+
+impl PlainDocument {
+    fn new(mut chunks: Vec<Bytes>) -> Self {
+        let len = chunks.iter().map(Bytes::len).sum::<usize>();
+        if len <= SINGLE_CHUNK_MAX && chunks.len() > 1 {
+            let mut whole = Vec::with_capacity(len);
+            for chunk in &chunks {
+                whole.extend_from_slice(chunk);
+            }
+            chunks = vec![Bytes::from(whole)];
+        }
+        Self {
+            chunks: chunks.into(),
+            len: len as u64,
+        }
+    }
+
+    /// The length in bytes.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the document has no bytes (never: it is at least `{"version":1,...}`).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The whole document in one buffer.
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.chunks.iter().flat_map(|c| c.iter().copied()).collect()
+    }
+
+    /// A response body sending the chunks.
+    pub fn body(&self) -> axum::body::Body {
+        match &*self.chunks {
+            [single] => axum::body::Body::from(single.clone()),
+            _ => axum::body::Body::new(ChunkedBody {
+                chunks: self.chunks.clone(),
+                next: 0,
+                remaining: self.len,
+            }),
+        }
+    }
+}
+
+/// A body of known length sent as a list of shared buffers.
+struct ChunkedBody {
+    chunks: Arc<[Bytes]>,
+    next: usize,
+    remaining: u64,
+}
+
+impl http_body::Body for ChunkedBody {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        let chunk = self.chunks.get(self.next).cloned();
+        std::task::Poll::Ready(chunk.map(|chunk| {
+            self.next += 1;
+            self.remaining -= chunk.len() as u64;
+            Ok(http_body::Frame::data(chunk))
+        }))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.next >= self.chunks.len()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(self.remaining)
+    }
 }
 
 /// A built client document: plain and gzip bytes and the ETag.
 #[derive(Debug)]
 pub struct ClientResponse {
-    pub plain: Bytes,
+    pub plain: PlainDocument,
     pub gzip: Bytes,
     /// Weak validator derived from the content alone: identical content gives the identical
     /// ETag on every replica (gzip and plain are one representation, hence weak).
     pub etag: HeaderValue,
     /// The configuration version the document was built from (0: not from one).
     pub version: u64,
-    /// The compressed groups, for the next build of the same document to reuse.
+    /// The groups, for the next build of the same document to reuse.
     groups: Vec<Arc<Group>>,
 }
 
@@ -138,55 +242,60 @@ impl ClientResponse {
         })
     }
 
-    /// The document of `pieces` (in name order) at `version`, recompressing only the groups
-    /// `previous` does not already hold.
+    /// The document of `pieces` (in name order) at `version`, reusing every group of
+    /// `previous` that holds the same pieces after the same group.
     pub fn assemble<'a>(
-        pieces: impl Iterator<Item = &'a ClientPiece>,
+        pieces: impl Iterator<Item = &'a Arc<ClientPiece>>,
         version: u64,
         previous: Option<&ClientResponse>,
     ) -> ClientResponse {
-        let reusable: HashMap<([u8; 32], [u8; 32]), &Arc<Group>> = previous
-            .map(|p| p.groups.iter().map(|g| ((g.after, g.digest), g)).collect())
+        let reusable: HashMap<*const ClientPiece, &Arc<Group>> = previous
+            .map(|p| {
+                p.groups
+                    .iter()
+                    .filter_map(|g| Some((Arc::as_ptr(g.members.first()?), g)))
+                    .collect()
+            })
             .unwrap_or_default();
-        let pieces: Vec<&ClientPiece> = pieces.collect();
-
-        let plain_len = PREFIX.len()
-            + SUFFIX.len()
-            + pieces
-                .iter()
-                .map(|piece| piece.json.len() + SEPARATOR.len())
-                .sum::<usize>();
-        let mut plain = Vec::with_capacity(plain_len);
-        plain.extend_from_slice(PREFIX);
-        for (i, piece) in pieces.iter().enumerate() {
-            if i > 0 {
-                plain.extend_from_slice(SEPARATOR);
-            }
-            plain.extend_from_slice(&piece.json);
-        }
-        plain.extend_from_slice(SUFFIX);
-
         let mut groups: Vec<Arc<Group>> = Vec::new();
-        let mut previous_members: &[&ClientPiece] = &[];
-        for members in split_into_groups(&pieces) {
-            let after = groups.last().map_or([0; 32], |g| g.digest);
-            let digest = digest_of(members);
-            let group = match reusable.get(&(after, digest)) {
+        let mut members: Vec<&Arc<ClientPiece>> = Vec::with_capacity(MAX_GROUP);
+        let close = |members: &mut Vec<&Arc<ClientPiece>>, groups: &mut Vec<Arc<Group>>| {
+            let before = groups.last();
+            let after = before.map_or([0; 32], |g| g.digest);
+            let reused = reusable
+                .get(&Arc::as_ptr(members[0]))
+                .filter(|g| g.is_run_of(members, after));
+            let group = match reused {
                 Some(group) => Arc::clone(group),
-                None => Arc::new(Group {
-                    digest,
-                    after,
-                    deflated: compress_group(members, previous_members),
-                }),
+                None => Arc::new(new_group(members, after, before)),
             };
             groups.push(group);
-            previous_members = members;
+            members.clear();
+        };
+        for piece in pieces {
+            members.push(piece);
+            if piece.ends_group || members.len() == MAX_GROUP {
+                close(&mut members, &mut groups);
+            }
+        }
+        if !members.is_empty() {
+            close(&mut members, &mut groups);
         }
 
+        let mut chunks = Vec::with_capacity(groups.len() * 2 + 1);
+        chunks.push(Bytes::from_static(PREFIX));
+        for (i, group) in groups.iter().enumerate() {
+            if i > 0 {
+                chunks.push(Bytes::from_static(SEPARATOR));
+            }
+            chunks.push(group.plain.clone());
+        }
+        chunks.push(Bytes::from_static(SUFFIX));
+        let plain = PlainDocument::new(chunks);
         let gzip = gzip_of(&groups);
         let etag = etag_of(&groups, plain.len());
         ClientResponse {
-            plain: Bytes::from(plain),
+            plain,
             gzip,
             etag,
             version,
@@ -199,58 +308,34 @@ fn strip_weak(tag: &[u8]) -> &[u8] {
     tag.strip_prefix(b"W/").unwrap_or(tag)
 }
 
-/// Splits the pieces where a piece ends a group, or a group reaches `MAX_GROUP`.
-fn split_into_groups<'p, 'a>(
-    pieces: &'p [&'a ClientPiece],
-) -> impl Iterator<Item = &'p [&'a ClientPiece]> {
-    let mut rest = pieces;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
-        let end = rest
-            .iter()
-            .take(MAX_GROUP)
-            .position(|piece| piece.ends_group)
-            .map_or(rest.len().min(MAX_GROUP), |i| i + 1);
-        let (group, tail) = rest.split_at(end);
-        rest = tail;
-        Some(group)
-    })
-}
-
-/// SHA-256 over the members' digests.
-fn digest_of(members: &[&ClientPiece]) -> [u8; 32] {
+/// A group of `members` compressed after `before` (the group that precedes it, or the prefix
+/// when it comes first).
+fn new_group(members: &[&Arc<ClientPiece>], after: [u8; 32], before: Option<&Arc<Group>>) -> Group {
     let mut hasher = Sha256::new();
-    for piece in members {
-        hasher.update(piece.digest);
-    }
-    hasher.finalize().into()
-}
-
-/// The members joined by the separator.
-fn joined(members: &[&ClientPiece]) -> Vec<u8> {
     let mut plain = Vec::with_capacity(members.iter().map(|p| p.json.len() + 1).sum());
     for (i, piece) in members.iter().enumerate() {
+        hasher.update(piece.digest);
         if i > 0 {
             plain.extend_from_slice(SEPARATOR);
         }
         plain.extend_from_slice(&piece.json);
     }
-    plain
-}
-
-/// The blocks of a group, referring back into what precedes it in the document: the prefix
-/// for the first group, otherwise the group before and the separator.
-fn compress_group(members: &[&ClientPiece], before: &[&ClientPiece]) -> Deflated {
-    let before = if before.is_empty() {
-        PREFIX.to_vec()
-    } else {
-        let mut bytes = joined(before);
-        bytes.extend_from_slice(SEPARATOR);
-        bytes
+    let dictionary = match before {
+        Some(group) => {
+            let mut bytes = group.plain[group.plain.len().saturating_sub(WINDOW)..].to_vec();
+            bytes.extend_from_slice(SEPARATOR);
+            bytes
+        }
+        None => PREFIX.to_vec(),
     };
-    Deflated::of(&joined(members), &before, false)
+    let deflated = Deflated::of(&plain, &dictionary, false);
+    Group {
+        members: members.iter().map(|p| Arc::clone(p)).collect(),
+        digest: hasher.finalize().into(),
+        after,
+        plain: Bytes::from(plain),
+        deflated,
+    }
 }
 
 /// One gzip stream: header, the groups' blocks between the fixed stretches, the final block,
@@ -285,7 +370,7 @@ fn gzip_of(groups: &[Arc<Group>]) -> Bytes {
 
 /// `W/"<length>-<hash>"`, the hash over the groups' digests in order (and so over every
 /// toggle's digest in name order), never over the whole document.
-fn etag_of(groups: &[Arc<Group>], plain_len: usize) -> HeaderValue {
+fn etag_of(groups: &[Arc<Group>], plain_len: u64) -> HeaderValue {
     let mut hasher = Sha256::new();
     for group in groups {
         hasher.update(group.digest);

@@ -44,7 +44,12 @@ impl ClientDocuments {
             if let Err(e) = tokio::task::spawn_blocking(move || documents.build(&state)).await {
                 tracing::error!(error = %e, "client document build failed");
             }
-            last = Some((Instant::now(), started.elapsed()));
+            let took = started.elapsed();
+            if let Ok(mut totals) = self.totals.lock() {
+                totals.builds += 1;
+                totals.seconds += took.as_secs_f64();
+            }
+            last = Some((Instant::now(), took));
         }
     }
 
@@ -60,7 +65,7 @@ impl ClientDocuments {
                     state,
                 ));
                 let document = ClientResponse::assemble(
-                    pieces.entries.iter().map(|(_, piece)| &**piece),
+                    pieces.pieces(),
                     pieces.version,
                     self.unfiltered.load().as_deref(),
                 );

@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwapOption;
 use tokio::sync::{watch, Notify, OnceCell};
 
-pub use assemble::ClientResponse;
-pub use piece::{ClientPiece, PieceList};
+pub use assemble::{ClientResponse, PlainDocument};
+pub use piece::{ClientPiece, PieceEntry, PieceList};
 
 use crate::domain::filter::FeatureFilter;
 
@@ -43,6 +43,14 @@ pub struct ClientDocuments {
     built: watch::Sender<bool>,
     /// The version every document (filtered ones too) was last brought up to.
     settled: AtomicU64,
+    totals: Mutex<BuildTotals>,
+}
+
+/// How many builds ran and how long they took in all, since the replica started.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BuildTotals {
+    pub builds: u64,
+    pub seconds: f64,
 }
 
 /// A filtered document, rebuilt by the builder while it is asked for.
@@ -82,6 +90,7 @@ impl Default for ClientDocuments {
             wake: Notify::new(),
             built: watch::Sender::new(false),
             settled: AtomicU64::new(0),
+            totals: Mutex::new(BuildTotals::default()),
         }
     }
 }
@@ -108,6 +117,11 @@ impl ClientDocuments {
         self.settled.load(Ordering::Acquire)
     }
 
+    /// Builds so far and their total time.
+    pub fn build_totals(&self) -> BuildTotals {
+        self.totals.lock().map_or_else(|p| *p.into_inner(), |t| *t)
+    }
+
     /// The newest document for `filter`. Waits only for the first build of the replica or of
     /// a filter never asked for before; otherwise answers at once, waking the builder when the
     /// document is behind the newest version.
@@ -130,11 +144,7 @@ impl ClientDocuments {
         }
         // A filter that matches nothing gets the shared empty document and takes no slot, so
         // made-up filters cannot crowd out the ones SDKs really send.
-        if !pieces
-            .entries
-            .iter()
-            .any(|(toggle, _)| filter.matches(toggle))
-        {
+        if !pieces.entries.values().any(|e| filter.matches(&e.toggle)) {
             return no_match();
         }
         let entry = cached.or_else(|| {
@@ -206,9 +216,9 @@ pub fn build_filtered(
 ) -> ClientResponse {
     let selected = pieces
         .entries
-        .iter()
-        .filter(|(toggle, _)| filter.matches(toggle))
-        .map(|(_, piece)| &**piece);
+        .values()
+        .filter(|entry| filter.matches(&entry.toggle))
+        .map(|entry| &entry.piece);
     ClientResponse::assemble(selected, pieces.version, previous)
 }
 

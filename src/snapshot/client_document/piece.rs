@@ -4,6 +4,8 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use imbl::ordmap::DiffItem;
+use imbl::OrdMap;
 use sha2::{Digest, Sha256};
 
 use crate::domain::state::ConfigState;
@@ -42,47 +44,56 @@ impl ClientPiece {
     }
 }
 
-/// The pieces of every active toggle of one configuration version, in name order, each with
-/// the toggle it was made from (what filters look at).
-#[derive(Default)]
+/// An active toggle with its piece.
+#[derive(Debug, Clone)]
+pub struct PieceEntry {
+    /// The toggle (what filters look at).
+    pub toggle: Arc<Toggle>,
+    pub piece: Arc<ClientPiece>,
+}
+
+/// The pieces of every active toggle of one configuration version, by name. Persistent maps:
+/// the next version's list shares everything but the toggles that changed.
+#[derive(Default, Clone)]
 pub struct PieceList {
     /// The configuration version the pieces were made from.
     pub version: u64,
     /// Id of the commit that made `version`.
     pub head: u64,
-    pub entries: Vec<(Arc<Toggle>, Arc<ClientPiece>)>,
+    /// The toggles the pieces were made from, to find what the next version changed.
+    features: OrdMap<String, Arc<Toggle>>,
+    pub entries: OrdMap<String, PieceEntry>,
 }
 
 impl PieceList {
-    /// The pieces of `state`, reusing `previous`'s for every toggle that is the same record
-    /// (toggles are immutable behind `Arc`, so the same pointer is the same content): a
-    /// version that changed one toggle serialises one toggle.
+    /// The pieces of `state`, made from `previous` by serialising only the toggles that
+    /// differ (the diff skips the parts of the maps the two versions share).
     pub fn update(previous: &PieceList, state: &ConfigState) -> PieceList {
-        let old = &previous.entries;
-        let mut next = 0;
-        let entries = state
-            .features
-            .iter()
-            .map(|(name, toggle)| {
-                // Most toggles sit where they sat: check that slot first, then walk forward.
-                if next < old.len() && !Arc::ptr_eq(&old[next].0, toggle) {
-                    while next < old.len() && old[next].0.name.as_str() < name.as_str() {
-                        next += 1;
-                    }
+        let mut entries = previous.entries.clone();
+        for change in previous.features.diff(&state.features) {
+            match change {
+                DiffItem::Add(name, toggle) | DiffItem::Update { new: (name, toggle), .. } => {
+                    let entry = PieceEntry {
+                        toggle: toggle.clone(),
+                        piece: Arc::new(ClientPiece::of(toggle)),
+                    };
+                    entries.insert(name.clone(), entry);
                 }
-                match old.get(next) {
-                    Some((was, piece)) if Arc::ptr_eq(was, toggle) => {
-                        next += 1;
-                        (toggle.clone(), piece.clone())
-                    }
-                    _ => (toggle.clone(), Arc::new(ClientPiece::of(toggle))),
+                DiffItem::Remove(name, _) => {
+                    entries.remove(name);
                 }
-            })
-            .collect();
+            }
+        }
         PieceList {
             version: state.version,
             head: state.head,
+            features: state.features.clone(),
             entries,
         }
+    }
+
+    /// The pieces in name order.
+    pub fn pieces(&self) -> impl Iterator<Item = &Arc<ClientPiece>> + '_ {
+        self.entries.values().map(|entry| &entry.piece)
     }
 }

@@ -1,0 +1,106 @@
+//! Prometheus metrics of configuration writes (commits, lost races, writes given up) and of
+//! the client documents built from the versions they make.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::Mutex;
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
+
+use crate::snapshot::client_document::BuildTotals;
+use crate::snapshot::Snapshot;
+
+/// Write and client document metrics.
+pub struct WriteMetrics {
+    conflicts: Counter,
+    gave_up: Counter,
+    attempts: Histogram,
+    builds: Counter,
+    build_seconds: Counter<f64, AtomicU64>,
+    lag: Gauge,
+    /// The build totals already added into the exported counters.
+    exported: Mutex<BuildTotals>,
+}
+
+impl WriteMetrics {
+    /// Registers the metrics in `registry`.
+    pub fn register(registry: &mut Registry) -> Self {
+        let metrics = Self {
+            conflicts: Counter::default(),
+            gave_up: Counter::default(),
+            attempts: Histogram::new([1.0, 2.0, 3.0, 4.0, 6.0, 8.0]),
+            builds: Counter::default(),
+            build_seconds: Counter::default(),
+            lag: Gauge::default(),
+            exported: Mutex::new(BuildTotals::default()),
+        };
+        registry.register(
+            "write_conflicts",
+            "Commits that lost the race with another writer and were decided again",
+            metrics.conflicts.clone(),
+        );
+        registry.register(
+            "write_contention_failures",
+            "Writes answered 503 after losing every attempt to other writers",
+            metrics.gave_up.clone(),
+        );
+        registry.register(
+            "write_attempts",
+            "Attempts a committed write took (1 when it won the first race)",
+            metrics.attempts.clone(),
+        );
+        registry.register(
+            "client_document_builds",
+            "Builds of the client documents (each covers every version since the last)",
+            metrics.builds.clone(),
+        );
+        registry.register_with_unit(
+            "client_document_build",
+            "Time spent building client documents",
+            Unit::Seconds,
+            metrics.build_seconds.clone(),
+        );
+        registry.register(
+            "client_document_lag_versions",
+            "Versions the client API is behind this replica's configuration",
+            metrics.lag.clone(),
+        );
+        metrics
+    }
+
+    /// A commit lost the race with another writer.
+    pub fn conflict(&self) {
+        self.conflicts.inc();
+    }
+
+    /// A write gave up after losing every attempt.
+    pub fn gave_up(&self) {
+        self.gave_up.inc();
+    }
+
+    /// A write committed on its `attempts`-th attempt.
+    pub fn committed(&self, attempts: usize) {
+        self.attempts.observe(attempts as f64);
+    }
+
+    /// Brings the build counters and the lag gauge up to `snapshot`'s documents.
+    pub fn observe(&self, snapshot: &Snapshot) {
+        let totals = snapshot.client().build_totals();
+        let mut exported = match self.exported.lock() {
+            Ok(exported) => exported,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        self.builds
+            .inc_by(totals.builds.saturating_sub(exported.builds));
+        self.build_seconds
+            .inc_by((totals.seconds - exported.seconds).max(0.0));
+        *exported = totals;
+        let lag = snapshot
+            .state()
+            .version
+            .saturating_sub(snapshot.client().settled_version());
+        self.lag.set(lag as i64);
+    }
+}
