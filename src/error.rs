@@ -121,6 +121,13 @@ impl IntoResponse for ApiError {
                     .headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             }
+            Self::PayloadTooLarge(_) => {
+                // The rest of the body is never read, so the connection cannot carry another
+                // request: say so, or a client reusing it sees it cut off.
+                response
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
             _ => {}
         }
         response
