@@ -2,6 +2,7 @@
 //! and which events are recorded, then commits both in one atomic store step; on a version
 //! conflict it refreshes and decides again.
 
+mod group_commit;
 mod seed;
 pub use seed::is_seeded;
 pub mod strategies;
@@ -18,11 +19,13 @@ use crate::domain::event::{Event, EventKind, NewEvent};
 use crate::domain::state::ConfigState;
 use crate::domain::tag::TagRef;
 use crate::domain::{DomainError, ValidationErrors};
-use crate::snapshot::{position_of, Snapshot};
-use crate::store::{Change, Collection, CommitOutcome, Store, StoreError};
+use crate::snapshot::Snapshot;
+use crate::store::{Change, Collection, Store, StoreError};
 use crate::telemetry::metrics::Metrics;
 
-/// How often a write re-decides after losing a race with another writer.
+use group_commit::{DecideError, GroupCommit, Outcome, Target};
+
+/// How often a write is decided again after its batch lost a race with another replica.
 const COMMIT_ATTEMPTS: usize = 8;
 
 /// Why a use-case failed.
@@ -61,6 +64,10 @@ impl<T> Plan<T> {
             now,
             output,
         }
+    }
+
+    fn into_parts(self) -> (Vec<Change>, Vec<NewEvent>, T) {
+        (self.changes, self.events, self.output)
     }
 
     /// The same plan returning `output` instead.
@@ -118,6 +125,7 @@ pub struct Service {
     store: Store,
     snapshot: Arc<Snapshot>,
     metrics: Arc<Metrics>,
+    writes: Arc<GroupCommit>,
 }
 
 impl Service {
@@ -127,6 +135,7 @@ impl Service {
             store,
             snapshot,
             metrics,
+            writes: Arc::new(GroupCommit::default()),
         }
     }
 
@@ -155,44 +164,45 @@ impl Service {
         &self,
         decide: impl Fn(&ConfigState, DateTime<Utc>) -> Result<Plan<T>, DomainError>,
     ) -> Result<T, ServiceError> {
+        let target = Target {
+            store: &self.store,
+            snapshot: &self.snapshot,
+            metrics: &self.metrics,
+        };
         for attempt in 0..COMMIT_ATTEMPTS {
             if !self.snapshot.is_loaded() {
                 return Err(ServiceError::NotReady);
             }
-            let state = self.snapshot.state();
-            let plan = decide(&state, Utc::now())?;
-            if plan.changes.is_empty() && plan.events.is_empty() {
-                return Ok(plan.output);
-            }
-            let started = std::time::Instant::now();
-            let committed = self
-                .store
-                .commit(position_of(&state), &plan.changes, &plan.events)
-                .await;
-            self.metrics
-                .usage
-                .operation("commit", started.elapsed(), committed.as_ref().err());
-            match committed? {
-                CommitOutcome::Committed { position } => {
-                    self.metrics.writes.committed(attempt + 1);
-                    if let Err(e) = self
-                        .snapshot
-                        .apply_commit(position_of(&state), position, &plan.changes)
-                        .await
-                    {
-                        // The write is durable; the snapshot catches up on its next refresh.
-                        tracing::warn!(error = %e, "snapshot update after commit failed");
-                    }
-                    return Ok(plan.output);
+            let now = Utc::now();
+            let mut output = None;
+            let decided = self.writes.decide(&self.snapshot, |state| {
+                let (changes, events, out) = decide(state, now)?.into_parts();
+                output = Some(out);
+                Ok((changes, events))
+            });
+            let decided = match decided {
+                Ok(Some(decided)) => decided,
+                Ok(None) => return output.ok_or(ServiceError::Contention),
+                Err(DecideError::Rejected(e)) => return Err(ServiceError::Domain(e)),
+                Err(DecideError::Store(e)) => return Err(ServiceError::Store(e)),
+                Err(DecideError::Busy) => {
+                    self.writes.commit_pending(target).await;
+                    continue;
                 }
-                CommitOutcome::Conflict { .. } => {
+            };
+            match self.writes.commit(target, decided).await {
+                Outcome::Committed => {
+                    self.metrics.writes.committed(attempt + 1);
+                    return output.ok_or(ServiceError::Contention);
+                }
+                Outcome::Lost => {
                     self.metrics.writes.conflict();
-                    // Back off a little (growing, jittered) so racing writers spread out.
+                    // Back off a little (growing, jittered) so racing replicas spread out.
                     if attempt > 0 {
                         tokio::time::sleep(conflict_backoff(attempt)).await;
                     }
-                    self.snapshot.refresh().await?;
                 }
+                Outcome::Failed(e) => return Err(ServiceError::Store(e)),
             }
         }
         self.metrics.writes.gave_up();

@@ -214,6 +214,13 @@ impl Snapshot {
     }
 }
 
+/// Applies `changes` to `state` in order, as a commit of them would.
+pub fn apply_changes(state: &mut ConfigState, changes: &[Change]) -> Result<(), StoreError> {
+    changes
+        .iter()
+        .try_for_each(|change| decode::apply(state, change))
+}
+
 /// The store position a state was read at.
 pub fn position_of(state: &ConfigState) -> Position {
     Position {

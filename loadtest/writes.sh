@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# loadtest/writes.sh — admin write throughput as the configuration grows, both stores, side by
+# side in one run. For every store and size it:
+#   1. starts a fresh store (its own redis-server, or a new embedded data directory) and
+#      --replicas flagpole replicas on it (several replicas need the Redis store);
+#   2. loads N toggles of the bench kit's gen_features.py through the admin API, timed;
+#   3. runs the bench kit's writebench.sh (--connections concurrent writers, each PUT a real
+#      change of a random toggle) --rounds times, the writers spread over the replicas;
+#   4. reads each replica's Prometheus metrics (conflicts, writes given up, client document
+#      builds) and peak RSS, and stops what it started.
+# It prints one line per (store, size) and, per store, writes/s at the largest size over
+# writes/s at the smallest.
+#
+# usage: loadtest/writes.sh [options]
+#   --toggles "100 1000 10000"   configuration sizes (default those three)
+#   --stores "redis embedded"    store backends (default both)
+#   --replicas K                 replicas on one Redis (default 1; K > 1 skips the embedded store)
+#   --connections C              concurrent writers in all (default 16)
+#   --duration S                 seconds per writebench run (default 10)
+#   --rounds R                   runs per size; the median is reported (default 2)
+#   --out DIR                    keep logs and results.csv there (default: a new /tmp dir)
+#   --no-build                   use the existing binary in $CARGO_TARGET_DIR/release
+# Environment overrides: CARGO_TARGET_DIR (default /tmp/fp-release), FLAGPOLE_BIN, BENCH_DIR,
+#   REDIS_SERVER. Only loopback traffic; every run is bounded by --duration.
+# Needs cargo, wrk, curl, python3, redis-server: apt-get install -y wrk redis-server
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+. "$HERE/lib.sh"
+
+common_defaults
+SIZES="100 1000 10000"
+STORES="redis embedded"
+REPLICAS=1
+CONN=16
+KILL_AFTER=15
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --toggles) SIZES=$2; shift 2;;
+    --stores) STORES=$2; shift 2;;
+    --replicas) REPLICAS=$2; shift 2;;
+    --connections) CONN=$2; shift 2;;
+    *) common_opt "$@"; shift "$OPT_SHIFT";;
+  esac
+done
+[[ $REPLICAS =~ ^[1-9][0-9]*$ ]] || { echo "--replicas must be a positive integer" >&2; exit 2; }
+[ -x "$BENCH_DIR/writebench.sh" ] || { echo "bench kit not found at $BENCH_DIR (set BENCH_DIR)" >&2; exit 2; }
+need_tools "wrk curl python3" wrk curl python3
+make_out flagpole-writes
+
+PIDS=()
+stopped_what() { echo "flagpole replicas and redis-server"; }
+# cleanup stops the replicas of the current size (PIDS) and the store.
+stop_all() {
+  local pid
+  for pid in "${PIDS[@]+"${PIDS[@]}"}"; do stop "$pid"; done
+  PIDS=()
+  stop "$REDIS_PID"; REDIS_PID=""
+  [ -n "$DATA_DIR" ] && rm -rf "$DATA_DIR"; DATA_DIR=""
+}
+trap 'rc=$?; trap - EXIT INT TERM; stop_all; echo "# stopped $(stopped_what); logs and results in $OUT" >&2; exit $rc' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+REDIS_PID=""; DATA_DIR=""
+
+build_flagpole
+machine_info
+
+# metric URL NAME: the sum of a Prometheus sample (0 when absent)
+metric() {
+  curl -s -m 5 "$1/internal-backstage/prometheus" \
+    | awk -v name="$2" '$1 == name { sum += $2 } END { printf "%d", sum }'
+}
+
+# peak_rss PID: VmHWM of PID in MiB
+peak_rss() { awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status" 2>/dev/null || echo "?"; }
+
+echo "store,replicas,toggles,load_s,writes_per_s,p99_ms,errors,conflicts,gave_up,builds,peak_rss_mib" > "$OUT/results.csv"
+printf '%-9s %8s %7s %9s %11s %8s %7s %10s %8s %7s %9s\n' store replicas toggles load_s writes/s p99_ms errors conflicts gave_up builds rss_MiB >&2
+
+for STORE in $STORES; do
+  check_store
+  if [ "$STORE" = embedded ] && [ "$REPLICAS" -gt 1 ]; then
+    echo "# skipping the embedded store: it serves one replica" >&2
+    continue
+  fi
+  need_redis_tools
+  for N in $SIZES; do
+    read -r REDIS_PORT <<<"$(free_ports 1)"
+    start_store redis_ping_py flagpole-writes
+    URLS=()
+    for i in $(seq "$REPLICAS"); do
+      read -r FP_PORT <<<"$(free_ports 1)"
+      start_flagpole "${STORE_ARGS[@]}"
+      mv "$OUT/flagpole.log" "$OUT/flagpole-$STORE-$N-$i.log"
+      PIDS+=("$FP_PID")
+      URLS+=("$URL")
+    done
+    started=$(date +%s.%N)
+    run_bg 900 "$OUT/load-$STORE-$N.txt" python3 "$BENCH_DIR/gen_features.py" "$N" \
+      --load "${URLS[0]}" --admin-header "$ADMIN_HEADER"
+    load_s=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$started" "$(date +%s.%N)")
+    before_conflicts=0; before_gave_up=0; before_builds=0
+    for u in "${URLS[@]}"; do
+      before_conflicts=$((before_conflicts + $(metric "$u" flagpole_write_conflicts_total)))
+      before_gave_up=$((before_gave_up + $(metric "$u" flagpole_write_contention_failures_total)))
+      before_builds=$((before_builds + $(metric "$u" flagpole_client_document_builds_total)))
+    done
+    : > "$OUT/rounds-$STORE-$N.txt"
+    for round in $(seq "$ROUNDS"); do
+      # The writers, spread over the replicas; each writebench prints one summary line.
+      pids=()
+      for i in "${!URLS[@]}"; do
+        share=$(( CONN / REPLICAS + (i < CONN % REPLICAS ? 1 : 0) ))
+        timeout --kill-after="$KILL_AFTER" $((DURATION + 60)) \
+          "$BENCH_DIR/writebench.sh" "${URLS[$i]}" "$N" "$DURATION" "$share" \
+          > "$OUT/wb-$STORE-$N-$round-$i.txt" 2>&1 &
+        pids+=($!)
+      done
+      for p in "${pids[@]}"; do wait "$p"; done
+      # One round: writes/s summed over the replicas, the worst p99, errors summed.
+      cat "$OUT"/wb-"$STORE"-"$N"-"$round"-*.txt | awk '
+        /^writes\/s/ { w += $2; if ($6 > p) p = $6; e += $10 }
+        END { printf "%.1f %.2f %d\n", w, p, e }' >> "$OUT/rounds-$STORE-$N.txt"
+    done
+    conflicts=0; gave_up=0; builds=0; rss=""
+    for i in "${!URLS[@]}"; do
+      u=${URLS[$i]}
+      conflicts=$((conflicts + $(metric "$u" flagpole_write_conflicts_total)))
+      gave_up=$((gave_up + $(metric "$u" flagpole_write_contention_failures_total)))
+      builds=$((builds + $(metric "$u" flagpole_client_document_builds_total)))
+      rss="$rss${rss:+/}$(peak_rss "${PIDS[$i]}")"
+    done
+    conflicts=$((conflicts - before_conflicts)); gave_up=$((gave_up - before_gave_up)); builds=$((builds - before_builds))
+    read -r writes p99 errors <<<"$(sort -n -k1,1 "$OUT/rounds-$STORE-$N.txt" | awk '
+      { w[NR] = $1; p[NR] = $2; e += $3 } END { m = int((NR + 1) / 2); printf "%s %s %d\n", w[m], p[m], e }')"
+    echo "$STORE,$REPLICAS,$N,$load_s,$writes,$p99,$errors,$conflicts,$gave_up,$builds,$rss" >> "$OUT/results.csv"
+    printf '%-9s %8s %7s %9s %11s %8s %7s %10s %8s %7s %9s\n' \
+      "$STORE" "$REPLICAS" "$N" "$load_s" "$writes" "$p99" "$errors" "$conflicts" "$gave_up" "$builds" "$rss" >&2
+    stop_all
+  done
+done
+
+# Per store: writes/s at the largest size over writes/s at the smallest.
+awk -F, 'NR > 1 { if (!($1 in first)) first[$1] = $5; last[$1] = $5; size[$1] = size[$1] " " $3 }
+  END { for (s in first) if (first[s] > 0) printf "# %s: writes/s at the largest size / at the smallest = %.2f\n", s, last[s] / first[s] }' \
+  "$OUT/results.csv" >&2
+echo "# results in $OUT/results.csv" >&2

@@ -1,0 +1,228 @@
+//! `GroupCommit`: the writes of one replica decided one after the other and committed in
+//! batches.
+//!
+//! Writers decide against a *pending* state: the snapshot plus every change decided but not
+//! yet committed, so a batch never holds two decisions that contradict each other (two
+//! creates of one name, say). Whoever takes the commit turn commits everything decided so far
+//! in one store commit (one round trip, one fsync), applies it to the snapshot and answers
+//! all its writers. Writers on one replica therefore never race each other; races are left
+//! to replicas, and the store's position check settles them. A batch that loses such a race
+//! is decided again by its writers, like a batch decided on top of it.
+
+use std::sync::{Mutex, MutexGuard};
+
+use tokio::sync::oneshot;
+
+use crate::domain::event::NewEvent;
+use crate::domain::state::ConfigState;
+use crate::snapshot::{apply_changes, position_of, Snapshot};
+use crate::store::{Change, CommitOutcome, Position, Store, StoreError};
+use crate::telemetry::metrics::Metrics;
+
+/// At most this many writes go into one commit (bounds one commit's size and time).
+const MAX_BATCH: usize = 256;
+
+/// What happened to a decided write.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Committed and applied to the snapshot.
+    Committed,
+    /// Its batch (or the one it was decided on top of) lost the race with another replica:
+    /// decide again.
+    Lost,
+    /// The store failed; the write may or may not have been written.
+    Failed(StoreError),
+}
+
+/// Decided writes waiting for their commit.
+#[derive(Default)]
+struct Batch {
+    changes: Vec<Change>,
+    events: Vec<NewEvent>,
+    writers: Vec<oneshot::Sender<Outcome>>,
+}
+
+impl Batch {
+    fn answer(self, outcome: impl Fn() -> Outcome) {
+        for writer in self.writers {
+            // A writer that went away (its request was dropped) needs no answer.
+            let _ = writer.send(outcome());
+        }
+    }
+}
+
+/// The pending state and the batch being filled.
+#[derive(Default)]
+struct Pending {
+    /// The state the next decision is made against, and the store position its chain of
+    /// uncommitted batches starts from. `None`: start again from the snapshot.
+    state: Option<(Position, ConfigState)>,
+    /// Decided, not yet taken by a committer.
+    open: Batch,
+    /// A batch is being committed.
+    committing: bool,
+}
+
+/// The replica's write pipeline (see the module documentation).
+#[derive(Default)]
+pub struct GroupCommit {
+    pending: Mutex<Pending>,
+    /// The commit turn: one store commit at a time per replica.
+    turn: tokio::sync::Mutex<()>,
+}
+
+/// Where batches are committed, applied and timed.
+#[derive(Clone, Copy)]
+pub struct Target<'a> {
+    pub store: &'a Store,
+    pub snapshot: &'a Snapshot,
+    pub metrics: &'a Metrics,
+}
+
+/// A write that was decided and waits for its commit.
+pub struct Decided(oneshot::Receiver<Outcome>);
+
+impl GroupCommit {
+    fn lock(&self) -> MutexGuard<'_, Pending> {
+        match self.pending.lock() {
+            Ok(pending) => pending,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// Runs `decide` against the pending state and, when it changes something, queues its
+    /// changes and events for the next commit. `decide` returns them (empty: nothing to
+    /// write) or its own error, which leaves the pending state as it was.
+    pub fn decide<E>(
+        &self,
+        snapshot: &Snapshot,
+        decide: impl FnOnce(&ConfigState) -> Result<(Vec<Change>, Vec<NewEvent>), E>,
+    ) -> Result<Option<Decided>, DecideError<E>> {
+        let mut pending = self.lock();
+        let idle = !pending.committing && pending.open.writers.is_empty();
+        if idle || pending.state.is_none() {
+            let state = snapshot.state();
+            pending.state = Some((position_of(&state), (*state).clone()));
+        }
+        if pending.open.writers.len() >= MAX_BATCH {
+            return Err(DecideError::Busy);
+        }
+        let Pending { state, open, .. } = &mut *pending;
+        let Some((_, state)) = state.as_mut() else {
+            return Err(DecideError::Busy);
+        };
+        let (changes, events) = decide(state).map_err(DecideError::Rejected)?;
+        if changes.is_empty() && events.is_empty() {
+            return Ok(None);
+        }
+        let mut next = state.clone();
+        apply_changes(&mut next, &changes).map_err(DecideError::Store)?;
+        *state = next;
+        let (sender, receiver) = oneshot::channel();
+        open.changes.extend(changes);
+        open.events.extend(events);
+        open.writers.push(sender);
+        Ok(Some(Decided(receiver)))
+    }
+
+    /// Waits for `decided` to be committed, taking the commit turn (and committing whatever
+    /// is decided by then) when it comes first.
+    pub async fn commit(&self, target: Target<'_>, decided: Decided) -> Outcome {
+        let Decided(mut receiver) = decided;
+        loop {
+            let turn = self.turn.lock().await;
+            if let Ok(outcome) = receiver.try_recv() {
+                return outcome;
+            }
+            self.commit_open_batch(target).await;
+            drop(turn);
+            if let Ok(outcome) = receiver.try_recv() {
+                return outcome;
+            }
+        }
+    }
+
+    /// Takes the commit turn and commits what is decided (to make room in a full batch).
+    pub async fn commit_pending(&self, target: Target<'_>) {
+        let _turn = self.turn.lock().await;
+        self.commit_open_batch(target).await;
+    }
+
+    /// Commits the open batch (the caller holds the turn).
+    async fn commit_open_batch(&self, target: Target<'_>) {
+        let Target {
+            store,
+            snapshot,
+            metrics,
+        } = target;
+        let (batch, base) = {
+            let mut pending = self.lock();
+            let Some(base) = pending.state.as_ref().map(|(position, _)| *position) else {
+                return;
+            };
+            pending.committing = true;
+            (std::mem::take(&mut pending.open), base)
+        };
+        if batch.writers.is_empty() {
+            self.lock().committing = false;
+            return;
+        }
+        let started = std::time::Instant::now();
+        let committed = store.commit(base, &batch.changes, &batch.events).await;
+        metrics
+            .usage
+            .operation("commit", started.elapsed(), committed.as_ref().err());
+        let outcome = match committed {
+            Ok(CommitOutcome::Committed { position }) => {
+                if let Err(e) = snapshot.apply_commit(base, position, &batch.changes).await {
+                    // The write is durable; the snapshot catches up on its next refresh.
+                    tracing::warn!(error = %e, "snapshot update after commit failed");
+                }
+                let mut pending = self.lock();
+                pending.committing = false;
+                // What was decided meanwhile sits on top of this commit.
+                if let Some((chain, _)) = pending.state.as_mut() {
+                    *chain = position;
+                }
+                Ok(())
+            }
+            Ok(CommitOutcome::Conflict { .. }) => {
+                // Catch up before the writers decide again; a failure here shows in their
+                // next commit.
+                if let Err(e) = snapshot.refresh().await {
+                    tracing::warn!(error = %e, "snapshot refresh after a lost race failed");
+                }
+                Err(None)
+            }
+            Err(e) => Err(Some(e)),
+        };
+        match outcome {
+            Ok(()) => batch.answer(|| Outcome::Committed),
+            Err(failure) => {
+                // Everything decided on top of the failed batch must be decided again.
+                let stale = {
+                    let mut pending = self.lock();
+                    pending.committing = false;
+                    pending.state = None;
+                    std::mem::take(&mut pending.open)
+                };
+                stale.answer(|| Outcome::Lost);
+                match failure {
+                    None => batch.answer(|| Outcome::Lost),
+                    Some(e) => batch.answer(|| Outcome::Failed(e.clone())),
+                }
+            }
+        }
+    }
+}
+
+/// Why a write could not be queued.
+#[derive(Debug)]
+pub enum DecideError<E> {
+    /// The decision's own error (invalid input, unknown name, …).
+    Rejected(E),
+    /// The decided changes do not apply (a bug in the decision, or corrupt data).
+    Store(StoreError),
+    /// The batch is full; try again after the next commit.
+    Busy,
+}
