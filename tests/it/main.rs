@@ -5,6 +5,7 @@ mod common;
 mod api_basics;
 mod binary;
 mod client_api;
+mod convergence;
 mod embedded_store;
 mod events;
 mod redis_replicas;
