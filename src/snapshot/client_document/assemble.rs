@@ -79,7 +79,7 @@ impl Deflated {
         let mut crc = crc32fast::Hasher::new();
         crc.update(plain);
         Self {
-            blocks: Bytes::from(blocks),
+            blocks: Bytes::from(blocks.into_boxed_slice()),
             crc: crc.finalize(),
             len: plain.len() as u64,
         }

@@ -37,7 +37,8 @@ impl ClientPiece {
         let name_hash = Sha256::digest(toggle.name.as_bytes());
         let spread = u16::from_le_bytes([name_hash[0], name_hash[1]]);
         Self {
-            json: Bytes::from(json),
+            // Exactly sized: the bytes live as long as the toggle is unchanged.
+            json: Bytes::from(json.into_boxed_slice()),
             digest,
             ends_group: spread % GROUP_SPREAD == 0,
         }
@@ -72,7 +73,11 @@ impl PieceList {
         let mut entries = previous.entries.clone();
         for change in previous.features.diff(&state.features) {
             match change {
-                DiffItem::Add(name, toggle) | DiffItem::Update { new: (name, toggle), .. } => {
+                DiffItem::Add(name, toggle)
+                | DiffItem::Update {
+                    new: (name, toggle),
+                    ..
+                } => {
                     let entry = PieceEntry {
                         toggle: toggle.clone(),
                         piece: Arc::new(ClientPiece::of(toggle)),

@@ -326,7 +326,9 @@ fn gzip_of_groups_stays_close_to_whole_document_gzip() {
     let pieces = PieceList::update(&PieceList::default(), &state);
     let document = build_filtered(&pieces, &FeatureFilter::default(), None);
     let mut whole = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
-    whole.write_all(&document.plain.to_vec()).expect("in memory");
+    whole
+        .write_all(&document.plain.to_vec())
+        .expect("in memory");
     let whole = whole.finish().expect("in memory");
     eprintln!(
         "gzip of groups {} bytes, whole-document gzip {}",
