@@ -8,6 +8,11 @@
 //! all its writers. Writers on one replica therefore never race each other; races are left
 //! to replicas, and the store's position check settles them. A batch that loses such a race
 //! is decided again by its writers, like a batch decided on top of it.
+//!
+//! A decision that writes nothing (a no-op, or a refusal such as "not found") is answered
+//! only once the state it saw is confirmed as well: with the batch it was decided on, or by
+//! a position check of the store. A replica that has not seen another replica's write yet
+//! therefore never answers from the older state.
 
 use std::sync::{Mutex, MutexGuard};
 
@@ -79,8 +84,13 @@ pub struct Target<'a> {
     pub metrics: &'a Metrics,
 }
 
-/// A write that was decided and waits for its commit.
-pub struct Decided(oneshot::Receiver<Outcome>);
+/// A decision waiting for its commit (or, when it writes nothing, for the confirmation of
+/// the state it was made against).
+pub struct Decided {
+    receiver: oneshot::Receiver<Outcome>,
+    /// Whether the decision writes anything.
+    pub writes: bool,
+}
 
 impl GroupCommit {
     fn lock(&self) -> MutexGuard<'_, Pending> {
@@ -90,14 +100,13 @@ impl GroupCommit {
         }
     }
 
-    /// Runs `decide` against the pending state and, when it changes something, queues its
-    /// changes and events for the next commit. `decide` returns them (empty: nothing to
-    /// write) or its own error, which leaves the pending state as it was.
-    pub fn decide<E>(
+    /// Runs `decide` against the pending state and queues what it returns (changes and
+    /// events, possibly none) for the next commit.
+    pub fn decide(
         &self,
         snapshot: &Snapshot,
-        decide: impl FnOnce(&ConfigState) -> Result<(Vec<Change>, Vec<NewEvent>), E>,
-    ) -> Result<Option<Decided>, DecideError<E>> {
+        decide: impl FnOnce(&ConfigState) -> (Vec<Change>, Vec<NewEvent>),
+    ) -> Result<Decided, DecideError> {
         let mut pending = self.lock();
         let idle = !pending.committing && pending.open.writers.is_empty();
         if idle || pending.state.is_none() {
@@ -111,24 +120,24 @@ impl GroupCommit {
         let Some((_, state)) = state.as_mut() else {
             return Err(DecideError::Busy);
         };
-        let (changes, events) = decide(state).map_err(DecideError::Rejected)?;
-        if changes.is_empty() && events.is_empty() {
-            return Ok(None);
+        let (changes, events) = decide(state);
+        let writes = !(changes.is_empty() && events.is_empty());
+        if !changes.is_empty() {
+            let mut next = state.clone();
+            apply_changes(&mut next, &changes).map_err(DecideError::Store)?;
+            *state = next;
         }
-        let mut next = state.clone();
-        apply_changes(&mut next, &changes).map_err(DecideError::Store)?;
-        *state = next;
         let (sender, receiver) = oneshot::channel();
         open.changes.extend(changes);
         open.events.extend(events);
         open.writers.push(sender);
-        Ok(Some(Decided(receiver)))
+        Ok(Decided { receiver, writes })
     }
 
     /// Waits for `decided` to be committed, taking the commit turn (and committing whatever
     /// is decided by then) when it comes first.
     pub async fn commit(&self, target: Target<'_>, decided: Decided) -> Outcome {
-        let Decided(mut receiver) = decided;
+        let Decided { mut receiver, .. } = decided;
         loop {
             let turn = self.turn.lock().await;
             if let Ok(outcome) = receiver.try_recv() {
@@ -167,14 +176,30 @@ impl GroupCommit {
             self.lock().committing = false;
             return;
         }
-        let started = std::time::Instant::now();
-        let committed = store.commit(base, &batch.changes, &batch.events).await;
-        metrics
-            .usage
-            .operation("commit", started.elapsed(), committed.as_ref().err());
+        let committed = if batch.changes.is_empty() && batch.events.is_empty() {
+            // Only decisions that write nothing: confirm the state they saw.
+            let started = std::time::Instant::now();
+            let position = store.position().await;
+            metrics
+                .usage
+                .operation("position", started.elapsed(), position.as_ref().err());
+            position.map(|current| match current == base {
+                true => CommitOutcome::Committed { position: base },
+                false => CommitOutcome::Conflict { current },
+            })
+        } else {
+            let started = std::time::Instant::now();
+            let committed = store.commit(base, &batch.changes, &batch.events).await;
+            metrics
+                .usage
+                .operation("commit", started.elapsed(), committed.as_ref().err());
+            committed
+        };
         let outcome = match committed {
             Ok(CommitOutcome::Committed { position }) => {
-                if let Err(e) = snapshot.apply_commit(base, position, &batch.changes).await {
+                if position == base {
+                    // Confirmed, nothing written.
+                } else if let Err(e) = snapshot.apply_commit(base, position, &batch.changes).await {
                     // The write is durable; the snapshot catches up on its next refresh.
                     tracing::warn!(error = %e, "snapshot update after commit failed");
                 }
@@ -216,11 +241,9 @@ impl GroupCommit {
     }
 }
 
-/// Why a write could not be queued.
+/// Why a decision could not be queued.
 #[derive(Debug)]
-pub enum DecideError<E> {
-    /// The decision's own error (invalid input, unknown name, …).
-    Rejected(E),
+pub enum DecideError {
     /// The decided changes do not apply (a bug in the decision, or corrupt data).
     Store(StoreError),
     /// The batch is full; try again after the next commit.

@@ -174,26 +174,35 @@ impl Service {
                 return Err(ServiceError::NotReady);
             }
             let now = Utc::now();
-            let mut output = None;
-            let decided = self.writes.decide(&self.snapshot, |state| {
-                let (changes, events, out) = decide(state, now)?.into_parts();
-                output = Some(out);
-                Ok((changes, events))
-            });
+            let mut result = None;
+            let decided = self
+                .writes
+                .decide(&self.snapshot, |state| match decide(state, now) {
+                    Ok(plan) => {
+                        let (changes, events, output) = plan.into_parts();
+                        result = Some(Ok(output));
+                        (changes, events)
+                    }
+                    Err(e) => {
+                        result = Some(Err(ServiceError::Domain(e)));
+                        (Vec::new(), Vec::new())
+                    }
+                });
             let decided = match decided {
-                Ok(Some(decided)) => decided,
-                Ok(None) => return output.ok_or(ServiceError::Contention),
-                Err(DecideError::Rejected(e)) => return Err(ServiceError::Domain(e)),
+                Ok(decided) => decided,
                 Err(DecideError::Store(e)) => return Err(ServiceError::Store(e)),
                 Err(DecideError::Busy) => {
                     self.writes.commit_pending(target).await;
                     continue;
                 }
             };
+            let writes = decided.writes;
             match self.writes.commit(target, decided).await {
                 Outcome::Committed => {
-                    self.metrics.writes.committed(attempt + 1);
-                    return output.ok_or(ServiceError::Contention);
+                    if writes {
+                        self.metrics.writes.committed(attempt + 1);
+                    }
+                    return result.unwrap_or(Err(ServiceError::Contention));
                 }
                 Outcome::Lost => {
                     self.metrics.writes.conflict();

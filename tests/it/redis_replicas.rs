@@ -280,3 +280,52 @@ async fn an_unconfirmed_write_is_reported_as_uncertain() {
     .await;
     assert!(landed);
 }
+
+/// Whether the toggle `race` is enabled, as `app`'s admin API says.
+async fn enabled(app: &TestApp) -> serde_json::Value {
+    app.get("/api/admin/features/race").await.json["enabled"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_never_answers_from_a_state_it_has_not_confirmed() {
+    let backend = Backend::redis();
+    let a = TestApp::spawn(&backend).await;
+    let b = TestApp::spawn(&backend).await;
+    a.create_toggle("race").await;
+    for round in 0..20 {
+        a.post_empty("/api/admin/features/race/toggle/on")
+            .await
+            .expect(200);
+        let seen = eventually(Duration::from_secs(2), || async {
+            enabled(&b).await == json!(true)
+        })
+        .await;
+        assert!(seen, "round {round}: b never saw the toggle on");
+        a.post_empty("/api/admin/features/race/toggle/off")
+            .await
+            .expect(200);
+        // At once through b, which may not have heard of the "off" yet: its "on" looks like a
+        // no-op against what b has seen, but it comes after the "off" and must win.
+        let reply = b
+            .post_empty("/api/admin/features/race/toggle/on")
+            .await
+            .expect(200);
+        assert_eq!(reply.json["enabled"], true, "round {round}");
+        let stored = eventually(Duration::from_secs(2), || async {
+            enabled(&a).await == json!(true)
+        })
+        .await;
+        assert!(stored, "round {round}: the acknowledged \"on\" was lost");
+    }
+    // A toggle created through a can be tagged through b at once.
+    for i in 0..10 {
+        let name = format!("fresh.{i}");
+        a.create_toggle(&name).await;
+        b.post(
+            &format!("/api/admin/features/{name}/tags"),
+            json!({"type": "simple", "value": "xy"}),
+        )
+        .await
+        .expect(201);
+    }
+}

@@ -173,6 +173,11 @@ impl ClientDocuments {
                     Some(newer) if newer.version >= document.version => Some(newer.clone()),
                     _ => Some(document.clone()),
                 });
+                // A build that started before the newest version (the builder skipped this
+                // filter while it ran) is brought up to date by the next round.
+                if document.version != self.built_version() {
+                    self.wake.notify_one();
+                }
             })
             .await;
         entry.document.load_full().unwrap_or_else(no_match)
