@@ -17,7 +17,7 @@ use bytes::Bytes;
 use flate2::{Compress, Compression, FlushCompress, Status};
 use sha2::{Digest, Sha256};
 
-use super::piece::ClientPiece;
+use super::piece::{write_client_json, ClientPiece, PieceEntry};
 
 /// spec §4.1: the client format is version 1; the toggles follow.
 const PREFIX: &[u8] = br#"{"version":1,"features":["#;
@@ -119,14 +119,14 @@ pub struct Group {
 }
 
 impl Group {
-    fn is_run_of(&self, members: &[&Arc<ClientPiece>], after: [u8; 32]) -> bool {
+    fn is_run_of(&self, members: &[&PieceEntry], after: [u8; 32]) -> bool {
         self.after == after
             && self.members.len() == members.len()
             && self
                 .members
                 .iter()
                 .zip(members)
-                .all(|(a, b)| Arc::ptr_eq(a, b))
+                .all(|(a, b)| Arc::ptr_eq(a, &b.piece))
     }
 }
 
@@ -245,7 +245,7 @@ impl ClientResponse {
     /// The document of `pieces` (in name order) at `version`, reusing every group of
     /// `previous` that holds the same pieces after the same group.
     pub fn assemble<'a>(
-        pieces: impl Iterator<Item = &'a Arc<ClientPiece>>,
+        pieces: impl Iterator<Item = &'a PieceEntry>,
         version: u64,
         previous: Option<&ClientResponse>,
     ) -> ClientResponse {
@@ -258,12 +258,12 @@ impl ClientResponse {
             })
             .unwrap_or_default();
         let mut groups: Vec<Arc<Group>> = Vec::new();
-        let mut members: Vec<&Arc<ClientPiece>> = Vec::with_capacity(MAX_GROUP);
-        let close = |members: &mut Vec<&Arc<ClientPiece>>, groups: &mut Vec<Arc<Group>>| {
+        let mut members: Vec<&PieceEntry> = Vec::with_capacity(MAX_GROUP);
+        let close = |members: &mut Vec<&PieceEntry>, groups: &mut Vec<Arc<Group>>| {
             let before = groups.last();
             let after = before.map_or([0; 32], |g| g.digest);
             let reused = reusable
-                .get(&Arc::as_ptr(members[0]))
+                .get(&Arc::as_ptr(&members[0].piece))
                 .filter(|g| g.is_run_of(members, after));
             let group = match reused {
                 Some(group) => Arc::clone(group),
@@ -272,9 +272,9 @@ impl ClientResponse {
             groups.push(group);
             members.clear();
         };
-        for piece in pieces {
-            members.push(piece);
-            if piece.ends_group || members.len() == MAX_GROUP {
+        for entry in pieces {
+            members.push(entry);
+            if entry.piece.ends_group || members.len() == MAX_GROUP {
                 close(&mut members, &mut groups);
             }
         }
@@ -310,15 +310,15 @@ fn strip_weak(tag: &[u8]) -> &[u8] {
 
 /// A group of `members` compressed after `before` (the group that precedes it, or the prefix
 /// when it comes first).
-fn new_group(members: &[&Arc<ClientPiece>], after: [u8; 32], before: Option<&Arc<Group>>) -> Group {
+fn new_group(members: &[&PieceEntry], after: [u8; 32], before: Option<&Arc<Group>>) -> Group {
     let mut hasher = Sha256::new();
-    let mut plain = Vec::with_capacity(members.iter().map(|p| p.json.len() + 1).sum());
-    for (i, piece) in members.iter().enumerate() {
-        hasher.update(piece.digest);
+    let mut plain = Vec::new();
+    for (i, entry) in members.iter().enumerate() {
+        hasher.update(entry.piece.digest);
         if i > 0 {
             plain.extend_from_slice(SEPARATOR);
         }
-        plain.extend_from_slice(&piece.json);
+        write_client_json(&entry.toggle, &mut plain);
     }
     let dictionary = match before {
         Some(group) => {
@@ -330,10 +330,10 @@ fn new_group(members: &[&Arc<ClientPiece>], after: [u8; 32], before: Option<&Arc
     };
     let deflated = Deflated::of(&plain, &dictionary, false);
     Group {
-        members: members.iter().map(|p| Arc::clone(p)).collect(),
+        members: members.iter().map(|e| Arc::clone(&e.piece)).collect(),
         digest: hasher.finalize().into(),
         after,
-        plain: Bytes::from(plain),
+        plain: Bytes::from(plain.into_boxed_slice()),
         deflated,
     }
 }

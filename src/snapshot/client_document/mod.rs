@@ -222,8 +222,7 @@ pub fn build_filtered(
     let selected = pieces
         .entries
         .values()
-        .filter(|entry| filter.matches(&entry.toggle))
-        .map(|entry| &entry.piece);
+        .filter(|entry| filter.matches(&entry.toggle));
     ClientResponse::assemble(selected, pieces.version, previous)
 }
 

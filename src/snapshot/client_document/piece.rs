@@ -1,9 +1,10 @@
-//! `ClientPiece`: one toggle's client form, serialised and hashed once and shared by every
-//! version and every filtered document that includes the toggle.
+//! `ClientPiece`: what a document needs to know of one toggle's client form without holding
+//! its bytes — their digest and where groups end — made once and shared by every version and
+//! every filtered document that includes the toggle. The bytes themselves live only in the
+//! groups (`assemble`), which serialise their toggles again when they are rebuilt.
 
 use std::sync::Arc;
 
-use bytes::Bytes;
 use imbl::ordmap::DiffItem;
 use imbl::OrdMap;
 use sha2::{Digest, Sha256};
@@ -15,12 +16,10 @@ use crate::domain::views::ClientToggle;
 /// On average one toggle in this many ends a group (see `ClientPiece::ends_group`).
 const GROUP_SPREAD: u16 = 32;
 
-/// One toggle in the client format, as bytes, with its digest.
+/// The digest of one toggle's client form, and whether a group ends after it.
 #[derive(Debug)]
 pub struct ClientPiece {
-    /// The toggle's JSON object in the client format.
-    pub json: Bytes,
-    /// SHA-256 of `json`.
+    /// SHA-256 of the toggle's JSON object in the client format.
     pub digest: [u8; 32],
     /// Whether a compression group ends after this toggle. Chosen from the name alone, so
     /// groups stay where they are when other toggles come, go or change, and every replica
@@ -31,18 +30,22 @@ pub struct ClientPiece {
 impl ClientPiece {
     /// The client form of `toggle`.
     pub fn of(toggle: &Toggle) -> Self {
-        // Serialising borrowed plain data into a Vec cannot fail.
-        let json = serde_json::to_vec(&ClientToggle::new(toggle)).unwrap_or_default();
+        let mut json = Vec::new();
+        write_client_json(toggle, &mut json);
         let digest = Sha256::digest(&json).into();
         let name_hash = Sha256::digest(toggle.name.as_bytes());
         let spread = u16::from_le_bytes([name_hash[0], name_hash[1]]);
         Self {
-            // Exactly sized: the bytes live as long as the toggle is unchanged.
-            json: Bytes::from(json.into_boxed_slice()),
             digest,
             ends_group: spread % GROUP_SPREAD == 0,
         }
     }
+}
+
+/// Appends `toggle`'s JSON object in the client format to `out`.
+pub fn write_client_json(toggle: &Toggle, out: &mut Vec<u8>) {
+    // Serialising borrowed plain data into a Vec cannot fail.
+    let _ = serde_json::to_writer(out, &ClientToggle::new(toggle));
 }
 
 /// An active toggle with its piece.
@@ -97,8 +100,8 @@ impl PieceList {
         }
     }
 
-    /// The pieces in name order.
-    pub fn pieces(&self) -> impl Iterator<Item = &Arc<ClientPiece>> + '_ {
-        self.entries.values().map(|entry| &entry.piece)
+    /// The entries in name order.
+    pub fn pieces(&self) -> impl Iterator<Item = &PieceEntry> + '_ {
+        self.entries.values()
     }
 }
