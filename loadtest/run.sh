@@ -21,6 +21,9 @@
 #                      (default: a new /tmp/flagpole-loadtest.XXXXXX)
 #   --no-build         use the existing binary in $CARGO_TARGET_DIR/release
 #   --time-limit S     hard limit for the whole bench.sh run (default 1800)
+#   --writes-per-second R   measure twice in one run: first without writes, then with the
+#                      bench kit's steady_writer.py changing a random toggle R times a second
+#                      (the configuration keeps changing while the fleet polls)
 # Environment overrides: TOGGLES, DURATION, ROUNDS, WARMUP, STORE, CARGO_TARGET_DIR,
 #   BENCH_DIR (default: $(git rev-parse --show-toplevel)/../shared/bench),
 #   REDIS_SERVER (redis-server binary), FLAGPOLE_BIN (skip the build, use this binary).
@@ -29,6 +32,7 @@
 #   loadtest/run.sh --toggles 10000 --duration 5     # memory check at 10,000 toggles
 #   loadtest/run.sh --store embedded
 #   loadtest/run.sh --ceiling-body server            # ceiling serves flagpole's exact bytes
+#   loadtest/run.sh --toggles 10000 --modes "gzip 304" --writes-per-second 20
 # Only loopback traffic; every step is bounded in time. Needs cargo, wrk, curl, python3,
 # redis-server (Redis mode): apt-get install -y wrk redis-server
 set -euo pipefail
@@ -45,12 +49,14 @@ CEILING_BODY=${CEILING_BODY:-generated}
 TIME_LIMIT=1800
 KILL_AFTER=15     # run_bg: SIGKILL this long after --time-limit
 EXTRA=()
+WRITE_RATE=""
 
 while [ $# -gt 0 ]; do
   case "$1" in
     --toggles) TOGGLES=$2; shift 2;;
     --modes) MODES=$2; shift 2;;
     --ceiling-body) CEILING_BODY=$2; shift 2;;
+    --writes-per-second) WRITE_RATE=$2; shift 2;;
     --) shift; EXTRA=("$@"); break;;
     *) common_opt "$@"; shift "$OPT_SHIFT";;   # --duration --rounds --warmup --store --out --no-build --time-limit -h
   esac
@@ -62,7 +68,7 @@ need_tools "wrk curl python3" wrk curl python3
 make_out flagpole-loadtest
 
 # ---- cleanup: stop exactly the processes this script started -------------------------------
-stop_on_exit CHILD_PID FP_PID REDIS_PID   # timeout (CHILD_PID) forwards the signal to bench.sh, wrk and the ceiling
+stop_on_exit CHILD_PID WRITER_PID FP_PID REDIS_PID   # timeout (CHILD_PID) forwards the signal to bench.sh, wrk and the ceiling
 
 # ---- 1. build --------------------------------------------------------------------------------
 build_flagpole
@@ -81,17 +87,40 @@ start_flagpole "${STORE_ARGS[@]}"
 # ---- 3. bench ------------------------------------------------------------------------------
 # bench.sh stops its own ceiling on exit; timeout bounds the whole run (loading included).
 # It runs in the background so that Ctrl-C / SIGTERM reach the traps above at once.
-run_bg "$TIME_LIMIT" '' "$BENCH_DIR/bench.sh" \
-  --url "$URL" \
-  --toggles "$TOGGLES" \
-  --admin-header "$ADMIN_HEADER" \
-  --server-pid "$FP_PID" \
-  --ceiling-port "$CEILING_PORT" \
-  --ceiling-body "$CEILING_BODY" \
-  --modes "$MODES" \
-  --duration "$DURATION" \
-  --rounds "$ROUNDS" \
-  --warmup "$WARMUP" \
-  --label flagpole \
-  --out "$OUT" \
-  "${EXTRA[@]+"${EXTRA[@]}"}"
+# bench ARGS...: one bench.sh run against this flagpole
+bench() {
+  run_bg "$TIME_LIMIT" '' "$BENCH_DIR/bench.sh" \
+    --url "$URL" \
+    --toggles "$TOGGLES" \
+    --admin-header "$ADMIN_HEADER" \
+    --server-pid "$FP_PID" \
+    --ceiling-port "$CEILING_PORT" \
+    --ceiling-body "$CEILING_BODY" \
+    --modes "$MODES" \
+    --duration "$DURATION" \
+    --rounds "$ROUNDS" \
+    --warmup "$WARMUP" \
+    "$@" \
+    "${EXTRA[@]+"${EXTRA[@]}"}"
+}
+
+if [ -z "$WRITE_RATE" ]; then
+  bench --label flagpole --out "$OUT"
+  exit 0
+fi
+
+# Side by side: the same loaded flagpole, without and then with a steady write rate.
+[[ $WRITE_RATE =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "--writes-per-second must be a number" >&2; exit 2; }
+echo "# loading $TOGGLES toggles" >&2
+run_bg "$TIME_LIMIT" "$OUT/load.txt" python3 "$BENCH_DIR/gen_features.py" "$TOGGLES" \
+  --load "$URL" --admin-header "$ADMIN_HEADER"
+echo "# ---- without writes" >&2
+bench --no-load --label flagpole --out "$OUT/quiet"
+echo "# ---- with $WRITE_RATE writes/s" >&2
+# The writer outlives the bench run at most by its own bound; cleanup stops it.
+python3 "$BENCH_DIR/steady_writer.py" "$URL" "$TOGGLES" "$WRITE_RATE" "$TIME_LIMIT" \
+  > "$OUT/steady-writer.txt" 2>&1 &
+WRITER_PID=$!
+bench --no-load --label "flagpole+writes" --out "$OUT/writes"
+stop "$WRITER_PID"
+echo "# version now $(curl -s "$URL/health")" >&2
