@@ -14,7 +14,7 @@
 //! a position check of the store. A replica that has not seen another replica's write yet
 //! therefore never answers from the older state.
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::oneshot;
 
@@ -77,17 +77,32 @@ pub struct GroupCommit {
 }
 
 /// Where batches are committed, applied and timed.
-#[derive(Clone, Copy)]
-pub struct Target<'a> {
-    pub store: &'a Store,
-    pub snapshot: &'a Snapshot,
-    pub metrics: &'a Metrics,
+#[derive(Clone)]
+pub struct Target {
+    pub store: Store,
+    pub snapshot: Arc<Snapshot>,
+    pub metrics: Arc<Metrics>,
+}
+
+/// Resets the pending state unless disarmed: a commit that never finished leaves nothing
+/// decided on top of it.
+struct ResetOnDrop<'a>(Option<&'a GroupCommit>);
+
+impl Drop for ResetOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(group) = self.0.take() {
+            let mut pending = group.lock();
+            pending.committing = false;
+            pending.state = None;
+        }
+    }
 }
 
 /// A decision waiting for its commit (or, when it writes nothing, for the confirmation of
 /// the state it was made against).
 pub struct Decided {
-    receiver: oneshot::Receiver<Outcome>,
+    /// `None`: nothing to wait for (see `GroupCommit::decide`).
+    receiver: Option<oneshot::Receiver<Outcome>>,
     /// Whether the decision writes anything.
     pub writes: bool,
 }
@@ -101,10 +116,13 @@ impl GroupCommit {
     }
 
     /// Runs `decide` against the pending state and queues what it returns (changes and
-    /// events, possibly none) for the next commit.
+    /// events, possibly none) for the next commit. With `snapshot_is_current` (the snapshot
+    /// was refreshed from the store since the request began), a decision that writes nothing
+    /// against a state with nothing pending needs no confirmation: it is answered at once.
     pub fn decide(
         &self,
         snapshot: &Snapshot,
+        snapshot_is_current: bool,
         decide: impl FnOnce(&ConfigState) -> (Vec<Change>, Vec<NewEvent>),
     ) -> Result<Decided, DecideError> {
         let mut pending = self.lock();
@@ -116,12 +134,23 @@ impl GroupCommit {
         if pending.open.writers.len() >= MAX_BATCH {
             return Err(DecideError::Busy);
         }
-        let Pending { state, open, .. } = &mut *pending;
+        let Pending {
+            state,
+            open,
+            committing,
+        } = &mut *pending;
         let Some((_, state)) = state.as_mut() else {
             return Err(DecideError::Busy);
         };
         let (changes, events) = decide(state);
         let writes = !(changes.is_empty() && events.is_empty());
+        let clean = !*committing && open.writers.is_empty();
+        if !writes && clean && snapshot_is_current {
+            return Ok(Decided {
+                receiver: None,
+                writes,
+            });
+        }
         if !changes.is_empty() {
             let mut next = state.clone();
             apply_changes(&mut next, &changes).map_err(DecideError::Store)?;
@@ -131,51 +160,63 @@ impl GroupCommit {
         open.changes.extend(changes);
         open.events.extend(events);
         open.writers.push(sender);
-        Ok(Decided { receiver, writes })
+        Ok(Decided {
+            receiver: Some(receiver),
+            writes,
+        })
     }
 
-    /// Waits for `decided` to be committed, taking the commit turn (and committing whatever
-    /// is decided by then) when it comes first.
-    pub async fn commit(&self, target: Target<'_>, decided: Decided) -> Outcome {
-        let Decided { mut receiver, .. } = decided;
-        loop {
-            let turn = self.turn.lock().await;
-            if let Ok(outcome) = receiver.try_recv() {
-                return outcome;
-            }
-            self.commit_open_batch(target).await;
-            drop(turn);
-            if let Ok(outcome) = receiver.try_recv() {
-                return outcome;
-            }
-        }
+    /// Waits for `decided` to be committed. The commit runs in a task of its own that takes
+    /// the commit turn and commits whatever is decided by then, so a writer whose request is
+    /// dropped cannot drop a batch that other writers wait on.
+    pub async fn commit(self: &Arc<Self>, target: &Target, decided: Decided) -> Outcome {
+        let Decided { receiver, .. } = decided;
+        let Some(receiver) = receiver else {
+            return Outcome::Committed;
+        };
+        // Dropping the handle leaves the task running.
+        drop(self.commit_pending_in_background(target));
+        receiver.await.unwrap_or_else(|_| {
+            Outcome::Failed(StoreError::Unavailable("the commit was interrupted".into()))
+        })
     }
 
-    /// Takes the commit turn and commits what is decided (to make room in a full batch).
-    pub async fn commit_pending(&self, target: Target<'_>) {
-        let _turn = self.turn.lock().await;
-        self.commit_open_batch(target).await;
+    /// Commits what is decided, in a task of its own (after the commits before it); the
+    /// handle tells when it is done.
+    pub fn commit_pending_in_background(
+        self: &Arc<Self>,
+        target: &Target,
+    ) -> tokio::task::JoinHandle<()> {
+        let group = self.clone();
+        let target = target.clone();
+        tokio::spawn(async move {
+            let _turn = group.turn.lock().await;
+            group.commit_open_batch(&target).await;
+        })
     }
 
     /// Commits the open batch (the caller holds the turn).
-    async fn commit_open_batch(&self, target: Target<'_>) {
+    async fn commit_open_batch(&self, target: &Target) {
         let Target {
             store,
             snapshot,
             metrics,
         } = target;
-        let (batch, base) = {
+        let (batch, base, committed_state) = {
             let mut pending = self.lock();
-            let Some(base) = pending.state.as_ref().map(|(position, _)| *position) else {
+            // The pending state now holds exactly the base and this batch (O(1) to copy).
+            let Some((base, state)) = pending.state.clone() else {
                 return;
             };
             pending.committing = true;
-            (std::mem::take(&mut pending.open), base)
+            (std::mem::take(&mut pending.open), base, state)
         };
         if batch.writers.is_empty() {
             self.lock().committing = false;
             return;
         }
+        // Should this commit stop half way (a panic), start the next decisions afresh.
+        let mut reset = ResetOnDrop(Some(self));
         let committed = if batch.changes.is_empty() && batch.events.is_empty() {
             // Only decisions that write nothing: confirm the state they saw.
             let started = std::time::Instant::now();
@@ -199,7 +240,8 @@ impl GroupCommit {
             Ok(CommitOutcome::Committed { position }) => {
                 if position == base {
                     // Confirmed, nothing written.
-                } else if let Err(e) = snapshot.apply_commit(base, position, &batch.changes).await {
+                } else if let Err(e) = snapshot.apply_commit(base, position, committed_state).await
+                {
                     // The write is durable; the snapshot catches up on its next refresh.
                     tracing::warn!(error = %e, "snapshot update after commit failed");
                 }
@@ -221,6 +263,7 @@ impl GroupCommit {
             }
             Err(e) => Err(Some(e)),
         };
+        reset.0 = None;
         match outcome {
             Ok(()) => batch.answer(|| Outcome::Committed),
             Err(failure) => {

@@ -26,7 +26,7 @@ use crate::telemetry::metrics::Metrics;
 use group_commit::{DecideError, GroupCommit, Outcome, Target};
 
 /// How often a write is decided again after its batch lost a race with another replica.
-const COMMIT_ATTEMPTS: usize = 8;
+pub const COMMIT_ATTEMPTS: usize = 12;
 
 /// Why a use-case failed.
 #[derive(Debug, thiserror::Error)]
@@ -165,19 +165,20 @@ impl Service {
         decide: impl Fn(&ConfigState, DateTime<Utc>) -> Result<Plan<T>, DomainError>,
     ) -> Result<T, ServiceError> {
         let target = Target {
-            store: &self.store,
-            snapshot: &self.snapshot,
-            metrics: &self.metrics,
+            store: self.store.clone(),
+            snapshot: self.snapshot.clone(),
+            metrics: self.metrics.clone(),
         };
+        // After a lost race, the snapshot was refreshed from the store during this request.
+        let mut refreshed = false;
         for attempt in 0..COMMIT_ATTEMPTS {
             if !self.snapshot.is_loaded() {
                 return Err(ServiceError::NotReady);
             }
             let now = Utc::now();
             let mut result = None;
-            let decided = self
-                .writes
-                .decide(&self.snapshot, |state| match decide(state, now) {
+            let decided = self.writes.decide(&self.snapshot, refreshed, |state| {
+                match decide(state, now) {
                     Ok(plan) => {
                         let (changes, events, output) = plan.into_parts();
                         result = Some(Ok(output));
@@ -187,17 +188,20 @@ impl Service {
                         result = Some(Err(ServiceError::Domain(e)));
                         (Vec::new(), Vec::new())
                     }
-                });
+                }
+            });
             let decided = match decided {
                 Ok(decided) => decided,
                 Err(DecideError::Store(e)) => return Err(ServiceError::Store(e)),
                 Err(DecideError::Busy) => {
-                    self.writes.commit_pending(target).await;
+                    // The batch is full: let it go out, then decide again.
+                    // A commit that failed shows in the writers of that batch, not here.
+                    let _ = self.writes.commit_pending_in_background(&target).await;
                     continue;
                 }
             };
             let writes = decided.writes;
-            match self.writes.commit(target, decided).await {
+            match self.writes.commit(&target, decided).await {
                 Outcome::Committed => {
                     if writes {
                         self.metrics.writes.committed(attempt + 1);
@@ -205,6 +209,7 @@ impl Service {
                     return result.unwrap_or(Err(ServiceError::Contention));
                 }
                 Outcome::Lost => {
+                    refreshed = true;
                     self.metrics.writes.conflict();
                     // Back off a little (growing, jittered) so racing replicas spread out.
                     if attempt > 0 {

@@ -170,13 +170,15 @@ impl Snapshot {
         Ok(())
     }
 
-    /// Applies a commit this replica just made: `changes` took the store from `base` to `to`.
-    /// Falls back to a refresh when the snapshot is not at `base`.
+    /// Installs a commit this replica just made: it took the store from `base` to `to`, and
+    /// `committed` is the state at `base` with its changes applied (the writer has it already;
+    /// decoding the changes again would double the cost of a write). Falls back to a refresh
+    /// when the snapshot is not at `base`.
     pub async fn apply_commit(
         &self,
         base: Position,
         to: Position,
-        changes: &[Change],
+        mut committed: ConfigState,
     ) -> Result<(), StoreError> {
         let _guard = self.update.lock().await;
         let current = self.current.load_full();
@@ -185,13 +187,9 @@ impl Snapshot {
             self.note(&result);
             return result;
         }
-        let mut state = (*current).clone();
-        for change in changes {
-            decode::apply(&mut state, change)?;
-        }
-        state.version = to.version;
-        state.head = to.head;
-        self.install(state);
+        committed.version = to.version;
+        committed.head = to.head;
+        self.install(committed);
         self.store_reachable.store(true, Ordering::Release);
         Ok(())
     }

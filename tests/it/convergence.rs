@@ -546,7 +546,8 @@ fn check_metrics(delta: WriteTotals, contention: &Contention) {
     assert_eq!(delta.gave_up, contention.unavailable as f64, "{delta:?}");
     assert_eq!(
         delta.conflicts,
-        delta.attempts - delta.committed + 8.0 * delta.gave_up,
+        delta.attempts - delta.committed
+            + flagpole::service::COMMIT_ATTEMPTS as f64 * delta.gave_up,
         "{delta:?}"
     );
 }

@@ -267,6 +267,17 @@ impl ClientResponse {
         })
     }
 
+    /// The same document, as the document of `version` (whose content is the same).
+    pub fn retagged(&self, version: u64) -> ClientResponse {
+        ClientResponse {
+            plain: self.plain.clone(),
+            gzip: self.gzip.clone(),
+            etag: self.etag.clone(),
+            version,
+            groups: self.groups.clone(),
+        }
+    }
+
     /// The document of `pieces` (in name order) at `version`, reusing every group of
     /// `previous` that holds the same pieces after the same group.
     pub fn assemble<'a>(

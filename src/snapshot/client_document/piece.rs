@@ -56,6 +56,9 @@ pub struct PieceEntry {
     pub piece: Arc<ClientPiece>,
 }
 
+/// A toggle before and after a change (`None`: absent).
+pub type ToggleChange = (Option<Arc<Toggle>>, Option<Arc<Toggle>>);
+
 /// The pieces of every active toggle of one configuration version, by name. Persistent maps:
 /// the next version's list shares everything but the toggles that changed.
 #[derive(Default, Clone)]
@@ -67,6 +70,13 @@ pub struct PieceList {
     /// The toggles the pieces were made from, to find what the next version changed.
     features: OrdMap<String, Arc<Toggle>>,
     pub entries: OrdMap<String, PieceEntry>,
+    /// The version these pieces were updated from.
+    pub previous_version: u64,
+    /// The toggles that differ from that version's.
+    pub changed: Vec<ToggleChange>,
+    /// Whether any piece differs from that version's (a change outside the client form,
+    /// such as a description, leaves every piece as it was).
+    pub pieces_changed: bool,
 }
 
 impl PieceList {
@@ -74,6 +84,8 @@ impl PieceList {
     /// differ (the diff skips the parts of the maps the two versions share).
     pub fn update(previous: &PieceList, state: &ConfigState) -> PieceList {
         let mut entries = previous.entries.clone();
+        let mut changed = Vec::new();
+        let mut pieces_changed = false;
         for change in previous.features.diff(&state.features) {
             match change {
                 DiffItem::Add(name, toggle)
@@ -81,13 +93,25 @@ impl PieceList {
                     new: (name, toggle),
                     ..
                 } => {
+                    let new = ClientPiece::of(toggle);
+                    let old = entries.get(name).cloned();
+                    let piece = match &old {
+                        Some(old) if old.piece.digest == new.digest => old.piece.clone(),
+                        _ => {
+                            pieces_changed = true;
+                            Arc::new(new)
+                        }
+                    };
+                    changed.push((old.map(|e| e.toggle), Some(toggle.clone())));
                     let entry = PieceEntry {
                         toggle: toggle.clone(),
-                        piece: Arc::new(ClientPiece::of(toggle)),
+                        piece,
                     };
                     entries.insert(name.clone(), entry);
                 }
-                DiffItem::Remove(name, _) => {
+                DiffItem::Remove(name, toggle) => {
+                    pieces_changed = true;
+                    changed.push((Some(toggle.clone()), None));
                     entries.remove(name);
                 }
             }
@@ -97,6 +121,9 @@ impl PieceList {
             head: state.head,
             features: state.features.clone(),
             entries,
+            previous_version: previous.version,
+            changed,
+            pieces_changed,
         }
     }
 

@@ -163,6 +163,8 @@ enum Op {
     Archive(u16),
     Revive(u16),
     Retag(u16, u8),
+    /// A change outside the client form.
+    Describe(u16, u32),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -173,7 +175,8 @@ fn op() -> impl Strategy<Value = Op> {
         (name.clone(), any::<u32>()).prop_map(|(n, s)| Op::Update(n, s)),
         name.clone().prop_map(Op::Archive),
         name.clone().prop_map(Op::Revive),
-        (name, 0u8..6).prop_map(|(n, t)| Op::Retag(n, t)),
+        (name.clone(), 0u8..6).prop_map(|(n, t)| Op::Retag(n, t)),
+        (name, any::<u32>()).prop_map(|(n, s)| Op::Describe(n, s)),
     ]
 }
 
@@ -212,6 +215,15 @@ fn apply(state: &mut ConfigState, op: &Op) {
         Op::Revive(n) => {
             if let Some(toggle) = state.archive.remove(&name_of(*n)) {
                 state.features.insert(toggle.name.clone(), toggle);
+            }
+        }
+        Op::Describe(n, seed) => {
+            if let Some(current) = state.features.get(&name_of(*n)) {
+                let mut changed = (**current).clone();
+                changed.description = format!("described {seed}");
+                state
+                    .features
+                    .insert(changed.name.clone(), Arc::new(changed));
             }
         }
         Op::Retag(n, t) => {
@@ -275,6 +287,15 @@ proptest! {
         let documents = ClientDocuments::default();
         documents.build(&state);
         let mut pieces = documents.pieces.load_full().expect("built");
+        // The builder keeps these filtered documents up to date (as if they were asked for).
+        for filter in filters().into_iter().filter(|f| !f.is_empty()) {
+            let entry = FilteredDocument {
+                document: ArcSwapOption::from_pointee(build_filtered(&pieces, &filter, None)),
+                first_build: OnceCell::new_with(Some(())),
+                last_requested: AtomicU64::new(since_epoch()),
+            };
+            documents.lock_filtered().insert(filter, Arc::new(entry));
+        }
         let mut filtered: HashMap<usize, ClientResponse> = HashMap::new();
         for op in &ops {
             apply(&mut state, op);
@@ -299,6 +320,12 @@ proptest! {
                     prop_assert_eq!(gunzip(&unfiltered.gzip), expected);
                     prop_assert_eq!(&unfiltered.etag, &fresh.etag);
                 } else {
+                    let kept = documents.lock_filtered()[filter].document.load_full();
+                    let kept = kept.expect("built");
+                    prop_assert_eq!(kept.plain.to_vec(), expected.clone());
+                    prop_assert_eq!(gunzip(&kept.gzip), expected);
+                    prop_assert_eq!(&kept.etag, &fresh.etag);
+                    prop_assert_eq!(kept.version, state.version);
                     filtered.insert(i, document);
                 }
             }
