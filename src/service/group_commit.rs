@@ -3,9 +3,9 @@
 //!
 //! Writers decide against a *pending* state: the snapshot plus every change decided but not
 //! yet committed, so a batch never holds two decisions that contradict each other (two
-//! creates of one name, say). Whoever takes the commit turn commits everything decided so far
+//! creates of one name, say). One committer task at a time commits everything decided so far
 //! in one store commit (one round trip, one fsync), applies it to the snapshot and answers
-//! all its writers. Writers on one replica therefore never race each other; races are left
+//! all its writers, and goes on while decisions keep coming. Writers on one replica therefore never race each other; races are left
 //! to replicas, and the store's position check settles them. A batch that loses such a race
 //! is decided again by its writers, like a batch decided on top of it.
 //!
@@ -14,6 +14,7 @@
 //! a position check of the store. A replica that has not seen another replica's write yet
 //! therefore never answers from the older state.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::oneshot;
@@ -72,8 +73,8 @@ struct Pending {
 #[derive(Default)]
 pub struct GroupCommit {
     pending: Mutex<Pending>,
-    /// The commit turn: one store commit at a time per replica.
-    turn: tokio::sync::Mutex<()>,
+    /// A committer task runs (or is about to): one store commit at a time per replica.
+    committer: AtomicBool,
 }
 
 /// Where batches are committed, applied and timed.
@@ -82,6 +83,17 @@ pub struct Target {
     pub store: Store,
     pub snapshot: Arc<Snapshot>,
     pub metrics: Arc<Metrics>,
+}
+
+/// Lowers the committer flag when the committer task ends, however it ends.
+struct CommitterRunning<'a>(&'a AtomicBool);
+
+impl Drop for CommitterRunning<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(false, Ordering::Release);
+        }
+    }
 }
 
 /// Resets the pending state unless disarmed: a commit that never finished leaves nothing
@@ -166,36 +178,44 @@ impl GroupCommit {
         })
     }
 
-    /// Waits for `decided` to be committed. The commit runs in a task of its own that takes
-    /// the commit turn and commits whatever is decided by then, so a writer whose request is
-    /// dropped cannot drop a batch that other writers wait on.
+    /// Waits for `decided` to be committed. Commits run in a committer task, so a writer whose
+    /// request is dropped cannot drop a batch that other writers wait on.
     pub async fn commit(self: &Arc<Self>, target: &Target, decided: Decided) -> Outcome {
         let Decided { receiver, .. } = decided;
         let Some(receiver) = receiver else {
             return Outcome::Committed;
         };
-        // Dropping the handle leaves the task running.
-        drop(self.commit_pending_in_background(target));
+        self.start_committer(target);
         receiver.await.unwrap_or_else(|_| {
             Outcome::Failed(StoreError::Unavailable("the commit was interrupted".into()))
         })
     }
 
-    /// Commits what is decided, in a task of its own (after the commits before it); the
-    /// handle tells when it is done.
-    pub fn commit_pending_in_background(
-        self: &Arc<Self>,
-        target: &Target,
-    ) -> tokio::task::JoinHandle<()> {
+    /// Starts the committer task unless it runs: it commits the open batch, and again while
+    /// decisions keep coming.
+    pub fn start_committer(self: &Arc<Self>, target: &Target) {
+        if self.committer.swap(true, Ordering::AcqRel) {
+            return;
+        }
         let group = self.clone();
         let target = target.clone();
         tokio::spawn(async move {
-            let _turn = group.turn.lock().await;
-            group.commit_open_batch(&target).await;
-        })
+            // Should the task end half way (a panic), the next decision starts another.
+            let _running = CommitterRunning(&group.committer);
+            loop {
+                group.commit_open_batch(&target).await;
+                group.committer.store(false, Ordering::Release);
+                // A decision queued after the batch was taken, before the flag fell, would
+                // wait for nobody: take it on, unless its writer started a committer itself.
+                let idle = group.lock().open.writers.is_empty();
+                if idle || group.committer.swap(true, Ordering::AcqRel) {
+                    return;
+                }
+            }
+        });
     }
 
-    /// Commits the open batch (the caller holds the turn).
+    /// Commits the open batch (only the committer task calls this).
     async fn commit_open_batch(&self, target: &Target) {
         let Target {
             store,

@@ -195,8 +195,9 @@ impl Service {
                 Err(DecideError::Store(e)) => return Err(ServiceError::Store(e)),
                 Err(DecideError::Busy) => {
                     // The batch is full: let it go out, then decide again.
-                    // A commit that failed shows in the writers of that batch, not here.
-                    let _ = self.writes.commit_pending_in_background(&target).await;
+                    // Let the committer take the batch out, then decide again.
+                    self.writes.start_committer(&target);
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
                     continue;
                 }
             };

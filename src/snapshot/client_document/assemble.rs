@@ -1,5 +1,5 @@
-//! Assembles a client document from pieces: the plain bytes by concatenation, the gzip body
-//! from one compressed member per group of toggles, and the ETag from digests.
+//! Assembles a client document from pieces: the plain body as the groups' bytes in order,
+//! the gzip body from each group's compressed stretch, and the ETag from digests.
 //!
 //! Each group is compressed once into raw deflate blocks ending in a sync flush (byte
 //! aligned, not final), with the bytes just before it in the document as preset dictionary so
@@ -32,6 +32,24 @@ const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
 
 /// Deflate's window: a dictionary longer than this is never referred to.
 const WINDOW: usize = 32 * 1024;
+
+/// `plain` as deflate stored blocks (byte aligned, like every stretch's start).
+pub(super) fn stored_blocks(plain: &[u8], last: bool) -> Vec<u8> {
+    let mut blocks = Vec::with_capacity(plain.len() + plain.len() / 65_535 * 5 + 5);
+    let mut chunks = plain.chunks(usize::from(u16::MAX)).peekable();
+    if chunks.peek().is_none() && last {
+        blocks.extend_from_slice(&[1, 0, 0, 0xff, 0xff]);
+    }
+    while let Some(chunk) = chunks.next() {
+        let final_block = last && chunks.peek().is_none();
+        let len = chunk.len() as u16;
+        blocks.push(u8::from(final_block));
+        blocks.extend_from_slice(&len.to_le_bytes());
+        blocks.extend_from_slice(&(!len).to_le_bytes());
+        blocks.extend_from_slice(chunk);
+    }
+    blocks
+}
 
 thread_local! {
     /// One compressor per thread, reset between stretches: its tables take hundreds of KiB,
@@ -86,12 +104,13 @@ impl Deflated {
             if blocks.capacity() - blocks.len() < 64 {
                 blocks.reserve(blocks.capacity().max(1024));
             }
-            // Compressing from memory into memory has no failure mode but a bug; the output
-            // would be unusable, so better an empty stretch logged than a panic.
+            // Compressing from memory into memory has no failure mode but a bug; should one
+            // show, the stretch goes out as stored (uncompressed) blocks, still valid.
             let status = match compress.compress_vec(&plain[consumed..], &mut blocks, flush) {
                 Ok(status) => status,
                 Err(e) => {
-                    tracing::error!(error = %e, "deflate failed");
+                    tracing::error!(error = %e, "deflate failed; storing the stretch uncompressed");
+                    blocks = stored_blocks(plain, last);
                     break;
                 }
             };
@@ -111,10 +130,9 @@ impl Deflated {
     }
 }
 
-/// The fixed stretches: prefix, separator between groups, and suffix with the final block.
+/// The fixed stretches: the prefix, and the suffix with the final block.
 struct Frame {
     prefix: Deflated,
-    separator: Deflated,
     suffix: Deflated,
 }
 
@@ -122,7 +140,6 @@ fn frame() -> &'static Frame {
     static FRAME: OnceLock<Frame> = OnceLock::new();
     FRAME.get_or_init(|| Frame {
         prefix: Deflated::of(PREFIX, b"", false),
-        separator: Deflated::of(SEPARATOR, b"", false),
         suffix: Deflated::of(SUFFIX, b"", true),
     })
 }
@@ -138,7 +155,7 @@ pub struct Group {
     /// The digest of the group before it (zeros for the first): its blocks refer back into
     /// that group's bytes.
     after: [u8; 32],
-    /// The pieces joined by the separator.
+    /// The toggles' JSON joined by the separator (and led by one, after another group).
     plain: Bytes,
     deflated: Deflated,
 }
@@ -163,8 +180,9 @@ pub struct PlainDocument {
     len: u64,
 }
 
-/// Documents up to this size are one chunk (one buffer to send, like any small body).
-const SINGLE_CHUNK_MAX: usize = 256 * 1024;
+/// Documents up to this size are one chunk (one buffer to send, like any small body; copying
+/// it per version costs far less than sending it in pieces to every poller).
+const SINGLE_CHUNK_MAX: usize = 1024 * 1024;
 
 impl PlainDocument {
     fn new(mut chunks: Vec<Bytes>) -> Self {
@@ -318,14 +336,9 @@ impl ClientResponse {
             close(&mut members, &mut groups);
         }
 
-        let mut chunks = Vec::with_capacity(groups.len() * 2 + 1);
+        let mut chunks = Vec::with_capacity(groups.len() + 2);
         chunks.push(Bytes::from_static(PREFIX));
-        for (i, group) in groups.iter().enumerate() {
-            if i > 0 {
-                chunks.push(Bytes::from_static(SEPARATOR));
-            }
-            chunks.push(group.plain.clone());
-        }
+        chunks.extend(groups.iter().map(|group| group.plain.clone()));
         chunks.push(Bytes::from_static(SUFFIX));
         let plain = PlainDocument::new(chunks);
         let gzip = gzip_of(&groups);
@@ -345,26 +358,20 @@ fn strip_weak(tag: &[u8]) -> &[u8] {
 }
 
 /// A group of `members` compressed after `before` (the group that precedes it, or the prefix
-/// when it comes first).
+/// when it comes first). A group after another starts with the separator, so a document is
+/// the prefix, its groups and the suffix.
 fn new_group(members: &[&PieceEntry], after: [u8; 32], before: Option<&Arc<Group>>) -> Group {
     let mut hasher = Sha256::new();
     let mut plain = Vec::new();
     for (i, entry) in members.iter().enumerate() {
         hasher.update(entry.piece.digest);
-        if i > 0 {
+        if i > 0 || before.is_some() {
             plain.extend_from_slice(SEPARATOR);
         }
         write_client_json(&entry.toggle, &mut plain);
     }
-    let dictionary = match before {
-        Some(group) => {
-            let mut bytes = group.plain[group.plain.len().saturating_sub(WINDOW)..].to_vec();
-            bytes.extend_from_slice(SEPARATOR);
-            bytes
-        }
-        None => PREFIX.to_vec(),
-    };
-    let deflated = Deflated::of(&plain, &dictionary, false);
+    let dictionary = before.map_or(PREFIX, |group| &group.plain[..]);
+    let deflated = Deflated::of(&plain, dictionary, false);
     Group {
         members: members.iter().map(|e| Arc::clone(&e.piece)).collect(),
         digest: hasher.finalize().into(),
@@ -374,18 +381,13 @@ fn new_group(members: &[&PieceEntry], after: [u8; 32], before: Option<&Arc<Group
     }
 }
 
-/// One gzip stream: header, the groups' blocks between the fixed stretches, the final block,
+/// One gzip stream: header, the prefix's and the groups' blocks, the suffix's final block,
 /// then the CRC-32 of the whole (combined from the parts') and the length.
 fn gzip_of(groups: &[Arc<Group>]) -> Bytes {
     let frame = frame();
-    let mut parts = Vec::with_capacity(groups.len() * 2 + 2);
+    let mut parts = Vec::with_capacity(groups.len() + 2);
     parts.push(&frame.prefix);
-    for (i, group) in groups.iter().enumerate() {
-        if i > 0 {
-            parts.push(&frame.separator);
-        }
-        parts.push(&group.deflated);
-    }
+    parts.extend(groups.iter().map(|group| &group.deflated));
     parts.push(&frame.suffix);
 
     let size = GZIP_HEADER.len() + parts.iter().map(|p| p.blocks.len()).sum::<usize>() + 8;

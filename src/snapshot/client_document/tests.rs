@@ -388,3 +388,66 @@ fn if_none_match_comparison_is_weak_and_accepts_lists() {
     assert!(document.matches(b"*"));
     assert!(!document.matches(b"\"other\""));
 }
+
+#[test]
+fn stored_blocks_are_valid_deflate() {
+    for size in [0, 10, 65_535, 70_000] {
+        let data: Vec<u8> = (0..size).map(|i| (i * 7 % 251) as u8).collect();
+        let mut out = Vec::new();
+        flate2::read::DeflateDecoder::new(&super::assemble::stored_blocks(&data, true)[..])
+            .read_to_end(&mut out)
+            .expect("valid deflate");
+        assert_eq!(out, data, "{size} bytes");
+    }
+}
+
+#[test]
+fn long_groups_and_large_toggles_assemble_like_from_scratch() {
+    // Names that never end a group (so groups end at MAX_GROUP only), and toggles of about
+    // 2 KiB (so a group is far longer than deflate's window).
+    let mut state = ConfigState::default();
+    let mut n = 0u32;
+    while state.features.len() < 300 {
+        n += 1;
+        let name = format!("long.{n}");
+        let mut toggle = toggle(&name, n);
+        if ClientPiece::of(&toggle).ends_group {
+            continue;
+        }
+        let mut parameters = BTreeMap::new();
+        parameters.insert(
+            "userIds".to_string(),
+            (0..300)
+                .map(|i| (i * n).to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+        );
+        toggle.strategies = vec![ToggleStrategy {
+            name: "userWithId".into(),
+            parameters,
+            constraints: Vec::new(),
+        }];
+        state.features.insert(name, Arc::new(toggle));
+    }
+    state.version = 1;
+    let documents = ClientDocuments::default();
+    documents.build(&state);
+    for step in 0..3u32 {
+        let expected = from_scratch(&state, &FeatureFilter::default());
+        let document = documents.unfiltered.load_full().expect("built");
+        assert_eq!(document.plain.to_vec(), expected);
+        assert_eq!(gunzip(&document.gzip), expected);
+        // Change one toggle in the middle of a long group.
+        let name = state
+            .features
+            .keys()
+            .nth(150 + step as usize)
+            .expect("toggle")
+            .clone();
+        let mut changed = (*state.features[&name]).clone();
+        changed.enabled = !changed.enabled;
+        state.features.insert(name, Arc::new(changed));
+        state.version += 1;
+        documents.build(&state);
+    }
+}
