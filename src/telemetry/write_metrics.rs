@@ -38,12 +38,12 @@ impl WriteMetrics {
         };
         registry.register(
             "write_conflicts",
-            "Commits that lost the race with another writer and were decided again",
+            "Decisions made again: their batch (or the one before it) lost the race with another replica, or failed",
             metrics.conflicts.clone(),
         );
         registry.register(
             "write_contention_failures",
-            "Writes answered 503 after losing every attempt to other writers",
+            "Writes answered 503 after every attempt (lost races, or a full batch)",
             metrics.gave_up.clone(),
         );
         registry.register(

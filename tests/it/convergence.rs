@@ -440,9 +440,8 @@ async fn run_writers(apps: &[&TestApp]) -> Contention {
             .await
             .expect(200);
     }
-    // Every replica knows the toggles before the writers start: a replica decides a write
-    // against its own snapshot, and one that has not heard of a toggle yet answers 404
-    // without asking the store (see the report on stale decisions).
+    // Every replica knows the toggles before the writers start, so the writes race each other
+    // rather than the creates' propagation.
     converge(apps).await;
     let writers = (0..WRITERS).map(|task| {
         let app = apps[task % apps.len()];

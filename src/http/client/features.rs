@@ -1,5 +1,5 @@
 //! `GET /api/client/features`: the hot path. The response bytes, gzip and ETag come from the
-//! snapshot's cache; a request only picks the entry and compares headers.
+//! snapshot's built client documents; a request only picks one and compares headers.
 
 use std::sync::Arc;
 

@@ -1,11 +1,11 @@
 //! `ClientDocuments`: the `GET /api/client/features` responses of a replica, built off the
 //! request path by one builder task and published for requests to pick up.
 //!
-//! Each toggle's client form is serialised once (`piece`) and reused by every later version
-//! and every filter; a version reassembles its documents from the pieces and recompresses only
-//! the groups that changed (`assemble`). Builds coalesce (`builder`): requests are answered
-//! from the newest built document and never wait for a rebuild; only the very first request
-//! for a filter waits for that filter's first build.
+//! Each toggle's client form is hashed once (`piece`); a version reassembles its documents
+//! from groups of toggles, re-serialising and recompressing only the groups that changed
+//! (`assemble`). Builds coalesce (`builder`): requests are answered from the newest built
+//! document and never wait for a rebuild; only the very first request for a filter waits for
+//! that filter's first build, and filters beyond the cache's size are built one at a time.
 
 mod assemble;
 mod builder;
@@ -41,9 +41,12 @@ pub struct ClientDocuments {
     wake: Notify,
     /// Whether a first version has been built (requests arriving before wait for it).
     built: watch::Sender<bool>,
-    /// The version every document (filtered ones too) was last brought up to.
+    /// The version the builder last brought every document up to (a filter's first build
+    /// still running may be older; it wakes the builder when it ends).
     settled: AtomicU64,
     totals: Mutex<BuildTotals>,
+    /// Builds of filters beyond the cache's size, one at a time (each is a whole build).
+    uncached_builds: tokio::sync::Semaphore,
 }
 
 /// How many builds ran and how long they took in all, since the replica started.
@@ -91,6 +94,7 @@ impl Default for ClientDocuments {
             built: watch::Sender::new(false),
             settled: AtomicU64::new(0),
             totals: Mutex::new(BuildTotals::default()),
+            uncached_builds: tokio::sync::Semaphore::new(1),
         }
     }
 }
@@ -162,12 +166,14 @@ impl ClientDocuments {
             })
         });
         let Some(entry) = entry else {
-            return build_filtered_off_runtime(pieces, filter.clone(), None).await;
+            // The semaphore is never closed; without a permit the build would still be right.
+            let _permit = self.uncached_builds.acquire().await;
+            return build_filtered_off_runtime(pieces, filter.clone()).await;
         };
         entry
             .first_build
             .get_or_init(|| async {
-                let document = build_filtered_off_runtime(pieces, filter.clone(), None).await;
+                let document = build_filtered_off_runtime(pieces, filter.clone()).await;
                 // The builder may have stored a newer one meanwhile: keep the newer.
                 entry.document.rcu(|current| match current {
                     Some(newer) if newer.version >= document.version => Some(newer.clone()),
@@ -226,17 +232,17 @@ pub fn build_filtered(
     ClientResponse::assemble(selected, pieces.version, previous)
 }
 
+/// A filter's document built from scratch, off the threads that answer requests.
 async fn build_filtered_off_runtime(
     pieces: Arc<PieceList>,
     filter: FeatureFilter,
-    previous: Option<Arc<ClientResponse>>,
 ) -> Arc<ClientResponse> {
     // Filtering and compressing thousands of toggles takes milliseconds: keep it off the
     // threads that answer requests.
     let job = {
         let pieces = pieces.clone();
         let filter = filter.clone();
-        tokio::task::spawn_blocking(move || build_filtered(&pieces, &filter, previous.as_deref()))
+        tokio::task::spawn_blocking(move || build_filtered(&pieces, &filter, None))
     };
     match job.await {
         Ok(document) => Arc::new(document),
