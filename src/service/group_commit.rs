@@ -14,6 +14,7 @@
 //! a position check of the store. A replica that has not seen another replica's write yet
 //! therefore never answers from the older state.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -22,11 +23,14 @@ use tokio::sync::oneshot;
 use crate::domain::event::NewEvent;
 use crate::domain::state::ConfigState;
 use crate::snapshot::{apply_changes, position_of, Snapshot};
-use crate::store::{Change, CommitOutcome, Position, Store, StoreError};
+use crate::store::{Change, Collection, CommitOutcome, Position, Store, StoreError};
 use crate::telemetry::metrics::Metrics;
 
 /// At most this many writes go into one commit (bounds one commit's size and time).
 const MAX_BATCH: usize = 256;
+/// How often a lost batch is committed again on top of the winners before its writers
+/// decide again.
+const REBASE_ATTEMPTS: usize = 3;
 
 /// What happened to a decided write.
 #[derive(Debug)]
@@ -46,6 +50,8 @@ struct Batch {
     changes: Vec<Change>,
     events: Vec<NewEvent>,
     writers: Vec<oneshot::Sender<Outcome>>,
+    /// Writers whose decision writes nothing (their reads are not in `changes`).
+    confirms: usize,
 }
 
 impl Batch {
@@ -172,6 +178,7 @@ impl GroupCommit {
         open.changes.extend(changes);
         open.events.extend(events);
         open.writers.push(sender);
+        open.confirms += usize::from(!writes);
         Ok(Decided {
             receiver: Some(receiver),
             writes,
@@ -279,7 +286,22 @@ impl GroupCommit {
                 if let Err(e) = snapshot.refresh().await {
                     tracing::warn!(error = %e, "snapshot refresh after a lost race failed");
                 }
-                Err(None)
+                match rebase(target, &batch, base).await {
+                    Some(Ok(())) => {
+                        // Committed on top of the other replicas' writes; what was decided
+                        // on top of the old chain is decided again.
+                        let stale = {
+                            let mut pending = self.lock();
+                            pending.committing = false;
+                            pending.state = None;
+                            std::mem::take(&mut pending.open)
+                        };
+                        stale.answer(|| Outcome::Lost);
+                        Ok(())
+                    }
+                    Some(Err(e)) => Err(Some(e)),
+                    None => Err(None),
+                }
             }
             Err(e) => Err(Some(e)),
         };
@@ -302,6 +324,78 @@ impl GroupCommit {
             }
         }
     }
+}
+
+/// Whether a record belongs to a toggle (active or archived).
+fn is_toggle_record(change: &Change) -> bool {
+    matches!(
+        change.collection,
+        Collection::Features | Collection::Archive
+    )
+}
+
+/// Commits a batch that lost its race again, on top of the writes that won, without deciding
+/// it again — when that cannot change any decision: the batch writes toggle records only and
+/// every writer in it wrote something; the writes that won touched toggle records only, none
+/// of the batch's toggles. Decisions that write only toggle records read, of the toggle
+/// records, only those of the toggles they write (the rest they read is in collections the
+/// winners did not touch), so they come out the same. `None`: decide again.
+async fn rebase(
+    target: &Target,
+    batch: &Batch,
+    mut base: Position,
+) -> Option<Result<(), StoreError>> {
+    if batch.confirms > 0 || batch.changes.is_empty() || !batch.changes.iter().all(is_toggle_record)
+    {
+        return None;
+    }
+    let names: HashSet<&str> = batch.changes.iter().map(|c| c.key.as_str()).collect();
+    for _ in 0..REBASE_ATTEMPTS {
+        let sets = target.store.changes_since(base).await.ok()??;
+        let winners = sets.iter().flat_map(|set| &set.changes);
+        if !winners
+            .clone()
+            .all(|c| is_toggle_record(c) && !names.contains(c.key.as_str()))
+        {
+            return None;
+        }
+        let last = sets.last()?;
+        let now = Position {
+            version: last.version,
+            head: last.head,
+        };
+        let state = target.snapshot.state();
+        if position_of(&state) != now {
+            return None;
+        }
+        let mut rebased = (*state).clone();
+        apply_changes(&mut rebased, &batch.changes).ok()?;
+        let started = std::time::Instant::now();
+        let committed = target
+            .store
+            .commit(now, &batch.changes, &batch.events)
+            .await;
+        target
+            .metrics
+            .usage
+            .operation("commit", started.elapsed(), committed.as_ref().err());
+        match committed {
+            Ok(CommitOutcome::Committed { position }) => {
+                if let Err(e) = target.snapshot.apply_commit(now, position, rebased).await {
+                    tracing::warn!(error = %e, "snapshot update after commit failed");
+                }
+                return Some(Ok(()));
+            }
+            Ok(CommitOutcome::Conflict { .. }) => {
+                if let Err(e) = target.snapshot.refresh().await {
+                    tracing::warn!(error = %e, "snapshot refresh after a lost race failed");
+                }
+                base = now;
+            }
+            Err(e) => return Some(Err(e)),
+        }
+    }
+    None
 }
 
 /// Why a decision could not be queued.
