@@ -82,7 +82,10 @@ pub async fn current_etags(snapshot: &Snapshot, queries: Vec<String>) -> HashMap
                 .and_then(|f| f.filter().ok())
         };
         let response = match filter {
-            Some(filter) => snapshot.client().response(&filter).await,
+            Some(filter) => match snapshot.client().response(&filter).await {
+                Some(response) => response,
+                None => continue,
+            },
             None => no_match(),
         };
         if let Ok(etag) = response.etag.to_str() {

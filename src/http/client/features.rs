@@ -107,7 +107,13 @@ pub async fn list_client_features(
         Some(q) => FilterQuery::parse(q).ok().and_then(|f| f.filter().ok()),
     };
     let response = match filter {
-        Some(filter) => snapshot.client().response(&filter).await,
+        Some(filter) => match snapshot.client().response(&filter).await {
+            Some(response) => response,
+            None => {
+                return ApiError::Unavailable("The client features are not built yet".into())
+                    .into_response()
+            }
+        },
         None => no_match(),
     };
     record_poll(&api, &headers, query.as_deref().unwrap_or(""), &response);

@@ -27,6 +27,9 @@ use crate::domain::filter::FeatureFilter;
 /// At most this many filtered documents are kept; odd queries beyond it are built per
 /// request rather than grow memory without bound.
 const MAX_FILTERED_ENTRIES: usize = 256;
+/// How long a request waits for the replica's first build (it comes within milliseconds of
+/// the first load; longer means the builder is not running).
+const FIRST_BUILD_WAIT: Duration = Duration::from_secs(10);
 /// A filtered document nobody asked for in this long is dropped instead of rebuilt.
 const FILTER_IDLE: Duration = Duration::from_secs(600);
 
@@ -126,11 +129,22 @@ impl ClientDocuments {
         self.totals.lock().map_or_else(|p| *p.into_inner(), |t| *t)
     }
 
-    /// The newest document for `filter`. Waits only for the first build of the replica or of
-    /// a filter never asked for before; otherwise answers at once, waking the builder when the
-    /// document is behind the newest version.
-    pub async fn response(&self, filter: &FeatureFilter) -> Arc<ClientResponse> {
-        let pieces = self.first_built().await;
+    /// The newest document for `filter`. Waits only for the first build of the replica (`None`
+    /// when it does not come within `FIRST_BUILD_WAIT`) or of a filter never asked for before;
+    /// otherwise answers at once, waking the builder when the document is behind the newest
+    /// version.
+    pub async fn response(&self, filter: &FeatureFilter) -> Option<Arc<ClientResponse>> {
+        let pieces = tokio::time::timeout(FIRST_BUILD_WAIT, self.first_built())
+            .await
+            .ok()?;
+        Some(self.response_from(pieces, filter).await)
+    }
+
+    async fn response_from(
+        &self,
+        pieces: Arc<PieceList>,
+        filter: &FeatureFilter,
+    ) -> Arc<ClientResponse> {
         if filter.is_empty() {
             if let Some(document) = self.unfiltered.load_full() {
                 return document;
