@@ -5,9 +5,10 @@
 //! yet committed, so a batch never holds two decisions that contradict each other (two
 //! creates of one name, say). One committer task at a time commits everything decided so far
 //! in one store commit (one round trip, one fsync), applies it to the snapshot and answers
-//! all its writers, and goes on while decisions keep coming. Writers on one replica therefore never race each other; races are left
-//! to replicas, and the store's position check settles them. A batch that loses such a race
-//! is decided again by its writers, like a batch decided on top of it.
+//! all its writers, and goes on while decisions keep coming. Writers on one replica therefore
+//! never race each other; races are left to replicas, and the store's position check settles
+//! them. A batch that loses such a race is decided again by its writers, like a batch decided
+//! on top of it — unless it can be committed again as it is (`rebase`).
 //!
 //! A decision that writes nothing (a no-op, or a refusal such as "not found") is answered
 //! only once the state it saw is confirmed as well: with the batch it was decided on, or by
