@@ -103,16 +103,14 @@ impl Drop for CommitterRunning<'_> {
     }
 }
 
-/// Resets the pending state unless disarmed: a commit that never finished leaves nothing
-/// decided on top of it.
+/// Starts afresh unless disarmed: a commit that never finished leaves nothing decided on top
+/// of it (those writers decide again).
 struct ResetOnDrop<'a>(Option<&'a GroupCommit>);
 
 impl Drop for ResetOnDrop<'_> {
     fn drop(&mut self) {
         if let Some(group) = self.0.take() {
-            let mut pending = group.lock();
-            pending.committing = false;
-            pending.state = None;
+            group.start_afresh();
         }
     }
 }
@@ -223,6 +221,18 @@ impl GroupCommit {
         });
     }
 
+    /// Drops the pending state: the next decision starts from the snapshot, and whatever was
+    /// decided on top of the old state is decided again.
+    fn start_afresh(&self) {
+        let stale = {
+            let mut pending = self.lock();
+            pending.committing = false;
+            pending.state = None;
+            std::mem::take(&mut pending.open)
+        };
+        stale.answer(|| Outcome::Lost);
+    }
+
     /// Commits the open batch (only the committer task calls this).
     async fn commit_open_batch(&self, target: &Target) {
         let Target {
@@ -247,22 +257,14 @@ impl GroupCommit {
         let mut reset = ResetOnDrop(Some(self));
         let committed = if batch.changes.is_empty() && batch.events.is_empty() {
             // Only decisions that write nothing: confirm the state they saw.
-            let started = std::time::Instant::now();
-            let position = store.position().await;
-            metrics
-                .usage
-                .operation("position", started.elapsed(), position.as_ref().err());
+            let position = metrics.usage.timed("position", store.position()).await;
             position.map(|current| match current == base {
                 true => CommitOutcome::Committed { position: base },
                 false => CommitOutcome::Conflict { current },
             })
         } else {
-            let started = std::time::Instant::now();
-            let committed = store.commit(base, &batch.changes, &batch.events).await;
-            metrics
-                .usage
-                .operation("commit", started.elapsed(), committed.as_ref().err());
-            committed
+            let commit = store.commit(base, &batch.changes, &batch.events);
+            metrics.usage.timed("commit", commit).await
         };
         let outcome = match committed {
             Ok(CommitOutcome::Committed { position }) => {
@@ -291,13 +293,7 @@ impl GroupCommit {
                     Some(Ok(())) => {
                         // Committed on top of the other replicas' writes; what was decided
                         // on top of the old chain is decided again.
-                        let stale = {
-                            let mut pending = self.lock();
-                            pending.committing = false;
-                            pending.state = None;
-                            std::mem::take(&mut pending.open)
-                        };
-                        stale.answer(|| Outcome::Lost);
+                        self.start_afresh();
                         Ok(())
                     }
                     Some(Err(e)) => Err(Some(e)),
@@ -311,13 +307,7 @@ impl GroupCommit {
             Ok(()) => batch.answer(|| Outcome::Committed),
             Err(failure) => {
                 // Everything decided on top of the failed batch must be decided again.
-                let stale = {
-                    let mut pending = self.lock();
-                    pending.committing = false;
-                    pending.state = None;
-                    std::mem::take(&mut pending.open)
-                };
-                stale.answer(|| Outcome::Lost);
+                self.start_afresh();
                 match failure {
                     None => batch.answer(|| Outcome::Lost),
                     Some(e) => batch.answer(|| Outcome::Failed(e.clone())),
@@ -371,16 +361,8 @@ async fn rebase(
         }
         let mut rebased = (*state).clone();
         apply_changes(&mut rebased, &batch.changes).ok()?;
-        let started = std::time::Instant::now();
-        let committed = target
-            .store
-            .commit(now, &batch.changes, &batch.events)
-            .await;
-        target
-            .metrics
-            .usage
-            .operation("commit", started.elapsed(), committed.as_ref().err());
-        match committed {
+        let commit = target.store.commit(now, &batch.changes, &batch.events);
+        match target.metrics.usage.timed("commit", commit).await {
             Ok(CommitOutcome::Committed { position }) => {
                 if let Err(e) = target.snapshot.apply_commit(now, position, rebased).await {
                     tracing::warn!(error = %e, "snapshot update after commit failed");

@@ -89,6 +89,18 @@ fn error_kind(e: &StoreError) -> &'static str {
 }
 
 impl UsageMetrics {
+    /// Runs a store operation, recording its duration and failure under `operation`.
+    pub async fn timed<T>(
+        &self,
+        operation: &'static str,
+        work: impl std::future::Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let started = std::time::Instant::now();
+        let result = work.await;
+        self.operation(operation, started.elapsed(), result.as_ref().err());
+        result
+    }
+
     /// Registers the metrics; `toggle_usage_series` enables per-toggle counters with that cap.
     pub fn register(registry: &mut Registry, toggle_usage_series: Option<usize>) -> Self {
         let metrics = Self {

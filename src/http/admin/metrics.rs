@@ -3,9 +3,7 @@
 //! configuration summary (`/api/admin/metrics/config-versions`).
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::Arc;
-use std::time::Instant;
 
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
@@ -21,7 +19,6 @@ use crate::snapshot::{no_match, Snapshot};
 use crate::state::AppState;
 use crate::store::usage::AppMetadata;
 use crate::store::StoreError;
-use crate::telemetry::metrics::Metrics;
 use crate::usage::{now_ms, views, UsageRecorder};
 
 /// Default of `staleAfterSeconds`: an instance that has not polled for this long is "not seen
@@ -56,20 +53,6 @@ pub fn router() -> Router<AppState> {
         .route("/metrics/config-versions", get(get_config_versions))
 }
 
-/// Runs a store read, recording its duration and failure.
-async fn timed<T>(
-    metrics: &Metrics,
-    operation: &'static str,
-    work: impl Future<Output = Result<T, StoreError>>,
-) -> Result<T, StoreError> {
-    let started = Instant::now();
-    let result = work.await;
-    metrics
-        .usage
-        .operation(operation, started.elapsed(), result.as_ref().err());
-    result
-}
-
 /// The ETag each poll query is answered with now.
 pub async fn current_etags(snapshot: &Snapshot, queries: Vec<String>) -> HashMap<String, String> {
     let mut out = HashMap::with_capacity(queries.len());
@@ -96,23 +79,24 @@ pub async fn current_etags(snapshot: &Snapshot, queries: Vec<String>) -> HashMap
 }
 
 async fn list_seen_toggles(State(state): State<AppState>) -> ApiResult<Json<Value>> {
-    let view = timed(
-        &state.metrics,
-        "usage_read",
-        views::seen_toggles(state.usage.store()),
-    )
-    .await?;
+    let view = state
+        .metrics
+        .usage
+        .timed("usage_read", views::seen_toggles(state.usage.store()))
+        .await?;
     Ok(Json(json!(view)))
 }
 
 async fn list_toggle_metrics(State(state): State<AppState>) -> ApiResult<Json<Value>> {
     let config = state.service.state()?;
-    let view = timed(
-        &state.metrics,
-        "usage_read",
-        views::toggle_metrics(state.usage.store(), &config),
-    )
-    .await?;
+    let view = state
+        .metrics
+        .usage
+        .timed(
+            "usage_read",
+            views::toggle_metrics(state.usage.store(), &config),
+        )
+        .await?;
     Ok(Json(json!(view)))
 }
 
@@ -120,12 +104,14 @@ async fn get_toggle_metrics(
     State(state): State<AppState>,
     AppPath(name): AppPath<String>,
 ) -> ApiResult<Json<Value>> {
-    let view = timed(
-        &state.metrics,
-        "usage_read",
-        views::toggle_detail(state.usage.store(), &name),
-    )
-    .await?;
+    let view = state
+        .metrics
+        .usage
+        .timed(
+            "usage_read",
+            views::toggle_detail(state.usage.store(), &name),
+        )
+        .await?;
     Ok(Json(json!(view)))
 }
 
@@ -141,12 +127,14 @@ async fn list_applications(
 ) -> ApiResult<Json<Value>> {
     let query: ApplicationsQuery = serde_html_form::from_str(query.as_deref().unwrap_or(""))
         .map_err(|e| ApiError::bad_request("", format!("Invalid query string: {e}")))?;
-    let apps = timed(
-        &state.metrics,
-        "usage_read",
-        views::applications(state.usage.store(), query.strategy_name.as_deref()),
-    )
-    .await?;
+    let apps = state
+        .metrics
+        .usage
+        .timed(
+            "usage_read",
+            views::applications(state.usage.store(), query.strategy_name.as_deref()),
+        )
+        .await?;
     Ok(Json(json!({"applications": apps})))
 }
 
@@ -154,12 +142,11 @@ async fn get_application(
     State(state): State<AppState>,
     AppPath(app): AppPath<String>,
 ) -> ApiResult<Json<Value>> {
-    let found = timed(
-        &state.metrics,
-        "usage_read",
-        views::application(state.usage.store(), &app),
-    )
-    .await?;
+    let found = state
+        .metrics
+        .usage
+        .timed("usage_read", views::application(state.usage.store(), &app))
+        .await?;
     let Some((record, instances, toggles)) = found else {
         return Err(ApiError::NotFound(format!(
             "No application \"{app}\" has been seen in the last two days"
@@ -239,12 +226,11 @@ async fn delete_application(
 }
 
 async fn list_seen_apps(State(state): State<AppState>) -> ApiResult<Json<Value>> {
-    let view = timed(
-        &state.metrics,
-        "usage_read",
-        views::seen_apps(state.usage.store()),
-    )
-    .await?;
+    let view = state
+        .metrics
+        .usage
+        .timed("usage_read", views::seen_apps(state.usage.store()))
+        .await?;
     Ok(Json(json!(view)))
 }
 
@@ -259,12 +245,11 @@ pub async fn config_versions(
     state: &AppState,
     stale_after_seconds: u64,
 ) -> Result<views::ConfigVersions, StoreError> {
-    let apps = timed(
-        &state.metrics,
-        "usage_read",
-        views::all_instances(state.usage.store()),
-    )
-    .await?;
+    let apps = state
+        .metrics
+        .usage
+        .timed("usage_read", views::all_instances(state.usage.store()))
+        .await?;
     let etags = current_etags(
         &state.snapshot,
         views::poll_queries(apps.iter().flat_map(|(_, i)| i.iter())),
