@@ -32,7 +32,10 @@ fn state_with(n: usize) -> ConfigState {
             vec![Constraint {
                 context_name: "environment".into(),
                 operator: Operator::In,
-                values: vec!["production".into(), "staging".into()],
+                values: Some(vec!["production".into(), "staging".into()]),
+                value: None,
+                inverted: None,
+                case_insensitive: None,
             }]
         } else {
             Vec::new()
@@ -72,6 +75,7 @@ fn state_with(n: usize) -> ConfigState {
                 },
             ],
             variants,
+            impression_data: None,
             created_at: Utc::now(),
             last_seen_at: None,
             tags: vec![TagRef {

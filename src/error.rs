@@ -145,7 +145,7 @@ impl From<DomainError> for ApiError {
                 details: errors.0,
             },
             DomainError::ToggleNameTaken(m) | DomainError::Forbidden(m) => Self::Forbidden(m),
-            DomainError::AlreadyExists(m) => Self::Conflict(m),
+            DomainError::AlreadyExists(m) | DomainError::InUse(m) => Self::Conflict(m),
             DomainError::NotFound(m) => Self::NotFound(m),
         }
     }

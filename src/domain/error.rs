@@ -59,4 +59,8 @@ pub enum DomainError {
     /// The operation is not allowed on this resource (e.g. a built-in strategy).
     #[error("{0}")]
     Forbidden(String),
+    /// The operation would break what other records rely on (a project that still has
+    /// toggles, a context field that constraints use, the `default` project).
+    #[error("{0}")]
+    InUse(String),
 }

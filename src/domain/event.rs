@@ -28,6 +28,12 @@ pub enum EventKind {
     StrategyDeleted,
     StrategyDeprecated,
     StrategyReactivated,
+    ProjectCreated,
+    ProjectUpdated,
+    ProjectDeleted,
+    ContextFieldCreated,
+    ContextFieldUpdated,
+    ContextFieldDeleted,
 }
 
 /// An event about to be recorded; the store assigns its id.

@@ -19,6 +19,10 @@ fn family(kind: &str) -> &str {
         "tag"
     } else if kind.starts_with("strategy-") {
         "strategy"
+    } else if kind.starts_with("project-") {
+        "project"
+    } else if kind.starts_with("context-field-") {
+        "context-field"
     } else {
         kind
     }
@@ -29,6 +33,7 @@ fn subject(event: &Event) -> Option<&str> {
         .data
         .get("name")
         .or_else(|| event.data.get("featureName"))
+        .or_else(|| event.data.get("id"))
         .and_then(Value::as_str)
 }
 

@@ -1,11 +1,15 @@
 //! Plain types and rules of the toggle domain. Imports neither axum nor redis.
 
+pub mod constraint;
+pub mod context_field;
 pub mod error;
 pub mod event;
 pub mod event_diff;
 pub mod feature_type;
+pub mod fields;
 pub mod filter;
 pub mod name;
+pub mod project;
 pub mod state;
 pub mod strategy;
 pub mod tag;

@@ -20,7 +20,9 @@ pub fn check_name(label: &str, value: &str, min: usize, max: usize) -> Result<()
         return Err(format!("\"{label}\" is not allowed to be empty"));
     }
     if !value.chars().all(is_url_safe) {
-        return Err(format!("\"{label}\" must be URL friendly"));
+        return Err(format!(
+            "\"{label}\" must be URL friendly: letters, digits and - _ . ! ~ * ' ( ) only"
+        ));
     }
     // `.` and `..` are path segments that clients and proxies collapse.
     if value.chars().all(|c| c == '.') {
@@ -39,10 +41,11 @@ pub fn check_name(label: &str, value: &str, min: usize, max: usize) -> Result<()
     Ok(())
 }
 
-/// The name a create or update addresses: the body's name, which on update (`path` given) must
-/// match the path; checked against the URL-friendly rule with `max` characters. Problems are
-/// recorded in `errors`.
+/// The name a create or update addresses: the body's field `label` (`name`, `id`), which on
+/// update (`path` given) must match the path; checked against the URL-friendly rule with `max`
+/// characters. Problems are recorded in `errors`.
 pub fn resolve_name(
+    label: &str,
     body: Option<String>,
     path: Option<&str>,
     max: usize,
@@ -51,20 +54,20 @@ pub fn resolve_name(
     let name = match (body, path) {
         (Some(body), Some(path)) if body != path => {
             errors.push(
-                "name",
-                "\"name\" in the body must match the name in the path",
+                label,
+                format!("\"{label}\" in the body must match the {label} in the path"),
             );
             body
         }
         (Some(name), _) => name,
         (None, Some(path)) => path.to_string(),
         (None, None) => {
-            errors.push("name", "\"name\" is required");
+            errors.push(label, format!("\"{label}\" is required"));
             return String::new();
         }
     };
-    if let Err(m) = check_name("name", &name, 2, max) {
-        errors.push("name", m);
+    if let Err(m) = check_name(label, &name, 2, max) {
+        errors.push(label, m);
     }
     name
 }

@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use imbl::OrdMap;
 
+use super::context_field::ContextField;
+use super::project::Project;
 use super::strategy::StrategyDefinition;
 use super::tag::{Tag, TagRef, TagType};
 use super::toggle::Toggle;
@@ -24,6 +26,9 @@ pub struct ConfigState {
     pub strategies: OrdMap<String, Arc<StrategyDefinition>>,
     pub tag_types: OrdMap<String, Arc<TagType>>,
     pub tags: OrdMap<String, Arc<Tag>>,
+    /// Projects by id.
+    pub projects: OrdMap<String, Arc<Project>>,
+    pub context_fields: OrdMap<String, Arc<ContextField>>,
     /// Id sequences (e.g. `tag`), advanced by the writes that allocate ids.
     pub counters: OrdMap<String, u64>,
 }

@@ -55,7 +55,7 @@ impl StrategyDefinitionSpec {
     /// Validates a definition; `path_name` is the name from the URL on update.
     pub fn validate(self, path_name: Option<&str>) -> Result<StrategyDefinition, DomainError> {
         let mut errors = ValidationErrors::default();
-        let name = resolve_name(self.name, path_name, NAME_MAX, &mut errors);
+        let name = resolve_name("name", self.name, path_name, NAME_MAX, &mut errors);
         let parameters = match self.parameters {
             None => {
                 errors.push("parameters", "\"parameters\" is required");

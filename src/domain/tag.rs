@@ -110,7 +110,7 @@ impl TagTypeSpec {
     /// Validates a tag type; `path_name` is the name from the URL on update.
     pub fn validate(self, path_name: Option<&str>) -> Result<TagType, DomainError> {
         let mut errors = ValidationErrors::default();
-        let name = resolve_name(self.name, path_name, TAG_MAX, &mut errors);
+        let name = resolve_name("name", self.name, path_name, TAG_MAX, &mut errors);
         errors.into_result(TagType {
             name,
             description: self.description.unwrap_or_default(),

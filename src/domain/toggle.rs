@@ -7,8 +7,13 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::constraint::ConstraintSpec;
+pub use super::constraint::{Constraint, Operator};
+use super::context_field::is_built_in;
 use super::error::{DomainError, ValidationErrors};
+use super::fields::{refuse_unsupported, ExtraFields};
 use super::name::{check_name, NAME_MAX};
+use super::state::ConfigState;
 use super::tag::TagRef;
 
 /// The project every toggle belongs to unless told otherwise.
@@ -31,6 +36,9 @@ pub struct Toggle {
     pub strategies: Vec<Strategy>,
     #[serde(default)]
     pub variants: Vec<Variant>,
+    /// Whether SDKs emit impression events for this toggle; absent unless it was sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub impression_data: Option<bool>,
     pub created_at: DateTime<Utc>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_seen_at: Option<DateTime<Utc>>,
@@ -50,24 +58,6 @@ pub struct Strategy {
     pub parameters: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub constraints: Vec<Constraint>,
-}
-
-/// A rule on a context field that must hold for its strategy to apply (spec §2.3).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Constraint {
-    pub context_name: String,
-    pub operator: Operator,
-    pub values: Vec<String>,
-}
-
-/// Constraint operators of spec §2.3.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Operator {
-    #[serde(rename = "IN")]
-    In,
-    #[serde(rename = "NOT_IN")]
-    NotIn,
 }
 
 /// A variant of a toggle (spec §2.4, API-FACTS §14).
@@ -122,7 +112,13 @@ pub struct ToggleSpec {
     pub stale: Option<bool>,
     pub strategies: Option<Vec<StrategySpec>>,
     pub variants: Option<Vec<VariantSpec>>,
+    pub impression_data: Option<bool>,
+    #[serde(flatten)]
+    pub extra: ExtraFields,
 }
+
+/// Toggle fields that responses and exports carry and tools echo back in a body; ignored.
+const READ_ONLY_TOGGLE_FIELDS: [&str; 4] = ["createdAt", "lastSeenAt", "tags", "archivedAt"];
 
 /// A strategy as sent by a client.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -130,15 +126,8 @@ pub struct StrategySpec {
     pub name: Option<String>,
     pub parameters: Option<BTreeMap<String, Value>>,
     pub constraints: Option<Vec<ConstraintSpec>>,
-}
-
-/// A constraint as sent by a client.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ConstraintSpec {
-    pub context_name: Option<String>,
-    pub operator: Option<String>,
-    pub values: Option<Vec<String>>,
+    #[serde(flatten)]
+    pub extra: ExtraFields,
 }
 
 /// A variant as sent by a client.
@@ -151,6 +140,8 @@ pub struct VariantSpec {
     pub stickiness: Option<String>,
     pub payload: Option<PayloadSpec>,
     pub overrides: Option<Vec<OverrideSpec>>,
+    #[serde(flatten)]
+    pub extra: ExtraFields,
 }
 
 /// A payload as sent by a client.
@@ -159,6 +150,8 @@ pub struct PayloadSpec {
     #[serde(rename = "type")]
     pub kind: Option<String>,
     pub value: Option<String>,
+    #[serde(flatten)]
+    pub extra: ExtraFields,
 }
 
 /// An override as sent by a client.
@@ -167,6 +160,8 @@ pub struct PayloadSpec {
 pub struct OverrideSpec {
     pub context_name: Option<String>,
     pub values: Option<Vec<String>>,
+    #[serde(flatten)]
+    pub extra: ExtraFields,
 }
 
 /// The validated, defaulted content of a [`ToggleSpec`].
@@ -180,6 +175,7 @@ pub struct ValidToggle {
     pub stale: bool,
     pub strategies: Vec<Strategy>,
     pub variants: Vec<Variant>,
+    pub impression_data: Option<bool>,
 }
 
 /// Checks a toggle name (URL friendly, 2–100 characters).
@@ -191,6 +187,7 @@ impl ToggleSpec {
     /// Validates the document and applies the defaults of API-FACTS §11.2.
     pub fn validate(self) -> Result<ValidToggle, DomainError> {
         let mut errors = ValidationErrors::default();
+        refuse_unsupported(&self.extra, "", &READ_ONLY_TOGGLE_FIELDS, &mut errors);
         let name = match self.name {
             Some(name) => {
                 if let Err(m) = check_name("name", &name, 2, NAME_MAX) {
@@ -236,11 +233,47 @@ impl ToggleSpec {
             stale: self.stale.unwrap_or(false),
             strategies,
             variants,
+            impression_data: self.impression_data,
         })
     }
 }
 
+impl ValidToggle {
+    /// Checks what the toggle refers to in `state`: its project and the context fields of its
+    /// constraints must exist (and constraint values be legal for their fields).
+    pub fn check_references(&self, state: &ConfigState) -> Result<(), DomainError> {
+        let mut errors = ValidationErrors::default();
+        // `default` and the built-in fields exist by rule, stored or not (a store that lost
+        // everything takes writes before it is seeded again).
+        if self.project != DEFAULT_PROJECT && !state.projects.contains_key(&self.project) {
+            errors.push(
+                "project",
+                format!(
+                    "there is no project \"{}\"; create it first (POST /api/admin/projects)",
+                    self.project
+                ),
+            );
+        }
+        for (i, strategy) in self.strategies.iter().enumerate() {
+            for (j, constraint) in strategy.constraints.iter().enumerate() {
+                let name = &constraint.context_name;
+                let field = state.context_fields.get(name);
+                if field.is_none() && is_built_in(name) {
+                    continue;
+                }
+                constraint.check_field(
+                    field.map(|f| &**f),
+                    &format!("strategies[{i}].constraints[{j}]"),
+                    &mut errors,
+                );
+            }
+        }
+        errors.into_result(())
+    }
+}
+
 fn validate_strategy(spec: StrategySpec, path: &str, errors: &mut ValidationErrors) -> Strategy {
+    refuse_unsupported(&spec.extra, path, &[], errors);
     let name = spec.name.unwrap_or_default();
     if let Err(m) = check_name("name", &name, 1, NAME_MAX) {
         errors.push(format!("{path}.name"), m);
@@ -269,57 +302,13 @@ fn validate_strategy(spec: StrategySpec, path: &str, errors: &mut ValidationErro
         .unwrap_or_default()
         .into_iter()
         .enumerate()
-        .filter_map(|(i, c)| validate_constraint(c, &format!("{path}.constraints[{i}]"), errors))
+        .filter_map(|(i, c)| c.validate(&format!("{path}.constraints[{i}]"), errors))
         .collect();
     Strategy {
         name,
         parameters,
         constraints,
     }
-}
-
-fn validate_constraint(
-    spec: ConstraintSpec,
-    path: &str,
-    errors: &mut ValidationErrors,
-) -> Option<Constraint> {
-    let before = errors.0.len();
-    let context_name = spec.context_name.unwrap_or_default();
-    if context_name.is_empty() {
-        errors.push(format!("{path}.contextName"), "\"contextName\" is required");
-    }
-    let operator = match spec.operator.as_deref() {
-        Some("IN") => Some(Operator::In),
-        Some("NOT_IN") => Some(Operator::NotIn),
-        _ => {
-            errors.push(
-                format!("{path}.operator"),
-                "\"operator\" must be one of [IN, NOT_IN]",
-            );
-            None
-        }
-    };
-    let values = spec.values.unwrap_or_default();
-    if values.is_empty() {
-        errors.push(
-            format!("{path}.values"),
-            "\"values\" must contain at least 1 items",
-        );
-    }
-    for (i, v) in values.iter().enumerate() {
-        let len = v.chars().count();
-        if len == 0 || len > 100 {
-            errors.push(
-                format!("{path}.values[{i}]"),
-                "\"values\" items must be 1 to 100 characters long",
-            );
-        }
-    }
-    (errors.0.len() == before).then(|| Constraint {
-        context_name,
-        operator: operator.unwrap_or(Operator::In),
-        values,
-    })
 }
 
 /// Validates variants: unique names, weights 0–1000, known weight types (API-FACTS §14).
@@ -329,6 +318,7 @@ pub fn validate_variants(specs: Vec<VariantSpec>, errors: &mut ValidationErrors)
     for (i, spec) in specs.into_iter().enumerate() {
         let path = format!("variants[{i}]");
         let before = errors.0.len();
+        refuse_unsupported(&spec.extra, &path, &[], errors);
         let name = spec.name.unwrap_or_default();
         if let Err(m) = check_name("name", &name, 1, NAME_MAX) {
             errors.push(format!("{path}.name"), m);
@@ -363,14 +353,17 @@ pub fn validate_variants(specs: Vec<VariantSpec>, errors: &mut ValidationErrors)
                 WeightType::Variable
             }
         };
-        let payload = spec.payload.and_then(|p| match (p.kind, p.value) {
-            (Some(kind), Some(value)) => Some(Payload { kind, value }),
-            _ => {
-                errors.push(
-                    format!("{path}.payload"),
-                    "\"payload\" needs both \"type\" and \"value\"",
-                );
-                None
+        let payload = spec.payload.and_then(|p| {
+            refuse_unsupported(&p.extra, &format!("{path}.payload"), &[], errors);
+            match (p.kind, p.value) {
+                (Some(kind), Some(value)) => Some(Payload { kind, value }),
+                _ => {
+                    errors.push(
+                        format!("{path}.payload"),
+                        "\"payload\" needs both \"type\" and \"value\"",
+                    );
+                    None
+                }
             }
         });
         let overrides = spec
@@ -378,17 +371,20 @@ pub fn validate_variants(specs: Vec<VariantSpec>, errors: &mut ValidationErrors)
             .unwrap_or_default()
             .into_iter()
             .enumerate()
-            .filter_map(|(j, o)| match o.context_name {
-                Some(context_name) if !context_name.is_empty() => Some(Override {
-                    context_name,
-                    values: o.values.unwrap_or_default(),
-                }),
-                _ => {
-                    errors.push(
-                        format!("{path}.overrides[{j}].contextName"),
-                        "\"contextName\" is required",
-                    );
-                    None
+            .filter_map(|(j, o)| {
+                refuse_unsupported(&o.extra, &format!("{path}.overrides[{j}]"), &[], errors);
+                match o.context_name {
+                    Some(context_name) if !context_name.is_empty() => Some(Override {
+                        context_name,
+                        values: o.values.unwrap_or_default(),
+                    }),
+                    _ => {
+                        errors.push(
+                            format!("{path}.overrides[{j}].contextName"),
+                            "\"contextName\" is required",
+                        );
+                        None
+                    }
                 }
             })
             .collect();
@@ -418,6 +414,7 @@ impl Toggle {
             stale: valid.stale,
             strategies: valid.strategies,
             variants: valid.variants,
+            impression_data: valid.impression_data,
             created_at: now,
             last_seen_at: None,
             tags: Vec::new(),
@@ -439,6 +436,7 @@ impl Toggle {
             stale: valid.stale,
             strategies: valid.strategies,
             variants: valid.variants,
+            impression_data: valid.impression_data,
             created_at: self.created_at,
             last_seen_at: self.last_seen_at,
             tags: self.tags.clone(),
@@ -497,17 +495,39 @@ mod tests {
     }
 
     #[test]
-    fn constraint_operators_are_checked() {
-        let bad = spec(json!({"name": "demo", "strategies": [{"name": "default",
-            "constraints": [{"contextName": "userId", "operator": "LIKE", "values": ["1"]}]}]}))
-        .validate();
-        assert!(bad.is_err());
-        let good = spec(json!({"name": "demo", "strategies": [{"name": "default",
+    fn unsupported_fields_are_named_and_read_only_ones_ignored() {
+        let err = spec(json!({"name": "demo", "createdAt": "2020-01-01T00:00:00Z", "tags": [],
+            "dependencies": [{"feature": "parent"}], "impressionData": true,
+            "strategies": [{"name": "default", "segments": [1], "variants": [{"name": "v"}],
+                "constraints": [{"contextName": "userId", "operator": "IN", "values": ["1"], "inverted": true}]}]}))
+        .validate()
+        .unwrap_err();
+        let DomainError::Invalid(errors) = err else {
+            panic!("not a validation error")
+        };
+        let paths: Vec<_> = errors.0.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "dependencies",
+                "strategies[0].segments",
+                "strategies[0].variants"
+            ]
+        );
+    }
+
+    #[test]
+    fn constraints_are_kept_as_written() {
+        let good = spec(json!({"name": "demo", "impressionData": true, "strategies": [{"name": "default",
             "parameters": {"rollout": 50},
-            "constraints": [{"contextName": "userId", "operator": "NOT_IN", "values": ["1"]}]}]}))
+            "constraints": [{"contextName": "userId", "operator": "NOT_IN", "values": ["1"], "inverted": false}]}]}))
         .validate()
         .expect("valid");
         assert_eq!(good.strategies[0].parameters["rollout"], "50");
-        assert_eq!(good.strategies[0].constraints[0].operator, Operator::NotIn);
+        assert_eq!(good.impression_data, Some(true));
+        assert_eq!(
+            serde_json::to_value(&good.strategies[0].constraints[0]).expect("json"),
+            json!({"contextName": "userId", "operator": "NOT_IN", "values": ["1"], "inverted": false})
+        );
     }
 }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use super::context_field::ContextField;
 use super::state::ConfigState;
 use super::tag::Tag;
 use super::toggle::{Strategy, Toggle, Variant};
@@ -22,6 +23,8 @@ pub struct AdminToggle<'a> {
     pub stale: bool,
     pub strategies: &'a [Strategy],
     pub variants: &'a [Variant],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub impression_data: Option<bool>,
     pub tags: Vec<Tag>,
     pub created_at: DateTime<Utc>,
     pub last_seen_at: Option<DateTime<Utc>>,
@@ -74,6 +77,7 @@ impl<'a> AdminToggle<'a> {
             stale: toggle.stale,
             strategies: &toggle.strategies,
             variants: &toggle.variants,
+            impression_data: toggle.impression_data,
             tags,
             created_at: toggle.created_at,
             last_seen_at: toggle.last_seen_at,
@@ -94,6 +98,7 @@ impl<'a> AdminToggle<'a> {
 /// A toggle in client responses (spec §4.1): `strategies` plus the legacy pair; variants and
 /// constraints only when configured.
 #[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ClientToggle<'a> {
     pub name: &'a str,
     #[serde(rename = "type")]
@@ -105,6 +110,8 @@ pub struct ClientToggle<'a> {
     pub legacy: LegacyStrategy<'a>,
     #[serde(skip_serializing_if = "<[Variant]>::is_empty")]
     pub variants: &'a [Variant],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub impression_data: Option<bool>,
 }
 
 impl<'a> ClientToggle<'a> {
@@ -118,6 +125,34 @@ impl<'a> ClientToggle<'a> {
             strategies: &toggle.strategies,
             legacy: LegacyStrategy::of(toggle),
             variants: &toggle.variants,
+            impression_data: toggle.impression_data,
+        }
+    }
+}
+
+/// A context field as served (spec §2.9): `legalValues` only when it has some.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextFieldView<'a> {
+    pub name: &'a str,
+    pub description: &'a str,
+    pub stickiness: bool,
+    pub sort_order: i64,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    pub legal_values: &'a [String],
+    pub created_at: DateTime<Utc>,
+}
+
+impl<'a> ContextFieldView<'a> {
+    /// The served form of `field`.
+    pub fn new(field: &'a ContextField) -> Self {
+        Self {
+            name: &field.name,
+            description: &field.description,
+            stickiness: field.stickiness,
+            sort_order: field.sort_order,
+            legal_values: &field.legal_values,
+            created_at: field.created_at,
         }
     }
 }

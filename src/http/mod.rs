@@ -21,10 +21,9 @@ use crate::telemetry::metrics::track_requests;
 /// The whole application. `NormalizePath` wraps the router (as a router layer it would run
 /// after routing) so that `POST /api/admin/features/` reaches the same handler.
 pub fn app(state: AppState) -> NormalizePath<Router> {
-    let admin = admin::router().route_layer(middleware::from_fn_with_state(
-        state.clone(),
-        extract::authenticate_admin,
-    ));
+    let authenticate = middleware::from_fn_with_state(state.clone(), extract::authenticate_admin);
+    let admin = admin::router().route_layer(authenticate.clone());
+    let admin_spec_paths = admin::spec_paths_router().route_layer(authenticate);
     let client = client::ClientApi {
         snapshot: state.snapshot.clone(),
         metrics: state.metrics.clone(),
@@ -35,6 +34,7 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
     let router = Router::new()
         .merge(index::router())
         .nest("/api/admin", admin)
+        .merge(admin_spec_paths)
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(CatchPanicLayer::custom(|_| {

@@ -2,7 +2,9 @@
 //! and which events are recorded, then commits both in one atomic store step; on a version
 //! conflict it refreshes and decides again.
 
+pub mod context_fields;
 mod group_commit;
+pub mod projects;
 mod seed;
 pub use seed::is_seeded;
 pub mod strategies;

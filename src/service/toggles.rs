@@ -58,6 +58,7 @@ impl Service {
         let valid = spec.validate()?;
         self.write(|state, now| {
             ensure_name_free(state, &valid.name)?;
+            valid.check_references(state)?;
             let toggle = Toggle::create(valid.clone(), now);
             let mut plan = Plan::new(now, toggle.clone());
             plan.put(Collection::Features, &toggle.name, &toggle)?;
@@ -91,7 +92,9 @@ impl Service {
         }
         let valid = spec.validate()?;
         self.write(|state, now| {
-            let toggle = active(state, name)?.replaced_by(valid.clone());
+            let current = active(state, name)?;
+            valid.check_references(state)?;
+            let toggle = current.replaced_by(valid.clone());
             let mut plan = Plan::new(now, toggle.clone());
             plan.put(Collection::Features, name, &toggle)?;
             plan.event(

@@ -70,6 +70,20 @@ pub fn apply_record(
         (Collection::Tags, None) => {
             state.tags.remove(key);
         }
+        (Collection::Projects, Some(v)) => {
+            state.projects.insert(key_owned, parse(collection, key, v)?);
+        }
+        (Collection::Projects, None) => {
+            state.projects.remove(key);
+        }
+        (Collection::ContextFields, Some(v)) => {
+            state
+                .context_fields
+                .insert(key_owned, parse(collection, key, v)?);
+        }
+        (Collection::ContextFields, None) => {
+            state.context_fields.remove(key);
+        }
         (Collection::Counters, Some(v)) => {
             let n = v
                 .parse()

@@ -21,17 +21,21 @@ pub enum Collection {
     Strategies,
     TagTypes,
     Tags,
+    Projects,
+    ContextFields,
     Counters,
 }
 
 impl Collection {
     /// Every collection, in a fixed order.
-    pub const ALL: [Collection; 6] = [
+    pub const ALL: [Collection; 8] = [
         Collection::Features,
         Collection::Archive,
         Collection::Strategies,
         Collection::TagTypes,
         Collection::Tags,
+        Collection::Projects,
+        Collection::ContextFields,
         Collection::Counters,
     ];
 
@@ -43,6 +47,8 @@ impl Collection {
             Collection::Strategies => "strategies",
             Collection::TagTypes => "tag_types",
             Collection::Tags => "tags",
+            Collection::Projects => "projects",
+            Collection::ContextFields => "context_fields",
             Collection::Counters => "counters",
         }
     }

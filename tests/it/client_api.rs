@@ -247,6 +247,14 @@ async fn every_kind_of_write_changes_the_etag(backend: &Backend) {
 
 async fn filters_combine_or_within_and_across(backend: &Backend) {
     let app = TestApp::spawn(backend).await;
+    for project in ["web", "api"] {
+        app.post(
+            "/api/admin/projects",
+            json!({"id": project, "name": project}),
+        )
+        .await
+        .expect(201);
+    }
     for (name, project, tag) in [
         ("web.a", "web", "red"),
         ("web.b", "web", "blue"),

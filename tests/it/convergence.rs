@@ -235,6 +235,9 @@ async fn a_replica_applying_change_sets_ends_like_one_that_reloads_everything() 
     let backend = Backend::redis();
     let a = TestApp::spawn(&backend).await;
     let b = TestApp::spawn(&backend).await;
+    a.post("/api/admin/projects", json!({"id": "beta", "name": "Beta"}))
+        .await
+        .expect(201);
     let names = name_pool();
     let queries: Vec<String> = vec![
         String::new(),

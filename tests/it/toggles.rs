@@ -386,6 +386,12 @@ async fn list_orders_by_name_and_filters(backend: &Backend) {
         app.create_toggle(name).await;
     }
     app.post(
+        "/api/admin/projects",
+        json!({"id": "other", "name": "Other"}),
+    )
+    .await
+    .expect(201);
+    app.post(
         "/api/admin/features",
         json!({"name": "p.four", "project": "other", "strategies": [{"name": "default"}]}),
     )

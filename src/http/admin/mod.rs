@@ -1,10 +1,12 @@
 //! The admin API. Every route requires an identified caller (see `extract::authenticate_admin`).
 
 mod archive;
+mod context;
 mod events;
 mod feature_types;
 mod features;
 pub mod metrics;
+mod projects;
 mod strategies;
 mod tag_types;
 mod tags;
@@ -24,4 +26,14 @@ pub fn router() -> Router<AppState> {
         .merge(events::router())
         .merge(feature_types::router())
         .merge(metrics::router())
+        .merge(projects::router())
+        .merge(context::router())
+}
+
+/// Admin operations the spec places outside `/api/admin` (its `PUT /api/projects/:id` and
+/// `PUT /api/context/:name`), with full paths.
+pub fn spec_paths_router() -> Router<AppState> {
+    Router::new()
+        .merge(projects::spec_router())
+        .merge(context::spec_router())
 }

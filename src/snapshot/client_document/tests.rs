@@ -116,11 +116,15 @@ fn toggle(name: &str, seed: u32) -> Toggle {
                 .then(|| Constraint {
                     context_name: rng.pick(&["environment", "tenantId", "userId"]).into(),
                     operator: Operator::In,
-                    values: rng
-                        .list(3, |r| format!("tenant-{}", r.below(5_000)))
-                        .split(',')
-                        .map(str::to_string)
-                        .collect(),
+                    values: Some(
+                        rng.list(3, |r| format!("tenant-{}", r.below(5_000)))
+                            .split(',')
+                            .map(str::to_string)
+                            .collect(),
+                    ),
+                    value: None,
+                    inverted: None,
+                    case_insensitive: None,
                 })
                 .into_iter()
                 .collect();
@@ -146,6 +150,7 @@ fn toggle(name: &str, seed: u32) -> Toggle {
         stale: rng.below(10) == 0,
         strategies,
         variants: Vec::new(),
+        impression_data: seed.is_multiple_of(7).then_some(true),
         created_at: Utc.timestamp_opt(1_700_000_000, 0).single().expect("time"),
         last_seen_at: None,
         tags: vec![TagRef {

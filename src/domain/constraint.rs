@@ -1,0 +1,444 @@
+//! Strategy constraints: a context field, an operator and the value(s) it compares with
+//! (spec §2.3 plus the operators today's Unleash SDKs evaluate), and the rules that check them.
+
+use serde::{Deserialize, Serialize};
+
+use super::context_field::ContextField;
+use super::error::ValidationErrors;
+use super::fields::{refuse_unsupported, ExtraFields};
+
+/// Longest value a constraint may compare with (API-FACTS §11.2).
+const VALUE_MAX: usize = 100;
+
+/// A rule on a context field that must hold for its strategy to apply. Stored and served
+/// exactly as written: optional fields stay absent when they were not sent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Constraint {
+    pub context_name: String,
+    pub operator: Operator,
+    /// The values of list operators (`IN`, `NOT_IN`, `STR_*`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values: Option<Vec<String>>,
+    /// The value of single-value operators (`NUM_*`, `DATE_*`, `SEMVER_*`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inverted: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case_insensitive: Option<bool>,
+}
+
+/// Constraint operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Operator {
+    In,
+    NotIn,
+    StrContains,
+    StrStartsWith,
+    StrEndsWith,
+    NumEq,
+    NumGt,
+    NumGte,
+    NumLt,
+    NumLte,
+    DateAfter,
+    DateBefore,
+    SemverEq,
+    SemverGt,
+    SemverLt,
+}
+
+/// What an operator compares with, which decides `values` versus `value` and their format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operand {
+    /// A list of strings in `values`.
+    Strings,
+    /// A number in `value`.
+    Number,
+    /// An RFC 3339 timestamp in `value`.
+    Date,
+    /// A semantic version in `value`.
+    Semver,
+}
+
+impl Operator {
+    /// Every operator, in the order error messages list them.
+    pub const ALL: [Operator; 15] = [
+        Operator::In,
+        Operator::NotIn,
+        Operator::StrContains,
+        Operator::StrStartsWith,
+        Operator::StrEndsWith,
+        Operator::NumEq,
+        Operator::NumGt,
+        Operator::NumGte,
+        Operator::NumLt,
+        Operator::NumLte,
+        Operator::DateAfter,
+        Operator::DateBefore,
+        Operator::SemverEq,
+        Operator::SemverGt,
+        Operator::SemverLt,
+    ];
+
+    /// The operator's wire name, e.g. `NUM_GTE`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operator::In => "IN",
+            Operator::NotIn => "NOT_IN",
+            Operator::StrContains => "STR_CONTAINS",
+            Operator::StrStartsWith => "STR_STARTS_WITH",
+            Operator::StrEndsWith => "STR_ENDS_WITH",
+            Operator::NumEq => "NUM_EQ",
+            Operator::NumGt => "NUM_GT",
+            Operator::NumGte => "NUM_GTE",
+            Operator::NumLt => "NUM_LT",
+            Operator::NumLte => "NUM_LTE",
+            Operator::DateAfter => "DATE_AFTER",
+            Operator::DateBefore => "DATE_BEFORE",
+            Operator::SemverEq => "SEMVER_EQ",
+            Operator::SemverGt => "SEMVER_GT",
+            Operator::SemverLt => "SEMVER_LT",
+        }
+    }
+
+    /// The operator with this wire name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|o| o.as_str() == name)
+    }
+
+    /// What the operator compares with.
+    pub fn operand(self) -> Operand {
+        match self {
+            Operator::In
+            | Operator::NotIn
+            | Operator::StrContains
+            | Operator::StrStartsWith
+            | Operator::StrEndsWith => Operand::Strings,
+            Operator::NumEq
+            | Operator::NumGt
+            | Operator::NumGte
+            | Operator::NumLt
+            | Operator::NumLte => Operand::Number,
+            Operator::DateAfter | Operator::DateBefore => Operand::Date,
+            Operator::SemverEq | Operator::SemverGt | Operator::SemverLt => Operand::Semver,
+        }
+    }
+
+    /// Whether a context field's legal values bound what the operator compares with: they do
+    /// for membership and single-value operators; a substring (`STR_*`) need not be one.
+    fn bounded_by_legal_values(self) -> bool {
+        !matches!(
+            self,
+            Operator::StrContains | Operator::StrStartsWith | Operator::StrEndsWith
+        )
+    }
+}
+
+/// A constraint as sent by a client.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConstraintSpec {
+    pub context_name: Option<String>,
+    pub operator: Option<String>,
+    pub values: Option<Vec<String>>,
+    pub value: Option<String>,
+    pub inverted: Option<bool>,
+    pub case_insensitive: Option<bool>,
+    #[serde(flatten)]
+    pub extra: ExtraFields,
+}
+
+impl ConstraintSpec {
+    /// Checks the constraint on its own (the context field is checked against the
+    /// configuration later, see [`Constraint::check_field`]); problems go to `errors` under
+    /// `path`.
+    pub fn validate(self, path: &str, errors: &mut ValidationErrors) -> Option<Constraint> {
+        let before = errors.0.len();
+        refuse_unsupported(&self.extra, path, &[], errors);
+        let context_name = self.context_name.unwrap_or_default();
+        if context_name.is_empty() {
+            errors.push(format!("{path}.contextName"), "\"contextName\" is required");
+        }
+        let operator = match self.operator.as_deref() {
+            Some(name) => Operator::from_name(name),
+            None => None,
+        };
+        match operator {
+            None => {
+                let known: Vec<_> = Operator::ALL.iter().map(|o| o.as_str()).collect();
+                errors.push(
+                    format!("{path}.operator"),
+                    format!("\"operator\" must be one of [{}]", known.join(", ")),
+                );
+            }
+            Some(op) if op.operand() == Operand::Strings => {
+                check_values(self.values.as_deref(), path, op, errors);
+                if self.value.is_some() {
+                    errors.push(
+                        format!("{path}.value"),
+                        format!(
+                            "{} compares with a list: send \"values\", not \"value\"",
+                            op.as_str()
+                        ),
+                    );
+                }
+            }
+            Some(op) => {
+                check_value(self.value.as_deref(), path, op, errors);
+                if self.values.as_ref().is_some_and(|v| !v.is_empty()) {
+                    errors.push(
+                        format!("{path}.values"),
+                        format!(
+                            "{} compares with one value: send \"value\", not \"values\"",
+                            op.as_str()
+                        ),
+                    );
+                }
+            }
+        }
+        let operator = operator?;
+        (errors.0.len() == before).then_some(Constraint {
+            context_name,
+            operator,
+            values: self.values,
+            value: self.value,
+            inverted: self.inverted,
+            case_insensitive: self.case_insensitive,
+        })
+    }
+}
+
+fn check_values(
+    values: Option<&[String]>,
+    path: &str,
+    op: Operator,
+    errors: &mut ValidationErrors,
+) {
+    match values {
+        None | Some([]) => errors.push(
+            format!("{path}.values"),
+            format!("{} needs \"values\" with at least 1 item", op.as_str()),
+        ),
+        Some(values) => {
+            for (i, v) in values.iter().enumerate() {
+                if v.is_empty() || v.chars().count() > VALUE_MAX {
+                    errors.push(
+                        format!("{path}.values[{i}]"),
+                        format!("\"values\" items must be 1 to {VALUE_MAX} characters long"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn check_value(value: Option<&str>, path: &str, op: Operator, errors: &mut ValidationErrors) {
+    let field = format!("{path}.value");
+    let Some(value) = value.filter(|v| !v.is_empty()) else {
+        errors.push(field, format!("{} needs a \"value\"", op.as_str()));
+        return;
+    };
+    let problem = match op.operand() {
+        Operand::Number => (!value.parse::<f64>().is_ok_and(f64::is_finite))
+            .then(|| format!("{} needs a number, got \"{value}\"", op.as_str())),
+        Operand::Date => chrono::DateTime::parse_from_rfc3339(value).err().map(|_| {
+            format!(
+                "{} needs an RFC 3339 date and time such as 2026-01-31T12:00:00Z, got \"{value}\"",
+                op.as_str()
+            )
+        }),
+        Operand::Semver => semver::Version::parse(value).err().map(|e| {
+            format!(
+                "{} needs a semantic version such as 1.2.3, got \"{value}\" ({e})",
+                op.as_str()
+            )
+        }),
+        Operand::Strings => None,
+    };
+    if let Some(message) = problem {
+        errors.push(field, message);
+    } else if value.chars().count() > VALUE_MAX {
+        errors.push(
+            field,
+            format!("\"value\" must be at most {VALUE_MAX} characters long"),
+        );
+    }
+}
+
+impl Constraint {
+    /// Checks the constraint against its context field (`None`: no such field): the field
+    /// must exist, and the values must be among its legal values when it has them.
+    pub fn check_field(
+        &self,
+        field: Option<&ContextField>,
+        path: &str,
+        errors: &mut ValidationErrors,
+    ) {
+        let Some(field) = field else {
+            errors.push(
+                format!("{path}.contextName"),
+                format!(
+                    "there is no context field \"{}\"; create it first (POST /api/admin/context)",
+                    self.context_name
+                ),
+            );
+            return;
+        };
+        if field.legal_values.is_empty() || !self.operator.bounded_by_legal_values() {
+            return;
+        }
+        let insensitive = self.case_insensitive == Some(true);
+        let legal = |v: &str| {
+            field.legal_values.iter().any(|l| {
+                if insensitive {
+                    l.to_lowercase() == v.to_lowercase()
+                } else {
+                    l == v
+                }
+            })
+        };
+        for (i, v) in self.values.iter().flatten().enumerate() {
+            if !legal(v) {
+                errors.push(format!("{path}.values[{i}]"), not_legal(v, field));
+            }
+        }
+        if let Some(v) = self.value.as_deref().filter(|v| !legal(v)) {
+            errors.push(format!("{path}.value"), not_legal(v, field));
+        }
+    }
+
+    /// Every value the constraint compares with.
+    pub fn operands(&self) -> impl Iterator<Item = &str> {
+        self.values
+            .iter()
+            .flatten()
+            .map(String::as_str)
+            .chain(self.value.as_deref())
+    }
+}
+
+fn not_legal(value: &str, field: &ContextField) -> String {
+    format!(
+        "\"{value}\" is not a legal value of the context field \"{}\" (legal: {})",
+        field.name,
+        field.legal_values.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn check(v: Value) -> Result<Constraint, Vec<(String, String)>> {
+        let spec: ConstraintSpec = serde_json::from_value(v).expect("spec parses");
+        let mut errors = ValidationErrors::default();
+        match spec.validate("c", &mut errors) {
+            Some(c) if errors.0.is_empty() => Ok(c),
+            _ => Err(errors.0.into_iter().map(|e| (e.path, e.message)).collect()),
+        }
+    }
+
+    #[test]
+    fn every_operator_round_trips_as_written() {
+        for op in Operator::ALL {
+            let body = match op.operand() {
+                Operand::Strings => {
+                    json!({"contextName": "userId", "operator": op.as_str(), "values": ["a"]})
+                }
+                Operand::Number => {
+                    json!({"contextName": "n", "operator": op.as_str(), "value": "1.5", "inverted": true})
+                }
+                Operand::Date => {
+                    json!({"contextName": "currentTime", "operator": op.as_str(), "value": "2026-01-01T00:00:00Z"})
+                }
+                Operand::Semver => {
+                    json!({"contextName": "v", "operator": op.as_str(), "value": "1.2.3-rc.1", "caseInsensitive": false})
+                }
+            };
+            let constraint = check(body.clone()).expect("valid");
+            assert_eq!(serde_json::to_value(&constraint).expect("json"), body);
+        }
+    }
+
+    #[test]
+    fn operands_are_checked_per_operator() {
+        let paths = |v| {
+            check(v)
+                .expect_err("invalid")
+                .into_iter()
+                .map(|e| e.0)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            paths(json!({"contextName": "x", "operator": "NUM_GT", "value": "ten"})),
+            ["c.value"]
+        );
+        assert_eq!(
+            paths(json!({"contextName": "x", "operator": "DATE_AFTER", "value": "2026-01-01"})),
+            ["c.value"]
+        );
+        assert_eq!(
+            paths(json!({"contextName": "x", "operator": "SEMVER_EQ", "value": "1.2"})),
+            ["c.value"]
+        );
+        assert_eq!(
+            paths(json!({"contextName": "x", "operator": "IN", "values": []})),
+            ["c.values"]
+        );
+        assert_eq!(
+            paths(json!({"contextName": "x", "operator": "IN", "values": ["a"], "value": "a"})),
+            ["c.value"]
+        );
+        assert_eq!(
+            paths(json!({"contextName": "x", "operator": "NUM_EQ", "value": "1", "values": ["1"]})),
+            ["c.values"]
+        );
+        assert_eq!(
+            paths(json!({"contextName": "x", "operator": "REGEX", "values": ["a"]})),
+            ["c.operator"]
+        );
+        assert_eq!(
+            paths(json!({"operator": "IN", "values": ["a"], "segments": [1]})),
+            ["c.segments", "c.contextName"]
+        );
+        // The empty `values` list the Unleash UI sends with single-value operators is fine.
+        assert!(check(
+            json!({"contextName": "x", "operator": "NUM_EQ", "value": "1", "values": []})
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn legal_values_bound_membership_and_single_values() {
+        let field = ContextField {
+            legal_values: vec!["eu".into(), "us".into()],
+            ..ContextField::new("region", chrono::Utc::now())
+        };
+        let errors_for = |v: Value| {
+            let constraint = check(v).expect("valid");
+            let mut errors = ValidationErrors::default();
+            constraint.check_field(Some(&field), "c", &mut errors);
+            errors.0.into_iter().map(|e| e.path).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            errors_for(
+                json!({"contextName": "region", "operator": "IN", "values": ["eu", "apac"]})
+            ),
+            ["c.values[1]"]
+        );
+        assert!(errors_for(json!({"contextName": "region", "operator": "NOT_IN", "values": ["EU"], "caseInsensitive": true})).is_empty());
+        assert!(errors_for(
+            json!({"contextName": "region", "operator": "STR_STARTS_WITH", "values": ["e"]})
+        )
+        .is_empty());
+        let mut errors = ValidationErrors::default();
+        check(json!({"contextName": "nope", "operator": "IN", "values": ["a"]}))
+            .expect("valid")
+            .check_field(None, "c", &mut errors);
+        assert_eq!(errors.0[0].path, "c.contextName");
+    }
+}

@@ -1,0 +1,136 @@
+//! Projects: groups of toggles (spec §2.8, API-FACTS §13.1). `default` always exists.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::error::{DomainError, ValidationErrors};
+use super::fields::{refuse_unsupported, ExtraFields};
+use super::name::{resolve_name, NAME_MAX};
+use super::toggle::DEFAULT_PROJECT;
+
+const DISPLAY_NAME_MAX: usize = 100;
+const DESCRIPTION_MAX: usize = 250;
+
+/// A project as stored and served.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Project {
+    pub id: String,
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A project as sent by a client.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ProjectSpec {
+    pub id: Option<String>,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    #[serde(flatten)]
+    pub extra: ExtraFields,
+}
+
+/// The validated content of a [`ProjectSpec`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidProject {
+    pub id: String,
+    pub name: String,
+    pub description: Option<String>,
+}
+
+impl ProjectSpec {
+    /// Validates a project; `path_id` is the id from the URL on update.
+    pub fn validate(self, path_id: Option<&str>) -> Result<ValidProject, DomainError> {
+        let mut errors = ValidationErrors::default();
+        refuse_unsupported(&self.extra, "", &["createdAt"], &mut errors);
+        let id = resolve_name("id", self.id, path_id, NAME_MAX, &mut errors);
+        let name = self.name.unwrap_or_default();
+        if name.trim().is_empty() {
+            errors.push("name", "\"name\" is required");
+        } else if name.chars().count() > DISPLAY_NAME_MAX {
+            errors.push(
+                "name",
+                format!("\"name\" must be at most {DISPLAY_NAME_MAX} characters long"),
+            );
+        }
+        if self
+            .description
+            .as_ref()
+            .is_some_and(|d| d.chars().count() > DESCRIPTION_MAX)
+        {
+            errors.push(
+                "description",
+                format!("\"description\" must be at most {DESCRIPTION_MAX} characters long"),
+            );
+        }
+        errors.into_result(ValidProject {
+            id,
+            name,
+            description: self.description,
+        })
+    }
+}
+
+impl Project {
+    /// A new project from validated input.
+    pub fn create(valid: ValidProject, now: DateTime<Utc>) -> Self {
+        Self {
+            id: valid.id,
+            name: valid.name,
+            description: valid.description.unwrap_or_default(),
+            created_at: now,
+        }
+    }
+
+    /// PUT semantics: name replaced, description replaced when sent.
+    pub fn replaced_by(&self, valid: ValidProject) -> Self {
+        Self {
+            id: self.id.clone(),
+            name: valid.name,
+            description: valid
+                .description
+                .unwrap_or_else(|| self.description.clone()),
+            created_at: self.created_at,
+        }
+    }
+
+    /// A project created for toggles that name it but have no project record (stores
+    /// written before projects were checked).
+    pub fn adopted(id: &str, now: DateTime<Utc>) -> Self {
+        Self {
+            id: id.to_string(),
+            name: id.to_string(),
+            description: String::new(),
+            created_at: now,
+        }
+    }
+}
+
+/// The project every installation has (API-FACTS §13.1).
+pub fn default_project(now: DateTime<Utc>) -> Project {
+    Project {
+        id: DEFAULT_PROJECT.to_string(),
+        name: "Default".to_string(),
+        description: "Default project".to_string(),
+        created_at: now,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn ids_follow_the_name_rule_and_names_are_required() {
+        let spec: ProjectSpec =
+            serde_json::from_value(json!({"id": "a b", "owner": "me"})).expect("parses");
+        let DomainError::Invalid(errors) = spec.validate(None).unwrap_err() else {
+            panic!("not a validation error")
+        };
+        let paths: Vec<_> = errors.0.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, ["owner", "id", "name"]);
+    }
+}
