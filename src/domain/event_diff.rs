@@ -28,12 +28,15 @@ fn family(kind: &str) -> &str {
     }
 }
 
+/// The resource an event is about: a project's `id` (its `name` is a display name that can
+/// change), otherwise `name` or `featureName`.
 fn subject(event: &Event) -> Option<&str> {
-    event
-        .data
-        .get("name")
-        .or_else(|| event.data.get("featureName"))
-        .or_else(|| event.data.get("id"))
+    let data = &event.data;
+    if event.kind.starts_with("project-") {
+        return data.get("id").and_then(Value::as_str);
+    }
+    data.get("name")
+        .or_else(|| data.get("featureName"))
         .and_then(Value::as_str)
 }
 

@@ -184,8 +184,9 @@ pub fn validate_toggle_name(name: &str) -> Result<(), DomainError> {
 }
 
 impl ToggleSpec {
-    /// Validates the document and applies the defaults of API-FACTS §11.2.
-    pub fn validate(self) -> Result<ValidToggle, DomainError> {
+    /// Validates the document, and what it refers to in `state`, and applies the defaults of
+    /// API-FACTS §11.2.
+    pub fn validate(self, state: &ConfigState) -> Result<ValidToggle, DomainError> {
         let mut errors = ValidationErrors::default();
         refuse_unsupported(&self.extra, "", &READ_ONLY_TOGGLE_FIELDS, &mut errors);
         let name = match self.name {
@@ -207,12 +208,14 @@ impl ToggleSpec {
         let project = self.project.unwrap_or_else(|| DEFAULT_PROJECT.to_string());
         if let Err(m) = check_name("project", &project, 1, NAME_MAX) {
             errors.push("project", m);
+        } else {
+            check_project(&project, state, &mut errors);
         }
         let strategies = match self.strategies {
             Some(list) if !list.is_empty() => list
                 .into_iter()
                 .enumerate()
-                .map(|(i, s)| validate_strategy(s, &format!("strategies[{i}]"), &mut errors))
+                .map(|(i, s)| validate_strategy(s, &format!("strategies[{i}]"), state, &mut errors))
                 .collect(),
             Some(_) => {
                 errors.push("strategies", "\"strategies\" must contain at least 1 items");
@@ -239,30 +242,16 @@ impl ToggleSpec {
 }
 
 impl ValidToggle {
-    /// Checks what the toggle refers to in `state`: its project and the context fields of its
-    /// constraints must exist (and constraint values be legal for their fields).
+    /// Checks again what the toggle refers to, in `state` (the state a write is decided on,
+    /// which may be newer than the one it was validated against).
     pub fn check_references(&self, state: &ConfigState) -> Result<(), DomainError> {
         let mut errors = ValidationErrors::default();
-        // `default` and the built-in fields exist by rule, stored or not (a store that lost
-        // everything takes writes before it is seeded again).
-        if self.project != DEFAULT_PROJECT && !state.projects.contains_key(&self.project) {
-            errors.push(
-                "project",
-                format!(
-                    "there is no project \"{}\"; create it first (POST /api/admin/projects)",
-                    self.project
-                ),
-            );
-        }
+        check_project(&self.project, state, &mut errors);
         for (i, strategy) in self.strategies.iter().enumerate() {
             for (j, constraint) in strategy.constraints.iter().enumerate() {
-                let name = &constraint.context_name;
-                let field = state.context_fields.get(name);
-                if field.is_none() && is_built_in(name) {
-                    continue;
-                }
-                constraint.check_field(
-                    field.map(|f| &**f),
+                check_context_field(
+                    constraint,
+                    state,
                     &format!("strategies[{i}].constraints[{j}]"),
                     &mut errors,
                 );
@@ -272,7 +261,41 @@ impl ValidToggle {
     }
 }
 
-fn validate_strategy(spec: StrategySpec, path: &str, errors: &mut ValidationErrors) -> Strategy {
+/// A toggle's project must exist. `default` exists by rule, stored or not (a store that lost
+/// everything takes writes before it is seeded again).
+fn check_project(project: &str, state: &ConfigState, errors: &mut ValidationErrors) {
+    if project != DEFAULT_PROJECT && !state.projects.contains_key(project) {
+        errors.push(
+            "project",
+            format!(
+                "there is no project \"{project}\"; create it first (POST /api/admin/projects)"
+            ),
+        );
+    }
+}
+
+/// A constraint's context field must exist (built-in fields do by rule) and its values be
+/// legal for it.
+fn check_context_field(
+    constraint: &Constraint,
+    state: &ConfigState,
+    path: &str,
+    errors: &mut ValidationErrors,
+) {
+    let name = &constraint.context_name;
+    let field = state.context_fields.get(name);
+    if field.is_none() && is_built_in(name) {
+        return;
+    }
+    constraint.check_field(field.map(|f| &**f), path, errors);
+}
+
+fn validate_strategy(
+    spec: StrategySpec,
+    path: &str,
+    state: &ConfigState,
+    errors: &mut ValidationErrors,
+) -> Strategy {
     refuse_unsupported(&spec.extra, path, &[], errors);
     let name = spec.name.unwrap_or_default();
     if let Err(m) = check_name("name", &name, 1, NAME_MAX) {
@@ -302,7 +325,12 @@ fn validate_strategy(spec: StrategySpec, path: &str, errors: &mut ValidationErro
         .unwrap_or_default()
         .into_iter()
         .enumerate()
-        .filter_map(|(i, c)| c.validate(&format!("{path}.constraints[{i}]"), errors))
+        .filter_map(|(i, c)| {
+            let path = format!("{path}.constraints[{i}]");
+            let constraint = c.validate(&path, errors)?;
+            check_context_field(&constraint, state, &path, errors);
+            Some(constraint)
+        })
         .collect();
     Strategy {
         name,
@@ -457,7 +485,7 @@ mod tests {
     #[test]
     fn defaults_are_applied() {
         let t = spec(json!({"name": "demo", "strategies": [{"name": "default"}]}))
-            .validate()
+            .validate(&ConfigState::default())
             .expect("valid");
         assert_eq!(t.kind, "release");
         assert_eq!(t.project, "default");
@@ -469,7 +497,7 @@ mod tests {
     fn all_problems_are_reported() {
         let err = spec(json!({"name": "a b", "strategies": [],
             "variants": [{"name": "x", "weight": 2000, "weightType": "odd"}]}))
-        .validate()
+        .validate(&ConfigState::default())
         .unwrap_err();
         let DomainError::Invalid(errors) = err else {
             panic!("not a validation error")
@@ -490,7 +518,7 @@ mod tests {
     fn duplicate_variant_names_are_rejected() {
         let err = spec(json!({"name": "demo", "strategies": [{"name": "default"}],
             "variants": [{"name": "a", "weight": 500}, {"name": "a", "weight": 500}]}))
-        .validate();
+        .validate(&ConfigState::default());
         assert!(matches!(err, Err(DomainError::Invalid(_))));
     }
 
@@ -500,7 +528,7 @@ mod tests {
             "dependencies": [{"feature": "parent"}], "impressionData": true,
             "strategies": [{"name": "default", "segments": [1], "variants": [{"name": "v"}],
                 "constraints": [{"contextName": "userId", "operator": "IN", "values": ["1"], "inverted": true}]}]}))
-        .validate()
+        .validate(&ConfigState::default())
         .unwrap_err();
         let DomainError::Invalid(errors) = err else {
             panic!("not a validation error")
@@ -521,7 +549,7 @@ mod tests {
         let good = spec(json!({"name": "demo", "impressionData": true, "strategies": [{"name": "default",
             "parameters": {"rollout": 50},
             "constraints": [{"contextName": "userId", "operator": "NOT_IN", "values": ["1"], "inverted": false}]}]}))
-        .validate()
+        .validate(&ConfigState::default())
         .expect("valid");
         assert_eq!(good.strategies[0].parameters["rollout"], "50");
         assert_eq!(good.impression_data, Some(true));

@@ -1,0 +1,321 @@
+//! Projects (spec §4.5, API-FACTS §13.1): the endpoints, their statuses, the project rule on
+//! toggles, moving toggles between projects, and the events.
+
+use serde_json::{json, Value};
+
+use crate::common::{feature_names, Backend, TestApp};
+use crate::conformance;
+
+conformance!(
+    default_project_exists_and_cannot_be_deleted,
+    project_lifecycle_at_both_paths,
+    toggles_must_name_an_existing_project,
+    deleting_a_project_is_refused_while_it_has_active_toggles,
+    project_writes_record_events
+);
+
+/// The ids of a project listing, in order.
+fn project_ids(list: &Value) -> Vec<String> {
+    list["projects"]
+        .as_array()
+        .expect("projects")
+        .iter()
+        .map(|p| p["id"].as_str().expect("id").to_string())
+        .collect()
+}
+
+async fn default_project_exists_and_cannot_be_deleted(backend: &Backend) {
+    let app = TestApp::spawn(backend).await;
+    let list = app.get("/api/admin/projects").await.expect(200).json;
+    assert_eq!(list["version"], 1);
+    assert_eq!(project_ids(&list), ["default"]);
+    let default = &list["projects"][0];
+    assert_eq!(default["name"], "Default");
+    assert_eq!(default["description"], "Default project");
+    assert!(default["createdAt"].is_string(), "{default}");
+    let message = app
+        .delete("/api/admin/projects/default")
+        .await
+        .expect(409)
+        .error_message();
+    assert!(message.contains("default"), "{message}");
+    app.get("/api/admin/projects/default").await.expect(200);
+}
+
+async fn project_lifecycle_at_both_paths(backend: &Backend) {
+    let app = TestApp::spawn(backend).await;
+    let created = app
+        .post(
+            "/api/admin/projects",
+            json!({"id": "web", "name": "Web shop", "description": "storefront"}),
+        )
+        .await
+        .expect(201)
+        .json;
+    assert_eq!(created["id"], "web");
+    assert_eq!(created["name"], "Web shop");
+    assert!(created["createdAt"].is_string());
+    // Duplicate id: 409 with the JSON error body.
+    app.post("/api/admin/projects", json!({"id": "web", "name": "Again"}))
+        .await
+        .expect(409)
+        .error_message();
+    // The reference's validate route.
+    app.post("/api/admin/projects/validate", json!({"id": "web"}))
+        .await
+        .expect(409);
+    app.post("/api/admin/projects/validate", json!({"id": "fresh"}))
+        .await
+        .expect(200);
+    app.post("/api/admin/projects/validate", json!({"id": "a b"}))
+        .await
+        .expect(400);
+    // Bad input: every problem named, nothing written.
+    let bad = app
+        .post("/api/admin/projects", json!({"id": "a b", "owner": "me"}))
+        .await
+        .expect(400);
+    bad.error_message();
+    let paths: Vec<&str> = bad.json["details"]
+        .as_array()
+        .expect("details")
+        .iter()
+        .map(|d| d["path"].as_str().expect("path"))
+        .collect();
+    assert_eq!(paths, ["owner", "id", "name"], "{}", bad.json);
+    // Update at the reference path and at the spec's path (no `admin` segment).
+    let updated = app
+        .put(
+            "/api/admin/projects/web",
+            json!({"id": "web", "name": "Web", "createdAt": "2020-01-01T00:00:00Z"}),
+        )
+        .await
+        .expect(200)
+        .json;
+    assert_eq!(updated["name"], "Web");
+    assert_eq!(
+        updated["description"], "storefront",
+        "omitted description kept"
+    );
+    assert_eq!(updated["createdAt"], created["createdAt"]);
+    app.put(
+        "/api/projects/web",
+        json!({"id": "web", "name": "Web store", "description": ""}),
+    )
+    .await
+    .expect(200);
+    let fetched = app.get("/api/admin/projects/web").await.expect(200).json;
+    assert_eq!(fetched["name"], "Web store");
+    assert_eq!(fetched["description"], "");
+    // The body's id must match the path.
+    app.put("/api/projects/web", json!({"id": "api", "name": "x"}))
+        .await
+        .expect(400);
+    // The spec path needs the same identification as the admin API.
+    let anonymous = crate::common::send(
+        app.anonymous(reqwest::Method::PUT, "/api/projects/web")
+            .json(&json!({"name": "x"})),
+    )
+    .await;
+    assert_eq!(anonymous.status, 401);
+    // Listed by name.
+    app.post(
+        "/api/admin/projects",
+        json!({"id": "api", "name": "Backend API"}),
+    )
+    .await
+    .expect(201);
+    let list = app.get("/api/admin/projects").await.expect(200).json;
+    assert_eq!(project_ids(&list), ["api", "default", "web"]);
+    // Unknown ids: 404 everywhere.
+    for reply in [
+        app.get("/api/admin/projects/nope").await,
+        app.put("/api/admin/projects/nope", json!({"name": "x"}))
+            .await,
+        app.put("/api/projects/nope", json!({"name": "x"})).await,
+        app.delete("/api/admin/projects/nope").await,
+    ] {
+        reply.expect(404).error_message();
+    }
+    app.delete("/api/admin/projects/api").await.expect(200);
+    app.get("/api/admin/projects/api").await.expect(404);
+}
+
+async fn toggles_must_name_an_existing_project(backend: &Backend) {
+    let app = TestApp::spawn(backend).await;
+    let reply = app
+        .post(
+            "/api/admin/features",
+            json!({"name": "t.one", "project": "nope", "strategies": [{"name": "default"}]}),
+        )
+        .await
+        .expect(400);
+    reply.error_message();
+    assert_eq!(
+        reply.json["details"][0]["path"], "project",
+        "{}",
+        reply.json
+    );
+    app.get("/api/admin/features/t.one").await.expect(404);
+    // Without a project a toggle belongs to `default`.
+    assert_eq!(app.create_toggle("t.one").await["project"], "default");
+    app.put(
+        "/api/admin/features/t.one",
+        json!({"project": "nope", "strategies": [{"name": "default"}]}),
+    )
+    .await
+    .expect(400);
+    // Moving a toggle between projects is an update.
+    app.post("/api/admin/projects", json!({"id": "web", "name": "Web"}))
+        .await
+        .expect(201);
+    app.put(
+        "/api/admin/features/t.one",
+        json!({"project": "web", "strategies": [{"name": "default"}]}),
+    )
+    .await
+    .expect(200);
+    let moved = app.get("/api/admin/features/t.one").await.expect(200).json;
+    assert_eq!(moved["project"], "web");
+    let events = app.get("/api/admin/events/t.one").await.expect(200).json;
+    let latest = &events["events"][0];
+    assert_eq!(latest["type"], "feature-updated");
+    assert_eq!(latest["data"]["project"], "web");
+    assert!(
+        latest["diffs"]
+            .as_array()
+            .expect("diffs")
+            .iter()
+            .any(|d| d["path"] == json!(["project"]) && d["lhs"] == "default" && d["rhs"] == "web"),
+        "{latest}"
+    );
+    // The project filter (OR over repeated values) on both lists.
+    app.create_toggle("t.two").await;
+    // The client documents lag a write by at most one build.
+    app.settle().await;
+    for path in ["/api/admin/features", "/api/client/features"] {
+        let only_web = app.get(&format!("{path}?project=web")).await.expect(200);
+        assert_eq!(feature_names(only_web.json), ["t.one"]);
+        let both = app
+            .get(&format!("{path}?project=web&project=default"))
+            .await
+            .expect(200);
+        assert_eq!(feature_names(both.json), ["t.one", "t.two"]);
+    }
+}
+
+async fn deleting_a_project_is_refused_while_it_has_active_toggles(backend: &Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.post("/api/admin/projects", json!({"id": "web", "name": "Web"}))
+        .await
+        .expect(201);
+    for name in ["w.one", "w.two", "w.gone"] {
+        app.post(
+            "/api/admin/features",
+            json!({"name": name, "project": "web", "strategies": [{"name": "default"}]}),
+        )
+        .await
+        .expect(200);
+    }
+    app.delete("/api/admin/features/w.gone").await.expect(200);
+    let message = app
+        .delete("/api/admin/projects/web")
+        .await
+        .expect(409)
+        .error_message();
+    assert!(message.contains("2 active toggles"), "{message}");
+    app.delete("/api/admin/features/w.one").await.expect(200);
+    let message = app
+        .delete("/api/admin/projects/web")
+        .await
+        .expect(409)
+        .error_message();
+    assert!(message.contains("1 active toggle;"), "{message}");
+    app.delete("/api/admin/features/w.two").await.expect(200);
+    // Only archived toggles are left: they move to `default` and can still be revived.
+    app.delete("/api/admin/projects/web").await.expect(200);
+    app.get("/api/admin/projects/web").await.expect(404);
+    let archived = app
+        .get("/api/admin/archive/features")
+        .await
+        .expect(200)
+        .json;
+    for toggle in archived["features"].as_array().expect("archive") {
+        assert_eq!(toggle["project"], "default", "{toggle}");
+    }
+    app.post_empty("/api/admin/archive/revive/w.gone")
+        .await
+        .expect(200);
+    let revived = app.get("/api/admin/features/w.gone").await.expect(200).json;
+    assert_eq!(revived["project"], "default");
+    // The revived toggle can be edited: its project exists.
+    app.put(
+        "/api/admin/features/w.gone",
+        json!({"project": "default", "description": "back", "strategies": [{"name": "default"}]}),
+    )
+    .await
+    .expect(200);
+}
+
+async fn project_writes_record_events(backend: &Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.post(
+        "/api/admin/projects",
+        json!({"id": "web", "name": "Web", "description": "d"}),
+    )
+    .await
+    .expect(201);
+    app.put("/api/projects/web", json!({"name": "Web 2"}))
+        .await
+        .expect(200);
+    app.post(
+        "/api/admin/features",
+        json!({"name": "w.one", "project": "web", "strategies": [{"name": "default"}]}),
+    )
+    .await
+    .expect(200);
+    app.delete("/api/admin/features/w.one").await.expect(200);
+    app.delete("/api/admin/projects/web").await.expect(200);
+    // A refused write records nothing.
+    app.delete("/api/admin/projects/default").await.expect(409);
+    let events = app.get("/api/admin/events").await.expect(200).json;
+    let project_events: Vec<(&str, &Value)> = events["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| {
+            e["type"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("project-"))
+        })
+        .filter(|e| e["createdBy"] != "migration")
+        .map(|e| (e["type"].as_str().expect("type"), &e["data"]))
+        .collect();
+    assert_eq!(
+        project_events,
+        [
+            (
+                "project-deleted",
+                &json!({"id": "web", "archivedTogglesMovedToDefault": ["w.one"]})
+            ),
+            (
+                "project-updated",
+                &json!({"id": "web", "name": "Web 2", "description": "d"})
+            ),
+            (
+                "project-created",
+                &json!({"id": "web", "name": "Web", "description": "d"})
+            ),
+        ]
+    );
+    let updated = events["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .find(|e| e["type"] == "project-updated")
+        .expect("project-updated");
+    assert_eq!(
+        updated["diffs"],
+        json!([{"kind": "E", "path": ["name"], "lhs": "Web", "rhs": "Web 2"}])
+    );
+}
