@@ -14,6 +14,46 @@ conformance!(
     project_writes_record_events
 );
 
+/// A store written before projects and context fields were checked: its toggles name a
+/// project and a context field that have no records. A replica of this version adopts both
+/// when it starts, so those toggles stay editable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_from_before_projects_adopts_what_its_toggles_name() {
+    let backend = Backend::redis();
+    let redis = backend.redis_server();
+    let legacy = json!({"name": "legacy.one", "description": "", "type": "release",
+        "project": "legacy", "enabled": true, "stale": false,
+        "strategies": [{"name": "default", "parameters": {}, "constraints": [
+            {"contextName": "region", "operator": "IN", "values": ["eu"]}]}],
+        "variants": [], "createdAt": "2020-01-01T00:00:00Z", "tags": []});
+    // What the previous version left: generation 1 of the built-ins, no projects or fields.
+    redis.cli(&["HSET", "{test}:counters", "seeded", "1"]);
+    redis.cli(&["HSET", "{test}:features", "legacy.one", &legacy.to_string()]);
+    redis.cli(&["SET", "{test}:version", "1"]);
+    let app = TestApp::spawn(&backend).await;
+    let projects = app.get("/api/admin/projects").await.expect(200).json;
+    assert_eq!(project_ids(&projects), ["default", "legacy"]);
+    app.get("/api/admin/context/region").await.expect(200);
+    app.get("/api/admin/context/environment").await.expect(200);
+    app.put(
+        "/api/admin/features/legacy.one",
+        json!({"project": "legacy", "enabled": true, "strategies": [{"name": "default",
+            "constraints": [{"contextName": "region", "operator": "IN", "values": ["us"]}]}]}),
+    )
+    .await
+    .expect(200);
+    // Generation 1 is not written again: no second set of built-in strategies' events.
+    let events = app.get("/api/admin/events").await.expect(200).json;
+    assert!(
+        !events["events"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .any(|e| e["type"] == "strategy-created"),
+        "{events}"
+    );
+}
+
 /// The ids of a project listing, in order.
 fn project_ids(list: &Value) -> Vec<String> {
     list["projects"]
