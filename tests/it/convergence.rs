@@ -66,7 +66,9 @@ fn random_strategies(rng: &mut Rng) -> Value {
             {"name": "flexibleRollout",
              "parameters": {"rollout": rng.below(101), "stickiness": "default", "groupId": "g"}},
             {"name": "default",
-             "constraints": [{"contextName": "environment", "operator": "IN", "values": ["prod"]}]}
+             "constraints": [{"contextName": "environment", "operator": "IN", "values": ["prod"]},
+                             {"contextName": "plan", "operator": "STR_STARTS_WITH",
+                              "values": ["pro"], "caseInsensitive": true}]}
         ]),
     }
 }
@@ -129,6 +131,18 @@ async fn random_operation(
     names: &[String],
     aim: &mut Aim,
 ) -> (&'static str, Reply) {
+    if rng.chance(4) {
+        // Now and then a project or a context field changes: other collections in the same
+        // change sets.
+        let description = format!("d{}", rng.below(1000));
+        return if rng.chance(50) {
+            let body = json!({"name": "Beta", "description": description});
+            ("project", app.put("/api/admin/projects/beta", body).await)
+        } else {
+            let body = json!({"description": description});
+            ("context", app.put("/api/admin/context/plan", body).await)
+        };
+    }
     let roll = rng.below(100);
     let name = match roll {
         0..=19 => rng.pick(names).clone(),
@@ -238,6 +252,9 @@ async fn a_replica_applying_change_sets_ends_like_one_that_reloads_everything() 
     a.post("/api/admin/projects", json!({"id": "beta", "name": "Beta"}))
         .await
         .expect(201);
+    a.post("/api/admin/context", json!({"name": "plan"}))
+        .await
+        .expect(201);
     let names = name_pool();
     let queries: Vec<String> = vec![
         String::new(),
@@ -291,6 +308,8 @@ async fn a_replica_applying_change_sets_ends_like_one_that_reloads_everything() 
         "/api/admin/features",
         "/api/admin/archive/features",
         "/api/admin/tags",
+        "/api/admin/projects",
+        "/api/admin/context",
     ] {
         let reference = c.get(path).await.expect(200).json;
         for (label, app) in [("a", &a), ("b", &b)] {
