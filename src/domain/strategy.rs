@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::error::{DomainError, ValidationErrors};
+use super::fields::{refuse_unsupported, ExtraFields};
 use super::name::{resolve_name, NAME_MAX};
 
 /// A strategy definition as stored.
@@ -39,7 +40,13 @@ pub struct StrategyDefinitionSpec {
     pub name: Option<String>,
     pub description: Option<String>,
     pub parameters: Option<Vec<ParameterSpec>>,
+    #[serde(flatten)]
+    pub extra: ExtraFields,
 }
+
+/// Fields of the served definition that tools echo back; ignored (deprecation has its own
+/// routes).
+const READ_ONLY_STRATEGY_FIELDS: [&str; 2] = ["editable", "deprecated"];
 
 /// A parameter definition as sent by a client.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -49,12 +56,15 @@ pub struct ParameterSpec {
     pub kind: Option<String>,
     pub description: Option<String>,
     pub required: Option<bool>,
+    #[serde(flatten)]
+    pub extra: ExtraFields,
 }
 
 impl StrategyDefinitionSpec {
     /// Validates a definition; `path_name` is the name from the URL on update.
     pub fn validate(self, path_name: Option<&str>) -> Result<StrategyDefinition, DomainError> {
         let mut errors = ValidationErrors::default();
+        refuse_unsupported(&self.extra, "", &READ_ONLY_STRATEGY_FIELDS, &mut errors);
         let name = resolve_name("name", self.name, path_name, NAME_MAX, &mut errors);
         let parameters = match self.parameters {
             None => {
@@ -64,21 +74,24 @@ impl StrategyDefinitionSpec {
             Some(list) => list
                 .into_iter()
                 .enumerate()
-                .filter_map(|(i, p)| match (p.name, p.kind) {
-                    (Some(name), Some(kind)) if !name.is_empty() && !kind.is_empty() => {
-                        Some(ParameterDefinition {
-                            name,
-                            kind,
-                            description: p.description.unwrap_or_default(),
-                            required: p.required.unwrap_or(false),
-                        })
-                    }
-                    _ => {
-                        errors.push(
-                            format!("parameters[{i}]"),
-                            "a parameter needs a \"name\" and a \"type\"",
-                        );
-                        None
+                .filter_map(|(i, p)| {
+                    refuse_unsupported(&p.extra, &format!("parameters[{i}]"), &[], &mut errors);
+                    match (p.name, p.kind) {
+                        (Some(name), Some(kind)) if !name.is_empty() && !kind.is_empty() => {
+                            Some(ParameterDefinition {
+                                name,
+                                kind,
+                                description: p.description.unwrap_or_default(),
+                                required: p.required.unwrap_or(false),
+                            })
+                        }
+                        _ => {
+                            errors.push(
+                                format!("parameters[{i}]"),
+                                "a parameter needs a \"name\" and a \"type\"",
+                            );
+                            None
+                        }
                     }
                 })
                 .collect(),

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::error::{DomainError, ValidationErrors};
+use super::fields::{refuse_unsupported, ExtraFields};
 use super::name::{check_name, resolve_name, TAG_MAX};
 
 /// The tag type every installation starts with.
@@ -74,12 +75,15 @@ pub struct TagSpec {
     #[serde(rename = "type")]
     pub kind: Option<String>,
     pub value: Option<String>,
+    #[serde(flatten)]
+    pub extra: ExtraFields,
 }
 
 impl TagSpec {
     /// Validates a tag: type URL friendly 2–50 (default `simple`), value 2–50 characters.
     pub fn validate(self) -> Result<TagRef, DomainError> {
         let mut errors = ValidationErrors::default();
+        refuse_unsupported(&self.extra, "", &["id"], &mut errors);
         let kind = self.kind.unwrap_or_else(|| "simple".to_string());
         if let Err(m) = check_name("type", &kind, 2, TAG_MAX) {
             errors.push("type", m);
@@ -104,12 +108,15 @@ pub struct TagTypeSpec {
     pub name: Option<String>,
     pub description: Option<String>,
     pub icon: Option<String>,
+    #[serde(flatten)]
+    pub extra: ExtraFields,
 }
 
 impl TagTypeSpec {
     /// Validates a tag type; `path_name` is the name from the URL on update.
     pub fn validate(self, path_name: Option<&str>) -> Result<TagType, DomainError> {
         let mut errors = ValidationErrors::default();
+        refuse_unsupported(&self.extra, "", &[], &mut errors);
         let name = resolve_name("name", self.name, path_name, TAG_MAX, &mut errors);
         errors.into_result(TagType {
             name,
@@ -137,16 +144,19 @@ mod tests {
         let ok = TagSpec {
             kind: None,
             value: Some("Team-Red".into()),
+            ..TagSpec::default()
         };
         assert_eq!(ok.validate().map(|t| t.kind), Ok("simple".into()));
         let short = TagSpec {
             kind: Some("simple".into()),
             value: Some("x".into()),
+            ..TagSpec::default()
         };
         assert!(short.validate().is_err());
         let bad_type = TagSpec {
             kind: Some("a b".into()),
             value: Some("xy".into()),
+            ..TagSpec::default()
         };
         assert!(bad_type.validate().is_err());
     }

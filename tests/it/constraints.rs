@@ -312,6 +312,42 @@ async fn unsupported_fields_are_refused_by_name(backend: &Backend) {
     app.put("/api/admin/features/echo", fetched)
         .await
         .expect(200);
+    // The other admin bodies follow the same rule.
+    for (path, body, field) in [
+        (
+            "/api/admin/strategies",
+            json!({"name": "custom", "parameters": [], "title": "Custom"}),
+            "title",
+        ),
+        (
+            "/api/admin/strategies",
+            json!({"name": "custom", "parameters": [{"name": "p", "type": "string", "min": 1}]}),
+            "parameters[0].min",
+        ),
+        (
+            "/api/admin/tag-types",
+            json!({"name": "team", "colour": "red"}),
+            "colour",
+        ),
+        (
+            "/api/admin/tags",
+            json!({"type": "simple", "value": "red", "weight": 2}),
+            "weight",
+        ),
+    ] {
+        let reply = app.post(path, body).await.expect(400);
+        reply.error_message();
+        assert_eq!(reply.json["details"][0]["path"], field, "{}", reply.json);
+    }
+    // A served strategy definition can be sent back as it is.
+    let custom = json!({"name": "custom", "description": "", "parameters": [],
+                        "editable": true, "deprecated": false});
+    app.post("/api/admin/strategies", custom.clone())
+        .await
+        .expect(201);
+    app.put("/api/admin/strategies/custom", custom)
+        .await
+        .expect(200);
     // Toggle names keep the URL-safe rule, and the 400 says which characters are allowed.
     let reply = app
         .post(
