@@ -33,6 +33,8 @@ fn admin_links() -> Value {
         "tags": {"uri": "/api/admin/tags"},
         "tag-types": {"uri": "/api/admin/tag-types"},
         "metrics": {"uri": "/api/admin/metrics"},
+        "projects": {"uri": "/api/admin/projects"},
+        "context": {"uri": "/api/admin/context"},
     })
 }
 

@@ -5,6 +5,7 @@ mod common;
 mod api_basics;
 mod binary;
 mod client_api;
+mod constraint_sdks;
 mod constraints;
 mod context_fields;
 mod convergence;
