@@ -290,16 +290,9 @@ impl Constraint {
         if field.legal_values.is_empty() || !self.operator.bounded_by_legal_values() {
             return;
         }
-        let insensitive = self.case_insensitive == Some(true);
-        let legal = |v: &str| {
-            field.legal_values.iter().any(|l| {
-                if insensitive {
-                    l.to_lowercase() == v.to_lowercase()
-                } else {
-                    l == v
-                }
-            })
-        };
+        // Exact: the SDKs compare `IN`/`NOT_IN` and the single values case-sensitively, even
+        // with `caseInsensitive` (which only `STR_*` honour).
+        let legal = |v: &str| field.legal_values.iter().any(|l| l == v);
         for (i, v) in self.values.iter().flatten().enumerate() {
             if !legal(v) {
                 errors.push(format!("{path}.values[{i}]"), not_legal(v, field));
@@ -308,15 +301,6 @@ impl Constraint {
         if let Some(v) = self.value.as_deref().filter(|v| !legal(v)) {
             errors.push(format!("{path}.value"), not_legal(v, field));
         }
-    }
-
-    /// Every value the constraint compares with.
-    pub fn operands(&self) -> impl Iterator<Item = &str> {
-        self.values
-            .iter()
-            .flatten()
-            .map(String::as_str)
-            .chain(self.value.as_deref())
     }
 }
 
@@ -430,7 +414,12 @@ mod tests {
             ),
             ["c.values[1]"]
         );
-        assert!(errors_for(json!({"contextName": "region", "operator": "NOT_IN", "values": ["EU"], "caseInsensitive": true})).is_empty());
+        assert_eq!(
+            errors_for(
+                json!({"contextName": "region", "operator": "NOT_IN", "values": ["EU"], "caseInsensitive": true})
+            ),
+            ["c.values[0]"]
+        );
         assert!(errors_for(
             json!({"contextName": "region", "operator": "STR_STARTS_WITH", "values": ["e"]})
         )

@@ -223,10 +223,19 @@ async fn constraints_must_name_known_fields_and_legal_values(backend: &Backend) 
         reply.json["details"][0]["path"],
         "strategies[0].constraints[0].values[1]"
     );
-    // Case-insensitive constraints match legal values regardless of case; substrings are
-    // free.
+    // Legal values compare exactly, as the SDKs compare `IN`/`NOT_IN` (even with
+    // `caseInsensitive`, which only `STR_*` honour); substrings are free.
+    assert_eq!(
+        refused_paths(
+            &app,
+            with_constraint(json!({"contextName": "region", "operator": "NOT_IN",
+                "values": ["EU"], "caseInsensitive": true}))
+        )
+        .await,
+        ["strategies[0].constraints[0].values[0]"]
+    );
     for constraint in [
-        json!({"contextName": "region", "operator": "NOT_IN", "values": ["EU"], "caseInsensitive": true}),
+        json!({"contextName": "region", "operator": "NOT_IN", "values": ["us"]}),
         json!({"contextName": "region", "operator": "STR_STARTS_WITH", "values": ["e"]}),
     ] {
         app.post(
