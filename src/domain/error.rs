@@ -33,6 +33,27 @@ impl ValidationErrors {
         }
     }
 
+    /// The value of `result`, or `None` after recording its problems under `prefix` (the
+    /// path of the part of a larger document it validated, e.g. `features[3]`).
+    pub fn absorb<T>(&mut self, prefix: &str, result: Result<T, DomainError>) -> Option<T> {
+        let problems = match result {
+            Ok(value) => return Some(value),
+            Err(DomainError::Invalid(errors)) => errors.0,
+            Err(other) => vec![FieldError {
+                message: other.to_string(),
+                path: String::new(),
+            }],
+        };
+        for problem in problems {
+            let path = match problem.path.as_str() {
+                "" => prefix.to_string(),
+                path => format!("{prefix}.{path}"),
+            };
+            self.push(path, problem.message);
+        }
+        None
+    }
+
     /// A single-problem error.
     pub fn single(path: impl Into<String>, message: impl Into<String>) -> DomainError {
         let mut errors = Self::default();

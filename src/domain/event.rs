@@ -34,6 +34,14 @@ pub enum EventKind {
     ContextFieldCreated,
     ContextFieldUpdated,
     ContextFieldDeleted,
+    FeatureImport,
+    StrategyImport,
+    ProjectImport,
+    ContextFieldImport,
+    TagTypeImport,
+    TagImport,
+    /// One per import that changed something: its options and summary.
+    StateImported,
 }
 
 /// An event about to be recorded; the store assigns its id.

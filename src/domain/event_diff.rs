@@ -64,6 +64,13 @@ pub fn with_diffs(events: &[Event]) -> Vec<Value> {
     out
 }
 
+/// The changes from `lhs` to `rhs` in the deep-diff format.
+pub fn differences(lhs: &Value, rhs: &Value) -> Vec<Value> {
+    let mut changes = Vec::new();
+    diff(lhs, rhs, &mut Vec::new(), &mut changes);
+    changes
+}
+
 fn diff(lhs: &Value, rhs: &Value, path: &mut Vec<Value>, out: &mut Vec<Value>) {
     match (lhs, rhs) {
         (Value::Object(l), Value::Object(r)) => diff_objects(l, r, path, out),

@@ -184,9 +184,10 @@ pub fn validate_toggle_name(name: &str) -> Result<(), DomainError> {
 }
 
 impl ToggleSpec {
-    /// Validates the document, and what it refers to in `state`, and applies the defaults of
-    /// API-FACTS §11.2.
-    pub fn validate(self, state: &ConfigState) -> Result<ValidToggle, DomainError> {
+    /// Validates the document and applies the defaults of API-FACTS §11.2; what it refers to
+    /// (project, context fields) is checked in `references` when given (an import checks them
+    /// in the configuration it is about to make instead).
+    pub fn validate(self, references: Option<&ConfigState>) -> Result<ValidToggle, DomainError> {
         let mut errors = ValidationErrors::default();
         refuse_unsupported(&self.extra, "", &READ_ONLY_TOGGLE_FIELDS, &mut errors);
         let name = match self.name {
@@ -208,14 +209,16 @@ impl ToggleSpec {
         let project = self.project.unwrap_or_else(|| DEFAULT_PROJECT.to_string());
         if let Err(m) = check_name("project", &project, 1, NAME_MAX) {
             errors.push("project", m);
-        } else {
+        } else if let Some(state) = references {
             check_project(&project, state, &mut errors);
         }
         let strategies = match self.strategies {
             Some(list) if !list.is_empty() => list
                 .into_iter()
                 .enumerate()
-                .map(|(i, s)| validate_strategy(s, &format!("strategies[{i}]"), state, &mut errors))
+                .map(|(i, s)| {
+                    validate_strategy(s, &format!("strategies[{i}]"), references, &mut errors)
+                })
                 .collect(),
             Some(_) => {
                 errors.push("strategies", "\"strategies\" must contain at least 1 items");
@@ -293,7 +296,7 @@ fn check_context_field(
 fn validate_strategy(
     spec: StrategySpec,
     path: &str,
-    state: &ConfigState,
+    references: Option<&ConfigState>,
     errors: &mut ValidationErrors,
 ) -> Strategy {
     refuse_unsupported(&spec.extra, path, &[], errors);
@@ -328,7 +331,9 @@ fn validate_strategy(
         .filter_map(|(i, c)| {
             let path = format!("{path}.constraints[{i}]");
             let constraint = c.validate(&path, errors)?;
-            check_context_field(&constraint, state, &path, errors);
+            if let Some(state) = references {
+                check_context_field(&constraint, state, &path, errors);
+            }
             Some(constraint)
         })
         .collect();
@@ -485,7 +490,7 @@ mod tests {
     #[test]
     fn defaults_are_applied() {
         let t = spec(json!({"name": "demo", "strategies": [{"name": "default"}]}))
-            .validate(&ConfigState::default())
+            .validate(Some(&ConfigState::default()))
             .expect("valid");
         assert_eq!(t.kind, "release");
         assert_eq!(t.project, "default");
@@ -497,7 +502,7 @@ mod tests {
     fn all_problems_are_reported() {
         let err = spec(json!({"name": "a b", "strategies": [],
             "variants": [{"name": "x", "weight": 2000, "weightType": "odd"}]}))
-        .validate(&ConfigState::default())
+        .validate(Some(&ConfigState::default()))
         .unwrap_err();
         let DomainError::Invalid(errors) = err else {
             panic!("not a validation error")
@@ -518,7 +523,7 @@ mod tests {
     fn duplicate_variant_names_are_rejected() {
         let err = spec(json!({"name": "demo", "strategies": [{"name": "default"}],
             "variants": [{"name": "a", "weight": 500}, {"name": "a", "weight": 500}]}))
-        .validate(&ConfigState::default());
+        .validate(Some(&ConfigState::default()));
         assert!(matches!(err, Err(DomainError::Invalid(_))));
     }
 
@@ -528,7 +533,7 @@ mod tests {
             "dependencies": [{"feature": "parent"}], "impressionData": true,
             "strategies": [{"name": "default", "segments": [1], "variants": [{"name": "v"}],
                 "constraints": [{"contextName": "userId", "operator": "IN", "values": ["1"], "inverted": true}]}]}))
-        .validate(&ConfigState::default())
+        .validate(Some(&ConfigState::default()))
         .unwrap_err();
         let DomainError::Invalid(errors) = err else {
             panic!("not a validation error")
@@ -549,7 +554,7 @@ mod tests {
         let good = spec(json!({"name": "demo", "impressionData": true, "strategies": [{"name": "default",
             "parameters": {"rollout": 50},
             "constraints": [{"contextName": "userId", "operator": "NOT_IN", "values": ["1"], "inverted": false}]}]}))
-        .validate(&ConfigState::default())
+        .validate(Some(&ConfigState::default()))
         .expect("valid");
         assert_eq!(good.strategies[0].parameters["rollout"], "50");
         assert_eq!(good.impression_data, Some(true));

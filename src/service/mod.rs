@@ -4,6 +4,7 @@
 
 pub mod context_fields;
 mod group_commit;
+pub mod import;
 pub mod projects;
 mod seed;
 pub use seed::is_seeded;
@@ -107,6 +108,11 @@ impl<T> Plan<T> {
             key: key.to_string(),
             value: None,
         });
+    }
+
+    /// Whether the plan writes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.changes.is_empty() && self.events.is_empty()
     }
 
     /// Records an event in the same commit.

@@ -55,7 +55,7 @@ impl Service {
             .clone()
             .ok_or_else(|| ValidationErrors::single("name", "\"name\" is required"))?;
         validate_toggle_name(&name)?;
-        let valid = spec.validate(&*self.state()?)?;
+        let valid = spec.validate(Some(&*self.state()?))?;
         self.write(|state, now| {
             ensure_name_free(state, &valid.name)?;
             valid.check_references(state)?;
@@ -90,7 +90,7 @@ impl Service {
             }
             _ => spec.name = Some(name.to_string()),
         }
-        let valid = spec.validate(&*self.state()?)?;
+        let valid = spec.validate(Some(&*self.state()?))?;
         self.write(|state, now| {
             let current = active(state, name)?;
             valid.check_references(state)?;

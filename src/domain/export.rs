@@ -1,0 +1,181 @@
+//! The state document (API-FACTS §7.2): what `GET /api/admin/state/export` serves and
+//! `POST /api/admin/state/import` reads.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::project::Project;
+use super::state::ConfigState;
+use super::strategy::{ParameterDefinition, StrategyDefinition};
+use super::tag::{TagRef, TagType};
+use super::toggle::{Strategy, Toggle, Variant};
+use super::views::ContextFieldView;
+
+/// The version of the document format.
+pub const DOCUMENT_VERSION: u32 = 1;
+
+/// Which sections an export holds (the `featureToggles`, `strategies`, `tags` and `projects`
+/// query parameters; context fields go with projects).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExportSections {
+    pub features: bool,
+    pub strategies: bool,
+    pub tags: bool,
+    pub projects: bool,
+}
+
+impl Default for ExportSections {
+    fn default() -> Self {
+        Self {
+            features: true,
+            strategies: true,
+            tags: true,
+            projects: true,
+        }
+    }
+}
+
+/// The whole document; absent sections are left out.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StateDocument<'a> {
+    pub version: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub features: Option<Vec<ExportedToggle<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strategies: Option<Vec<ExportedStrategy<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub projects: Option<Vec<&'a Project>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_fields: Option<Vec<ContextFieldView<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tag_types: Option<Vec<&'a TagType>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<TagRef>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub feature_tags: Option<Vec<FeatureTag>>,
+}
+
+/// An active toggle with the admin field set (tags travel in `featureTags`).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExportedToggle<'a> {
+    pub name: &'a str,
+    pub description: &'a str,
+    #[serde(rename = "type")]
+    pub kind: &'a str,
+    pub project: &'a str,
+    pub enabled: bool,
+    pub stale: bool,
+    pub strategies: &'a [Strategy],
+    pub variants: &'a [Variant],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub impression_data: Option<bool>,
+    pub created_at: DateTime<Utc>,
+    pub last_seen_at: Option<DateTime<Utc>>,
+}
+
+/// A strategy definition as exported: no `editable` (only non-built-ins are exported).
+#[derive(Debug, Serialize)]
+pub struct ExportedStrategy<'a> {
+    pub name: &'a str,
+    pub description: &'a str,
+    pub parameters: &'a [ParameterDefinition],
+    pub deprecated: bool,
+}
+
+/// A tag on a toggle.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FeatureTag {
+    pub feature_name: String,
+    pub tag_type: String,
+    pub tag_value: String,
+}
+
+impl<'a> ExportedToggle<'a> {
+    fn new(toggle: &'a Toggle) -> Self {
+        Self {
+            name: &toggle.name,
+            description: &toggle.description,
+            kind: &toggle.kind,
+            project: &toggle.project,
+            enabled: toggle.enabled,
+            stale: toggle.stale,
+            strategies: &toggle.strategies,
+            variants: &toggle.variants,
+            impression_data: toggle.impression_data,
+            created_at: toggle.created_at,
+            last_seen_at: toggle.last_seen_at,
+        }
+    }
+}
+
+impl<'a> ExportedStrategy<'a> {
+    fn new(strategy: &'a StrategyDefinition) -> Self {
+        Self {
+            name: &strategy.name,
+            description: &strategy.description,
+            parameters: &strategy.parameters,
+            deprecated: strategy.deprecated,
+        }
+    }
+}
+
+/// The document of `state` with the chosen sections.
+pub fn export(state: &ConfigState, sections: ExportSections) -> StateDocument<'_> {
+    let features = sections.features.then(|| {
+        state
+            .features
+            .values()
+            .map(|t| ExportedToggle::new(t))
+            .collect()
+    });
+    let strategies = sections.strategies.then(|| {
+        state
+            .strategies
+            .values()
+            .filter(|s| !s.built_in)
+            .map(|s| ExportedStrategy::new(s))
+            .collect()
+    });
+    let projects = sections
+        .projects
+        .then(|| state.projects.values().map(|p| &**p).collect());
+    let context_fields = sections.projects.then(|| {
+        state
+            .context_fields
+            .values()
+            .map(|f| ContextFieldView::new(f))
+            .collect()
+    });
+    let tag_types = sections
+        .tags
+        .then(|| state.tag_types.values().map(|t| &**t).collect());
+    let tags = sections
+        .tags
+        .then(|| state.tags.values().map(|t| t.reference()).collect());
+    let feature_tags = sections.tags.then(|| {
+        state
+            .features
+            .values()
+            .flat_map(|t| {
+                t.tags.iter().map(|tag| FeatureTag {
+                    feature_name: t.name.clone(),
+                    tag_type: tag.kind.clone(),
+                    tag_value: tag.value.clone(),
+                })
+            })
+            .collect()
+    });
+    StateDocument {
+        version: DOCUMENT_VERSION,
+        features,
+        strategies,
+        projects,
+        context_fields,
+        tag_types,
+        tags,
+        feature_tags,
+    }
+}

@@ -1,0 +1,368 @@
+//! Reading an import document: every section and item checked on its own, every problem
+//! recorded with its path (`features[3].strategies[0].name`), the valid items kept so that
+//! their references can be checked too.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::domain::context_field::{is_built_in, ContextField, ContextFieldSpec};
+use crate::domain::export::DOCUMENT_VERSION;
+use crate::domain::fields::{refuse_unsupported, ExtraFields};
+use crate::domain::name::{check_name, NAME_MAX};
+use crate::domain::project::{Project, ProjectSpec};
+use crate::domain::strategy::{built_in_strategies, StrategyDefinition, StrategyDefinitionSpec};
+use crate::domain::tag::{TagRef, TagSpec, TagType, TagTypeSpec};
+use crate::domain::toggle::{ToggleSpec, ValidToggle};
+use crate::domain::ValidationErrors;
+
+/// The top-level keys a document may have.
+const KEYS: [&str; 8] = [
+    "version",
+    "features",
+    "strategies",
+    "projects",
+    "contextFields",
+    "tagTypes",
+    "tags",
+    "featureTags",
+];
+
+/// The valid items of a document, section by section (`None`: the section is absent), each
+/// with its index in the document.
+#[derive(Debug, Default)]
+pub struct ImportDocument {
+    pub features: Option<Vec<(usize, ImportedToggle)>>,
+    pub strategies: Option<Vec<(usize, StrategyDefinition)>>,
+    pub projects: Option<Vec<(usize, Project)>>,
+    pub context_fields: Option<Vec<(usize, ContextField)>>,
+    pub tag_types: Option<Vec<(usize, TagType)>>,
+    pub tags: Option<Vec<(usize, TagRef)>>,
+    pub feature_tags: Option<Vec<(usize, FeatureTagRef)>>,
+}
+
+/// A toggle of the document, with its `createdAt` when it has a valid one.
+#[derive(Debug, Clone)]
+pub struct ImportedToggle {
+    pub toggle: ValidToggle,
+    pub created_at: Option<DateTime<Utc>>,
+}
+
+/// A tag on a toggle, as the document names it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct FeatureTagRef {
+    pub feature_name: String,
+    pub tag: TagRef,
+}
+
+/// A `featureTags` item as sent.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FeatureTagSpec {
+    feature_name: Option<String>,
+    tag_type: Option<String>,
+    tag_value: Option<String>,
+    #[serde(flatten)]
+    extra: ExtraFields,
+}
+
+/// Reads `value` (JSON, or YAML turned into JSON): the valid items and every problem found.
+/// Items are stamped `now` unless they carry a valid `createdAt`.
+pub fn read_document(value: Value, now: DateTime<Utc>) -> (ImportDocument, ValidationErrors) {
+    let mut errors = ValidationErrors::default();
+    let Value::Object(mut sections) = value else {
+        errors.push(
+            "",
+            "the document must be an object with the sections to import",
+        );
+        return (ImportDocument::default(), errors);
+    };
+    for key in sections.keys() {
+        if !KEYS.contains(&key.as_str()) {
+            errors.push(
+                key.as_str(),
+                format!(
+                    "\"{key}\" is not a section of the document (known: {})",
+                    KEYS.join(", ")
+                ),
+            );
+        }
+    }
+    match sections.get("version") {
+        None | Some(Value::Null) => {}
+        Some(v) if v.as_u64() == Some(u64::from(DOCUMENT_VERSION)) => {}
+        Some(v) => errors.push(
+            "version",
+            format!("\"version\" must be {DOCUMENT_VERSION}, got {v}"),
+        ),
+    }
+    let mut section = |name: &str| items(&mut sections, name, &mut errors);
+    let raw = RawSections {
+        features: section("features"),
+        strategies: section("strategies"),
+        projects: section("projects"),
+        context_fields: section("contextFields"),
+        tag_types: section("tagTypes"),
+        tags: section("tags"),
+        feature_tags: section("featureTags"),
+    };
+    let document = ImportDocument {
+        features: raw.features.map(|list| features(list, &mut errors)),
+        strategies: raw.strategies.map(|list| strategies(list, &mut errors)),
+        projects: raw.projects.map(|list| projects(list, now, &mut errors)),
+        context_fields: raw
+            .context_fields
+            .map(|list| context_fields(list, now, &mut errors)),
+        tag_types: raw.tag_types.map(|list| {
+            parse_each::<TagTypeSpec, _>(list, "tagTypes", &mut errors, |spec| spec.validate(None))
+        }),
+        tags: raw
+            .tags
+            .map(|list| parse_each::<TagSpec, _>(list, "tags", &mut errors, TagSpec::validate)),
+        feature_tags: raw.feature_tags.map(|list| feature_tags(list, &mut errors)),
+    };
+    refuse_duplicates(&document, &mut errors);
+    (document, errors)
+}
+
+struct RawSections {
+    features: Option<Vec<(usize, Value)>>,
+    strategies: Option<Vec<(usize, Value)>>,
+    projects: Option<Vec<(usize, Value)>>,
+    context_fields: Option<Vec<(usize, Value)>>,
+    tag_types: Option<Vec<(usize, Value)>>,
+    tags: Option<Vec<(usize, Value)>>,
+    feature_tags: Option<Vec<(usize, Value)>>,
+}
+
+/// The items of section `name` (`None` when absent or null); a section that is not a list is
+/// a problem.
+fn items(
+    sections: &mut Map<String, Value>,
+    name: &str,
+    errors: &mut ValidationErrors,
+) -> Option<Vec<(usize, Value)>> {
+    match sections.remove(name)? {
+        Value::Null => None,
+        Value::Array(items) => Some(items.into_iter().enumerate().collect()),
+        _ => {
+            errors.push(name, format!("\"{name}\" must be a list"));
+            None
+        }
+    }
+}
+
+/// Deserialises one item into its spec type, naming the path of a type mismatch.
+fn parse_item<T: DeserializeOwned>(
+    item: Value,
+    path: &str,
+    errors: &mut ValidationErrors,
+) -> Option<T> {
+    serde_path_to_error::deserialize(item)
+        .map_err(|e| {
+            let inner = e.path().to_string();
+            let at = if inner == "." {
+                path.to_string()
+            } else {
+                format!("{path}.{inner}")
+            };
+            errors.push(
+                at.clone(),
+                format!("invalid value at \"{at}\": {}", e.into_inner()),
+            );
+        })
+        .ok()
+}
+
+/// Parses and validates every item of a section with `validate`.
+fn parse_each<S: DeserializeOwned, T>(
+    list: Vec<(usize, Value)>,
+    section: &str,
+    errors: &mut ValidationErrors,
+    validate: impl Fn(S) -> Result<T, crate::domain::DomainError>,
+) -> Vec<(usize, T)> {
+    list.into_iter()
+        .filter_map(|(i, item)| {
+            let path = format!("{section}[{i}]");
+            let spec = parse_item::<S>(item, &path, errors)?;
+            errors.absorb(&path, validate(spec)).map(|v| (i, v))
+        })
+        .collect()
+}
+
+/// The `createdAt` an exported item carries, when it is a valid timestamp.
+fn created_at(extra: &ExtraFields) -> Option<DateTime<Utc>> {
+    extra
+        .get("createdAt")
+        .and_then(Value::as_str)
+        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+        .map(|t| t.with_timezone(&Utc))
+}
+
+fn features(
+    list: Vec<(usize, Value)>,
+    errors: &mut ValidationErrors,
+) -> Vec<(usize, ImportedToggle)> {
+    parse_each::<ToggleSpec, _>(list, "features", errors, |spec| {
+        let created_at = created_at(&spec.extra);
+        spec.validate(None)
+            .map(|toggle| ImportedToggle { toggle, created_at })
+    })
+}
+
+fn strategies(
+    list: Vec<(usize, Value)>,
+    errors: &mut ValidationErrors,
+) -> Vec<(usize, StrategyDefinition)> {
+    let built_ins: Vec<String> = built_in_strategies().into_iter().map(|s| s.name).collect();
+    parse_each::<StrategyDefinitionSpec, _>(list, "strategies", errors, |spec| {
+        let deprecated = spec.extra.get("deprecated").and_then(Value::as_bool);
+        let mut strategy = spec.validate(None)?;
+        if built_ins.contains(&strategy.name) {
+            return Err(crate::domain::ValidationErrors::single(
+                "name",
+                format!(
+                    "\"{}\" is a built-in strategy; built-ins are not imported (exports leave them out)",
+                    strategy.name
+                ),
+            ));
+        }
+        strategy.deprecated = deprecated.unwrap_or(false);
+        Ok(strategy)
+    })
+}
+
+fn projects(
+    list: Vec<(usize, Value)>,
+    now: DateTime<Utc>,
+    errors: &mut ValidationErrors,
+) -> Vec<(usize, Project)> {
+    parse_each::<ProjectSpec, _>(list, "projects", errors, |spec| {
+        let created = created_at(&spec.extra).unwrap_or(now);
+        spec.validate(None)
+            .map(|valid| Project::create(valid, created))
+    })
+}
+
+fn context_fields(
+    list: Vec<(usize, Value)>,
+    now: DateTime<Utc>,
+    errors: &mut ValidationErrors,
+) -> Vec<(usize, ContextField)> {
+    parse_each::<ContextFieldSpec, _>(list, "contextFields", errors, |spec| {
+        let created = created_at(&spec.extra).unwrap_or(now);
+        spec.validate(None).map(|valid| {
+            let mut field = ContextField::create(valid, created);
+            field.built_in = is_built_in(&field.name);
+            field
+        })
+    })
+}
+
+fn feature_tags(
+    list: Vec<(usize, Value)>,
+    errors: &mut ValidationErrors,
+) -> Vec<(usize, FeatureTagRef)> {
+    list.into_iter()
+        .filter_map(|(i, item)| {
+            let path = format!("featureTags[{i}]");
+            let spec = parse_item::<FeatureTagSpec>(item, &path, errors)?;
+            let before = errors.0.len();
+            refuse_unsupported(&spec.extra, &path, &[], errors);
+            let feature_name = spec.feature_name.unwrap_or_default();
+            if let Err(m) = check_name("featureName", &feature_name, 2, NAME_MAX) {
+                errors.push(format!("{path}.featureName"), m);
+            }
+            let tag = TagSpec {
+                kind: spec.tag_type,
+                value: spec.tag_value,
+                extra: ExtraFields::new(),
+            }
+            .validate()
+            // The tag's own paths are `type` and `value`; here they are `tagType`/`tagValue`.
+            .map_err(|e| match e {
+                crate::domain::DomainError::Invalid(mut problems) => {
+                    for p in &mut problems.0 {
+                        p.path = format!("tag{}{}", p.path[..1].to_uppercase(), &p.path[1..]);
+                    }
+                    crate::domain::DomainError::Invalid(problems)
+                }
+                other => other,
+            });
+            let tag = errors.absorb(&path, tag)?;
+            (errors.0.len() == before).then_some((i, FeatureTagRef { feature_name, tag }))
+        })
+        .collect()
+}
+
+/// Refuses a name that appears twice in one section.
+fn refuse_duplicates(document: &ImportDocument, errors: &mut ValidationErrors) {
+    fn check<'a, T>(
+        section: &str,
+        field: &str,
+        items: Option<&'a Vec<(usize, T)>>,
+        key: impl Fn(&'a T) -> String,
+        errors: &mut ValidationErrors,
+    ) {
+        let mut first: HashMap<String, usize> = HashMap::new();
+        for (i, item) in items.into_iter().flatten() {
+            let key = key(item);
+            if let Some(earlier) = first.get(&key) {
+                errors.push(
+                    format!("{section}[{i}].{field}"),
+                    format!(
+                        "\"{key}\" appears twice in \"{section}\" (also at {section}[{earlier}])"
+                    ),
+                );
+            } else {
+                first.insert(key, *i);
+            }
+        }
+    }
+    check(
+        "features",
+        "name",
+        document.features.as_ref(),
+        |t| t.toggle.name.clone(),
+        errors,
+    );
+    check(
+        "strategies",
+        "name",
+        document.strategies.as_ref(),
+        |s| s.name.clone(),
+        errors,
+    );
+    check(
+        "projects",
+        "id",
+        document.projects.as_ref(),
+        |p| p.id.clone(),
+        errors,
+    );
+    check(
+        "contextFields",
+        "name",
+        document.context_fields.as_ref(),
+        |f| f.name.clone(),
+        errors,
+    );
+    check(
+        "tagTypes",
+        "name",
+        document.tag_types.as_ref(),
+        |t| t.name.clone(),
+        errors,
+    );
+    check("tags", "value", document.tags.as_ref(), TagRef::key, errors);
+    check(
+        "featureTags",
+        "tagValue",
+        document.feature_tags.as_ref(),
+        |f| format!("{}:{}", f.feature_name, f.tag.key()),
+        errors,
+    );
+}

@@ -1,0 +1,11 @@
+//! State import (API-FACTS §7.3): reading a document (`document.rs`) and applying it to a
+//! configuration (`apply.rs`), validated whole before anything is written.
+
+mod apply;
+mod document;
+
+pub use apply::{
+    apply_import, FeatureTagCounts, ImportOptions, ImportResult, ImportSummary, RecordCounts,
+    ToggleChange, ToggleCounts,
+};
+pub use document::{read_document, FeatureTagRef, ImportDocument, ImportedToggle};

@@ -1,0 +1,284 @@
+//! State import as one atomic write: the document is read and applied to the configuration in
+//! memory (`domain::import`), and the records that differ, with one event each plus a summary
+//! event, are committed together — or, on a dry run, only reported.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use imbl::ordmap::DiffItem;
+use imbl::OrdMap;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::projects::project_data;
+use super::{event_data, Actor, Plan, Service, ServiceError};
+use crate::domain::event::EventKind;
+use crate::domain::import::{
+    apply_import, read_document, ImportOptions, ImportSummary, ToggleChange,
+};
+use crate::domain::state::ConfigState;
+use crate::domain::tag::TagRef;
+use crate::domain::views::ContextFieldView;
+use crate::domain::DomainError;
+use crate::store::Collection;
+
+/// What an import answers: the options, the summary and, on a dry run, every toggle it would
+/// change with the differences.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportReport {
+    pub dry_run: bool,
+    #[serde(flatten)]
+    pub options: ImportOptions,
+    pub summary: ImportSummary,
+    /// Whether anything was (or would be) written.
+    pub changed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub toggles: Option<Vec<ToggleChange>>,
+}
+
+impl Service {
+    /// Imports `document` (JSON, or YAML turned into JSON) with `options`; `dry_run` only
+    /// reports. `marker`, when given, names a counter record the commit sets and whose
+    /// presence makes the import a no-op (the start-up seed's "applied once").
+    pub async fn import_state(
+        &self,
+        actor: &Actor,
+        document: Value,
+        options: ImportOptions,
+        dry_run: bool,
+    ) -> Result<ImportReport, ServiceError> {
+        self.state()?;
+        self.import_loaded(actor, document, options, dry_run, None)
+            .await
+    }
+
+    /// `import_state` without the readiness check, applied at most once per `marker`.
+    pub(super) async fn import_loaded(
+        &self,
+        actor: &Actor,
+        document: Value,
+        options: ImportOptions,
+        dry_run: bool,
+        marker: Option<&str>,
+    ) -> Result<ImportReport, ServiceError> {
+        let (document, errors) = read_document(document, Utc::now());
+        let report = |summary, changed, toggles| ImportReport {
+            dry_run,
+            options,
+            summary,
+            changed,
+            toggles,
+        };
+        if dry_run {
+            let state = self.snapshot.state();
+            let result = apply_import(&state, &document, options, Utc::now(), errors)?;
+            let toggles = result.toggle_changes(&state);
+            let changed = !same_records(&state, &result.state);
+            return Ok(report(result.summary, changed, Some(toggles)));
+        }
+        self.write_loaded(|state, now| {
+            if marker.is_some_and(|m| state.counters.contains_key(m)) {
+                return Ok(Plan::new(
+                    now,
+                    report(ImportSummary::default(), false, None),
+                ));
+            }
+            let result = apply_import(state, &document, options, now, errors.clone())?;
+            let mut plan = Plan::new(now, ());
+            record_changes(state, &result.state, &mut plan, actor)?;
+            let changed = !plan.is_empty();
+            if changed {
+                plan.event(
+                    EventKind::StateImported,
+                    actor,
+                    json!({"drop": options.drop, "keep": options.keep, "summary": result.summary}),
+                    vec![],
+                );
+            }
+            if let Some(marker) = marker {
+                plan.put(Collection::Counters, marker, &now.timestamp().max(1))?;
+            }
+            Ok(plan.with_output(report(result.summary, changed, None)))
+        })
+        .await
+    }
+}
+
+/// Whether two configurations hold the same records.
+fn same_records(a: &ConfigState, b: &ConfigState) -> bool {
+    a.features == b.features
+        && a.archive == b.archive
+        && a.strategies == b.strategies
+        && a.tag_types == b.tag_types
+        && a.tags == b.tags
+        && a.projects == b.projects
+        && a.context_fields == b.context_fields
+        && a.counters == b.counters
+}
+
+/// What happened to one record.
+enum RecordChange<'a, V> {
+    Written(&'a V),
+    Removed(&'a V),
+}
+
+/// Puts into `plan` every record that differs between `before` and `after`, with its event.
+fn record_changes<T>(
+    before: &ConfigState,
+    after: &ConfigState,
+    plan: &mut Plan<T>,
+    actor: &Actor,
+) -> Result<(), DomainError> {
+    use RecordChange::{Removed, Written};
+    diff_records(
+        &before.features,
+        &after.features,
+        Collection::Features,
+        plan,
+        |name, change| {
+            match change {
+                Written(t) => Some((EventKind::FeatureImport, event_data(t), t.tags.clone())),
+                // Gone from the active toggles: archived by a `drop`.
+                Removed(t) => Some((
+                    EventKind::FeatureArchived,
+                    json!({"name": name}),
+                    t.tags.clone(),
+                )),
+            }
+        },
+        actor,
+    )?;
+    // Archive records change with the toggles above (archived, revived) or when a dropped
+    // project's toggles move to `default`: the toggles' events and the summary tell.
+    diff_records(
+        &before.archive,
+        &after.archive,
+        Collection::Archive,
+        plan,
+        |_, _| None,
+        actor,
+    )?;
+    diff_records(
+        &before.strategies,
+        &after.strategies,
+        Collection::Strategies,
+        plan,
+        |name, change| {
+            Some(match change {
+                Written(s) => (EventKind::StrategyImport, event_data(s), vec![]),
+                Removed(_) => (EventKind::StrategyDeleted, json!({"name": name}), vec![]),
+            })
+        },
+        actor,
+    )?;
+    diff_records(
+        &before.projects,
+        &after.projects,
+        Collection::Projects,
+        plan,
+        |id, change| {
+            Some(match change {
+                Written(p) => (EventKind::ProjectImport, project_data(p), vec![]),
+                Removed(_) => (EventKind::ProjectDeleted, json!({"id": id}), vec![]),
+            })
+        },
+        actor,
+    )?;
+    diff_records(
+        &before.context_fields,
+        &after.context_fields,
+        Collection::ContextFields,
+        plan,
+        |name, change| {
+            Some(match change {
+                Written(f) => (
+                    EventKind::ContextFieldImport,
+                    event_data(&ContextFieldView::new(f)),
+                    vec![],
+                ),
+                Removed(_) => (
+                    EventKind::ContextFieldDeleted,
+                    json!({"name": name}),
+                    vec![],
+                ),
+            })
+        },
+        actor,
+    )?;
+    diff_records(
+        &before.tag_types,
+        &after.tag_types,
+        Collection::TagTypes,
+        plan,
+        |name, change| {
+            Some(match change {
+                Written(t) => (EventKind::TagTypeImport, event_data(t), vec![]),
+                Removed(_) => (EventKind::TagTypeDeleted, json!({"name": name}), vec![]),
+            })
+        },
+        actor,
+    )?;
+    diff_records(
+        &before.tags,
+        &after.tags,
+        Collection::Tags,
+        plan,
+        |_, change| {
+            Some(match change {
+                Written(t) => (
+                    EventKind::TagImport,
+                    json!({"type": t.kind, "value": t.value}),
+                    vec![],
+                ),
+                Removed(t) => (
+                    EventKind::TagDeleted,
+                    json!({"type": t.kind, "value": t.value}),
+                    vec![],
+                ),
+            })
+        },
+        actor,
+    )?;
+    for item in before.counters.diff(&after.counters) {
+        match item {
+            DiffItem::Add(name, n) | DiffItem::Update { new: (name, n), .. } => {
+                plan.put(Collection::Counters, name, n)?;
+            }
+            DiffItem::Remove(name, _) => plan.delete(Collection::Counters, name),
+        }
+    }
+    Ok(())
+}
+
+/// Puts or deletes, in `collection`, each record of `after` that differs from `before`, with
+/// the event `event` gives for it (if any).
+fn diff_records<V: Serialize + PartialEq, T>(
+    before: &OrdMap<String, Arc<V>>,
+    after: &OrdMap<String, Arc<V>>,
+    collection: Collection,
+    plan: &mut Plan<T>,
+    event: impl Fn(&str, RecordChange<'_, V>) -> Option<(EventKind, Value, Vec<TagRef>)>,
+    actor: &Actor,
+) -> Result<(), DomainError> {
+    for item in before.diff(after) {
+        let (name, change) = match item {
+            DiffItem::Add(name, record)
+            | DiffItem::Update {
+                new: (name, record),
+                ..
+            } => {
+                plan.put(collection, name, &**record)?;
+                (name, RecordChange::Written(&**record))
+            }
+            DiffItem::Remove(name, record) => {
+                plan.delete(collection, name);
+                (name, RecordChange::Removed(&**record))
+            }
+        };
+        if let Some((kind, data, tags)) = event(name, change) {
+            plan.event(kind, actor, data, tags);
+        }
+    }
+    Ok(())
+}
