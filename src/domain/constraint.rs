@@ -176,7 +176,8 @@ impl ConstraintSpec {
             }
             Some(op) if op.operand() == Operand::Strings => {
                 check_values(self.values.as_deref(), path, op, errors);
-                if self.value.is_some() {
+                // The Unleash UI sends an empty `value` with list operators.
+                if self.value.as_deref().is_some_and(|v| !v.is_empty()) {
                     errors.push(
                         format!("{path}.value"),
                         format!(
@@ -229,10 +230,60 @@ fn check_values(
                         format!("{path}.values[{i}]"),
                         format!("\"values\" items must be 1 to {VALUE_MAX} characters long"),
                     );
+                } else if v.ends_with('\\') {
+                    errors.push(format!("{path}.values[{i}]"), TRAILING_BACKSLASH);
                 }
             }
         }
     }
+}
+
+/// The SDKs that evaluate with Unleash's rule engine (Rust, Python) cannot read a string that
+/// ends in a backslash: it escapes their closing quote, and the whole toggle evaluates false.
+const TRAILING_BACKSLASH: &str =
+    "values must not end with a backslash (Unleash SDKs cannot read it)";
+
+/// A number as the SDKs' rule grammar reads it: `[+-]digits[.digits][e[+-]digits]`, finite.
+fn is_sdk_number(value: &str) -> bool {
+    fn unsigned(s: &str) -> &str {
+        s.strip_prefix(['+', '-']).unwrap_or(s)
+    }
+    fn digits(s: &str) -> (usize, &str) {
+        let n = s.bytes().take_while(u8::is_ascii_digit).count();
+        (n, &s[n..])
+    }
+    let (whole, mut rest) = digits(unsigned(value));
+    if whole == 0 {
+        return false;
+    }
+    if let Some(fraction) = rest.strip_prefix('.') {
+        rest = digits(fraction).1;
+    }
+    if let Some(exponent) = rest.strip_prefix(['e', 'E']) {
+        let (n, tail) = digits(unsigned(exponent));
+        if n == 0 {
+            return false;
+        }
+        rest = tail;
+    }
+    rest.is_empty() && value.parse::<f64>().is_ok_and(f64::is_finite)
+}
+
+/// A date as the SDKs' rule grammar reads it — `YYYY-MM-DDTHH:MM:SS`, optionally `.sss`
+/// (exactly three digits), then `Z` or `±HH:MM` — and a real instant.
+fn is_sdk_date(value: &str) -> bool {
+    let shape: Vec<u8> = value
+        .bytes()
+        .map(|b| if b.is_ascii_digit() { b'9' } else { b })
+        .collect();
+    let (main, zone) = match shape.len() {
+        20 | 24 => shape.split_at(shape.len() - 1),
+        25 | 29 => shape.split_at(shape.len() - 6),
+        _ => return false,
+    };
+    let main_ok = main == b"9999-99-99T99:99:99" || main == b"9999-99-99T99:99:99.999";
+    let zone_ok = zone == b"Z" || zone == b"+99:99" || zone == b"-99:99";
+    main_ok && zone_ok && chrono::DateTime::parse_from_rfc3339(value).is_ok()
 }
 
 fn check_value(value: Option<&str>, path: &str, op: Operator, errors: &mut ValidationErrors) {
@@ -242,11 +293,16 @@ fn check_value(value: Option<&str>, path: &str, op: Operator, errors: &mut Valid
         return;
     };
     let problem = match op.operand() {
-        Operand::Number => (!value.parse::<f64>().is_ok_and(f64::is_finite))
-            .then(|| format!("{} needs a number, got \"{value}\"", op.as_str())),
-        Operand::Date => chrono::DateTime::parse_from_rfc3339(value).err().map(|_| {
+        Operand::Number => (!is_sdk_number(value)).then(|| {
             format!(
-                "{} needs an RFC 3339 date and time such as 2026-01-31T12:00:00Z, got \"{value}\"",
+                "{} needs a number such as 42, -1.5 or 2e3, got \"{value}\"",
+                op.as_str()
+            )
+        }),
+        Operand::Date => (!is_sdk_date(value)).then(|| {
+            format!(
+                "{} needs a date and time such as 2026-01-31T12:00:00Z or \
+                 2026-01-31T12:00:00.000+02:00, got \"{value}\"",
                 op.as_str()
             )
         }),
@@ -260,6 +316,8 @@ fn check_value(value: Option<&str>, path: &str, op: Operator, errors: &mut Valid
     };
     if let Some(message) = problem {
         errors.push(field, message);
+    } else if value.ends_with('\\') {
+        errors.push(field, TRAILING_BACKSLASH);
     } else if value.chars().count() > VALUE_MAX {
         errors.push(
             field,
@@ -374,6 +432,15 @@ mod tests {
             ["c.values"]
         );
         assert_eq!(
+            paths(json!({"contextName": "x", "operator": "STR_ENDS_WITH", "values": ["a\\"]})),
+            ["c.values[0]"]
+        );
+        // The empty `value` the Unleash UI sends with list operators is fine.
+        assert!(
+            check(json!({"contextName": "x", "operator": "IN", "values": ["a"], "value": ""}))
+                .is_ok()
+        );
+        assert_eq!(
             paths(json!({"contextName": "x", "operator": "IN", "values": ["a"], "value": "a"})),
             ["c.value"]
         );
@@ -394,6 +461,38 @@ mod tests {
             json!({"contextName": "x", "operator": "NUM_EQ", "value": "1", "values": []})
         )
         .is_ok());
+    }
+
+    #[test]
+    fn numbers_and_dates_follow_the_sdk_grammar() {
+        for ok in ["42", "-1.5", "+3", "2e3", "1.5E-2", "7.", "0"] {
+            assert!(is_sdk_number(ok), "{ok}");
+        }
+        for bad in [
+            ".5", "1e", "e3", "1.2.3", "NaN", "inf", " 1", "1_000", "0x10", "1e999", "",
+        ] {
+            assert!(!is_sdk_number(bad), "{bad}");
+        }
+        for ok in [
+            "2026-01-31T12:00:00Z",
+            "2026-01-31T12:00:00.123Z",
+            "2026-01-31T12:00:00+02:00",
+            "2026-01-31T12:00:00.000-05:30",
+        ] {
+            assert!(is_sdk_date(ok), "{ok}");
+        }
+        for bad in [
+            "2026-01-31",
+            "2026-01-31T12:00:00",
+            "2026-01-31T12:00:00.123456Z",
+            "2026-01-31t12:00:00z",
+            "2026-01-31 12:00:00Z",
+            "2026-13-31T12:00:00Z",
+            "2026-01-31T12:00:00.1Z",
+            "2026-01-31T12:00:00+0200",
+        ] {
+            assert!(!is_sdk_date(bad), "{bad}");
+        }
     }
 
     #[test]

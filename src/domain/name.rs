@@ -42,8 +42,9 @@ pub fn check_name(label: &str, value: &str, min: usize, max: usize) -> Result<()
 }
 
 /// The name a create or update addresses: the body's field `label` (`name`, `id`), which on
-/// update (`path` given) must match the path; checked against the URL-friendly rule with `max`
-/// characters. Problems are recorded in `errors`.
+/// update (`path` given) must match the path. A new name is checked against the URL-friendly
+/// rule with `max` characters; an update's is not (it names an existing record, possibly one
+/// an earlier version allowed). Problems are recorded in `errors`.
 pub fn resolve_name(
     label: &str,
     body: Option<String>,
@@ -51,6 +52,7 @@ pub fn resolve_name(
     max: usize,
     errors: &mut ValidationErrors,
 ) -> String {
+    let creating = path.is_none();
     let name = match (body, path) {
         (Some(body), Some(path)) if body != path => {
             errors.push(
@@ -66,8 +68,10 @@ pub fn resolve_name(
             return String::new();
         }
     };
-    if let Err(m) = check_name(label, &name, 2, max) {
-        errors.push(label, m);
+    if creating {
+        if let Err(m) = check_name(label, &name, 2, max) {
+            errors.push(label, m);
+        }
     }
     name
 }

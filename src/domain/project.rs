@@ -108,6 +108,13 @@ impl Project {
     }
 }
 
+/// Projects in listing order: by name, ids (unique) breaking ties (API-FACTS G7).
+pub fn by_name<'a>(projects: impl Iterator<Item = &'a Project>) -> Vec<&'a Project> {
+    let mut list: Vec<_> = projects.collect();
+    list.sort_by(|a, b| (&a.name, &a.id).cmp(&(&b.name, &b.id)));
+    list
+}
+
 /// The project every installation has (API-FACTS §13.1).
 pub fn default_project(now: DateTime<Utc>) -> Project {
     Project {

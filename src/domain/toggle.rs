@@ -117,8 +117,16 @@ pub struct ToggleSpec {
     pub extra: ExtraFields,
 }
 
-/// Toggle fields that responses and exports carry and tools echo back in a body; ignored.
-const READ_ONLY_TOGGLE_FIELDS: [&str; 4] = ["createdAt", "lastSeenAt", "tags", "archivedAt"];
+/// Toggle fields that responses and exports carry and tools echo back in a body; ignored
+/// (`strategy` and `parameters` are the legacy pair of archive listings).
+const READ_ONLY_TOGGLE_FIELDS: [&str; 6] = [
+    "createdAt",
+    "lastSeenAt",
+    "tags",
+    "archivedAt",
+    "strategy",
+    "parameters",
+];
 
 /// A strategy as sent by a client.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -248,20 +256,30 @@ impl ValidToggle {
     /// Checks again what the toggle refers to, in `state` (the state a write is decided on,
     /// which may be newer than the one it was validated against).
     pub fn check_references(&self, state: &ConfigState) -> Result<(), DomainError> {
-        let mut errors = ValidationErrors::default();
-        check_project(&self.project, state, &mut errors);
-        for (i, strategy) in self.strategies.iter().enumerate() {
-            for (j, constraint) in strategy.constraints.iter().enumerate() {
-                check_context_field(
-                    constraint,
-                    state,
-                    &format!("strategies[{i}].constraints[{j}]"),
-                    &mut errors,
-                );
-            }
-        }
-        errors.into_result(())
+        check_references(&self.project, &self.strategies, state)
     }
+}
+
+/// The project and the constraints' context fields of a toggle exist in `state` (and the
+/// constraints' values are legal for their fields).
+fn check_references(
+    project: &str,
+    strategies: &[Strategy],
+    state: &ConfigState,
+) -> Result<(), DomainError> {
+    let mut errors = ValidationErrors::default();
+    check_project(project, state, &mut errors);
+    for (i, strategy) in strategies.iter().enumerate() {
+        for (j, constraint) in strategy.constraints.iter().enumerate() {
+            check_context_field(
+                constraint,
+                state,
+                &format!("strategies[{i}].constraints[{j}]"),
+                &mut errors,
+            );
+        }
+    }
+    errors.into_result(())
 }
 
 /// A toggle's project must exist. `default` exists by rule, stored or not (a store that lost
@@ -453,6 +471,12 @@ impl Toggle {
             tags: Vec::new(),
             archived_at: None,
         }
+    }
+
+    /// Checks what the toggle refers to in `state` (before reviving it: a context field its
+    /// constraints use may have been deleted while it was archived).
+    pub fn check_references(&self, state: &ConfigState) -> Result<(), DomainError> {
+        check_references(&self.project, &self.strategies, state)
     }
 
     /// PUT semantics (API-FACTS §11.2): the document replaces the toggle; an omitted

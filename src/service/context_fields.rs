@@ -76,10 +76,6 @@ impl Service {
         actor: &Actor,
         spec: ContextFieldSpec,
     ) -> Result<ContextField, ServiceError> {
-        // API-FACTS §13.2: a taken name is reported before the rest of the document.
-        if let Some(name) = &spec.name {
-            ensure_name_free(&*self.state()?, name)?;
-        }
         let valid = spec.validate(None)?;
         self.write(|state, now| {
             ensure_name_free(state, &valid.name)?;

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::{Actor, Plan, Service, ServiceError};
+use super::{event_data, Actor, Plan, Service, ServiceError};
 use crate::domain::event::EventKind;
 use crate::domain::name::{check_name, NAME_MAX};
 use crate::domain::project::{Project, ProjectSpec};
@@ -107,7 +107,7 @@ impl Service {
                 )));
             }
             let mut plan = Plan::new(now, ());
-            let moved = move_archived_to_default(state, id, &mut plan)?;
+            let moved = move_archived_to_default(state, id, &mut plan, actor)?;
             plan.delete(Collection::Projects, id);
             plan.event(
                 EventKind::ProjectDeleted,
@@ -122,11 +122,13 @@ impl Service {
 }
 
 /// Moves the archived toggles of project `id` to `default`, so that they can still be
-/// revived; returns their names.
+/// revived, each with a `feature-updated` event (its history shows the move); returns their
+/// names.
 fn move_archived_to_default(
     state: &ConfigState,
     id: &str,
     plan: &mut Plan<()>,
+    actor: &Actor,
 ) -> Result<Vec<String>, DomainError> {
     let mut moved = Vec::new();
     for toggle in state.archive.values().filter(|t| t.project == id) {
@@ -135,6 +137,12 @@ fn move_archived_to_default(
             ..(**toggle).clone()
         };
         plan.put(Collection::Archive, &toggle.name, &toggle)?;
+        plan.event(
+            EventKind::FeatureUpdated,
+            actor,
+            event_data(&toggle),
+            toggle.tags.clone(),
+        );
         moved.push(toggle.name);
     }
     Ok(moved)

@@ -9,7 +9,7 @@ use super::{event_data, Actor, Plan, Service, ServiceError};
 use crate::domain::event::EventKind;
 use crate::domain::state::ConfigState;
 use crate::domain::tag::{Tag, TagRef, TagSpec};
-use crate::domain::toggle::{validate_toggle_name, Toggle, ToggleSpec};
+use crate::domain::toggle::{validate_toggle_name, Toggle, ToggleSpec, ValidToggle};
 use crate::domain::{DomainError, ValidationErrors};
 use crate::store::Collection;
 
@@ -36,6 +36,21 @@ pub fn ensure_name_free(state: &ConfigState, name: &str) -> Result<(), DomainErr
 }
 
 impl Service {
+    /// The document checked on its own; its references (project, context fields) are checked
+    /// in the write, against the state it is decided on, so that a project another replica
+    /// just created is never refused from an older snapshot. A document refused anyway lists
+    /// the reference problems this replica sees, too, so that one 400 names everything.
+    fn validated(&self, spec: ToggleSpec) -> Result<ValidToggle, ServiceError> {
+        match spec.clone().validate(None) {
+            Ok(valid) => Ok(valid),
+            Err(own) => Err(spec
+                .validate(Some(&*self.state()?))
+                .err()
+                .unwrap_or(own)
+                .into()),
+        }
+    }
+
     /// Checks that `name` could be used for a new toggle.
     pub fn validate_toggle_name(&self, name: &str) -> Result<(), ServiceError> {
         validate_toggle_name(name)?;
@@ -55,7 +70,7 @@ impl Service {
             .clone()
             .ok_or_else(|| ValidationErrors::single("name", "\"name\" is required"))?;
         validate_toggle_name(&name)?;
-        let valid = spec.validate(Some(&*self.state()?))?;
+        let valid = self.validated(spec)?;
         self.write(|state, now| {
             ensure_name_free(state, &valid.name)?;
             valid.check_references(state)?;
@@ -90,7 +105,7 @@ impl Service {
             }
             _ => spec.name = Some(name.to_string()),
         }
-        let valid = spec.validate(Some(&*self.state()?))?;
+        let valid = self.validated(spec)?;
         self.write(|state, now| {
             let current = active(state, name)?;
             valid.check_references(state)?;
@@ -196,6 +211,9 @@ impl Service {
             let archived = state.archive.get(name).ok_or_else(|| {
                 DomainError::NotFound(format!("Could not find archived feature toggle \"{name}\""))
             })?;
+            archived
+                .check_references(state)
+                .map_err(|e| DomainError::InUse(format!("\"{name}\" cannot be revived: {e}")))?;
             let toggle = Toggle {
                 archived_at: None,
                 enabled: false,

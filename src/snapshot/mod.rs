@@ -120,7 +120,16 @@ impl Snapshot {
             return self.reload().await;
         }
         let base = position_of(&current);
-        match self.store.changes_since(base).await? {
+        let sets = match self.store.changes_since(base).await {
+            // A change set this version cannot read (written by a newer one): the records
+            // it can read are still in the store.
+            Err(StoreError::Corrupt(cause)) => {
+                tracing::warn!(%cause, "unreadable change set; reloading everything");
+                return self.reload().await;
+            }
+            other => other?,
+        };
+        match sets {
             Some(sets) if sets.is_empty() => Ok(()),
             Some(sets) => {
                 let mut state = (*current).clone();

@@ -109,6 +109,31 @@ async fn constraint_operands_are_validated(backend: &Backend) {
             "value",
         ),
         (json!({"contextName": "age", "operator": "NUM_EQ"}), "value"),
+        // Forms a looser parser takes but the SDKs' rule grammar cannot read (the toggle
+        // would evaluate false everywhere).
+        (
+            json!({"contextName": "age", "operator": "NUM_GT", "value": ".5"}),
+            "value",
+        ),
+        (
+            json!({"contextName": "currentTime", "operator": "DATE_AFTER",
+                "value": "2000-01-01T00:00:00.123456Z"}),
+            "value",
+        ),
+        (
+            json!({"contextName": "currentTime", "operator": "DATE_AFTER",
+                "value": "2000-01-01t00:00:00z"}),
+            "value",
+        ),
+        (
+            json!({"contextName": "currentTime", "operator": "DATE_AFTER",
+                "value": "2000-01-01 00:00:00Z"}),
+            "value",
+        ),
+        (
+            json!({"contextName": "userId", "operator": "STR_ENDS_WITH", "values": ["a\\"]}),
+            "values[0]",
+        ),
         (
             json!({"contextName": "age", "operator": "NUM_EQ", "value": "1", "values": ["1"]}),
             "values",
@@ -165,6 +190,14 @@ async fn constraint_operands_are_validated(backend: &Backend) {
         .await,
         [at("values"), at("value")].concat()
     );
+    // The empty `value` the Unleash UI sends along with list operators is fine.
+    app.post(
+        "/api/admin/features",
+        json!({"name": "ui", "strategies": [{"name": "default", "constraints": [
+            {"contextName": "userId", "operator": "IN", "values": ["1"], "value": ""}]}]}),
+    )
+    .await
+    .expect(200);
     // A value that is not a string is refused with its path, too.
     let reply = app
         .post(
@@ -316,11 +349,22 @@ async fn unsupported_fields_are_refused_by_name(backend: &Backend) {
         .json;
     assert_ne!(created["createdAt"], "2020-01-01T00:00:00.000Z");
     assert_eq!(created["tags"], json!([]));
-    // A toggle fetched from the admin API can be PUT back as it is.
+    // A toggle fetched from the admin API can be PUT back as it is, and an archive listing's
+    // item (with the legacy `strategy`/`parameters`) can be created again as it is.
     let fetched = app.get("/api/admin/features/echo").await.expect(200).json;
     app.put("/api/admin/features/echo", fetched)
         .await
         .expect(200);
+    app.delete("/api/admin/features/echo").await.expect(200);
+    let mut archived = app
+        .get("/api/admin/archive/features")
+        .await
+        .expect(200)
+        .json["features"][0]
+        .clone();
+    assert!(archived.get("strategy").is_some(), "{archived}");
+    archived["name"] = json!("echo.again");
+    app.post("/api/admin/features", archived).await.expect(200);
     // The other admin bodies follow the same rule.
     for (path, body, field) in [
         (

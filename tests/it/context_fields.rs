@@ -208,10 +208,32 @@ async fn fields_that_constraints_use_are_protected(backend: &Backend) {
     )
     .await
     .expect(200);
-    // Archiving the toggles frees the field.
+    // Archiving the toggles frees the field; a toggle whose field is gone cannot be revived
+    // until the field exists again.
     app.delete("/api/admin/features/r.one").await.expect(200);
     app.delete("/api/admin/features/r.two").await.expect(200);
     app.delete("/api/admin/context/region").await.expect(200);
+    let message = app
+        .post_empty("/api/admin/archive/revive/r.one")
+        .await
+        .expect(409)
+        .error_message();
+    assert!(message.contains("region"), "{message}");
+    app.post("/api/admin/context", json!({"name": "region"}))
+        .await
+        .expect(201);
+    app.post_empty("/api/admin/archive/revive/r.one")
+        .await
+        .expect(200);
+    // A field called `validate` is as addressable as any other.
+    app.post("/api/admin/context", json!({"name": "validate"}))
+        .await
+        .expect(201);
+    app.get("/api/admin/context/validate").await.expect(200);
+    app.put("/api/admin/context/validate", json!({"description": "v"}))
+        .await
+        .expect(200);
+    app.delete("/api/admin/context/validate").await.expect(200);
 }
 
 async fn context_field_writes_record_events(backend: &Backend) {

@@ -14,6 +14,34 @@ conformance!(
     project_writes_record_events
 );
 
+/// A toggle may name a project another replica created a moment ago: references are checked
+/// against the state the write is decided on, not this replica's snapshot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_project_made_on_another_replica_can_be_used_at_once() {
+    let backend = Backend::redis();
+    let a = TestApp::spawn(&backend).await;
+    let b = TestApp::spawn(&backend).await;
+    for i in 0..30 {
+        a.post(
+            "/api/admin/projects",
+            json!({"id": format!("p{i}"), "name": "P"}),
+        )
+        .await
+        .expect(201);
+        a.post("/api/admin/context", json!({"name": format!("f{i}")}))
+            .await
+            .expect(201);
+        b.post(
+            "/api/admin/features",
+            json!({"name": format!("t{i}"), "project": format!("p{i}"), "strategies": [
+                {"name": "default", "constraints": [
+                    {"contextName": format!("f{i}"), "operator": "IN", "values": ["x"]}]}]}),
+        )
+        .await
+        .expect(200);
+    }
+}
+
 /// A store written before projects and context fields were checked: its toggles name a
 /// project and a context field that have no records. A replica of this version adopts both
 /// when it starts, so those toggles stay editable.
@@ -22,9 +50,9 @@ async fn a_store_from_before_projects_adopts_what_its_toggles_name() {
     let backend = Backend::redis();
     let redis = backend.redis_server();
     let legacy = json!({"name": "legacy.one", "description": "", "type": "release",
-        "project": "legacy", "enabled": true, "stale": false,
+        "project": "x", "enabled": true, "stale": false,
         "strategies": [{"name": "default", "parameters": {}, "constraints": [
-            {"contextName": "region", "operator": "IN", "values": ["eu"]}]}],
+            {"contextName": "my region", "operator": "IN", "values": ["eu"]}]}],
         "variants": [], "createdAt": "2020-01-01T00:00:00Z", "tags": []});
     // What the previous version left: generation 1 of the built-ins, no projects or fields.
     redis.cli(&["HSET", "{test}:counters", "seeded", "1"]);
@@ -32,13 +60,23 @@ async fn a_store_from_before_projects_adopts_what_its_toggles_name() {
     redis.cli(&["SET", "{test}:version", "1"]);
     let app = TestApp::spawn(&backend).await;
     let projects = app.get("/api/admin/projects").await.expect(200).json;
-    assert_eq!(project_ids(&projects), ["default", "legacy"]);
-    app.get("/api/admin/context/region").await.expect(200);
+    assert_eq!(project_ids(&projects), ["default", "x"]);
+    app.get("/api/admin/context/my%20region").await.expect(200);
+    // Adopted ids an earlier version allowed (one character, a space) can still be updated.
+    app.put("/api/admin/projects/x", json!({"name": "The X project"}))
+        .await
+        .expect(200);
+    app.put(
+        "/api/admin/context/my%20region",
+        json!({"legalValues": ["eu", "us"]}),
+    )
+    .await
+    .expect(200);
     app.get("/api/admin/context/environment").await.expect(200);
     app.put(
         "/api/admin/features/legacy.one",
-        json!({"project": "legacy", "enabled": true, "strategies": [{"name": "default",
-            "constraints": [{"contextName": "region", "operator": "IN", "values": ["us"]}]}]}),
+        json!({"project": "x", "enabled": true, "strategies": [{"name": "default",
+            "constraints": [{"contextName": "my region", "operator": "IN", "values": ["us"]}]}]}),
     )
     .await
     .expect(200);
@@ -271,10 +309,26 @@ async fn deleting_a_project_is_refused_while_it_has_active_toggles(backend: &Bac
         .expect(409)
         .error_message();
     assert!(message.contains("1 active toggle;"), "{message}");
+    // A project called `validate` is as addressable as any other.
+    app.post(
+        "/api/admin/projects",
+        json!({"id": "validate", "name": "V"}),
+    )
+    .await
+    .expect(201);
+    app.get("/api/admin/projects/validate").await.expect(200);
+    app.put("/api/admin/projects/validate", json!({"name": "V2"}))
+        .await
+        .expect(200);
+    app.delete("/api/admin/projects/validate").await.expect(200);
     app.delete("/api/admin/features/w.two").await.expect(200);
     // Only archived toggles are left: they move to `default` and can still be revived.
     app.delete("/api/admin/projects/web").await.expect(200);
     app.get("/api/admin/projects/web").await.expect(404);
+    // Each moved toggle's history shows the move.
+    let history = app.get("/api/admin/events/w.gone").await.expect(200).json;
+    assert_eq!(history["events"][0]["type"], "feature-updated");
+    assert_eq!(history["events"][0]["data"]["project"], "default");
     let archived = app
         .get("/api/admin/archive/features")
         .await

@@ -1,10 +1,11 @@
 //! `/api/admin/context`: context fields (spec §4.6, API-FACTS §13.2), and the spec's
 //! `PUT /api/context/:name`.
 
+use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
+use axum::routing::{get, put};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -12,7 +13,7 @@ use serde_json::{json, Value};
 use crate::domain::context_field::ContextFieldSpec;
 use crate::domain::views::ContextFieldView;
 use crate::error::{ApiError, ApiResult};
-use crate::http::extract::{AppJson, AppPath};
+use crate::http::extract::{parse_json, AppJson, AppPath};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
@@ -23,12 +24,12 @@ pub fn router() -> Router<AppState> {
             "/context",
             get(list_context_fields).post(create_context_field),
         )
-        .route("/context/validate", post(validate_context_field))
         .route(
             "/context/{name}",
             get(get_context_field)
                 .put(update_context_field)
-                .delete(delete_context_field),
+                .delete(delete_context_field)
+                .post(validate_context_field),
         )
 }
 
@@ -76,14 +77,24 @@ async fn create_context_field(
 /// The body of the validate route.
 #[derive(Deserialize)]
 struct NameBody {
-    name: String,
+    name: Option<String>,
 }
 
+/// `POST /api/admin/context/validate` with `{"name": …}`. It shares the `{name}` route so that
+/// a field called `validate` stays addressable by GET, PUT and DELETE.
 async fn validate_context_field(
     State(service): State<Service>,
-    AppJson(body): AppJson<NameBody>,
+    AppPath(segment): AppPath<String>,
+    body: Bytes,
 ) -> ApiResult<StatusCode> {
-    service.validate_context_field_name(&body.name)?;
+    if segment != "validate" {
+        return Err(ApiError::MethodNotAllowed);
+    }
+    let body: NameBody = parse_json(&body)?;
+    let name = body
+        .name
+        .ok_or_else(|| ApiError::bad_request("name", "\"name\" is required"))?;
+    service.validate_context_field_name(&name)?;
     Ok(StatusCode::OK)
 }
 

@@ -1,16 +1,17 @@
 //! `/api/admin/projects` (spec §4.5, API-FACTS §13.1), and the spec's `PUT /api/projects/:id`.
 
+use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
+use axum::routing::{get, put};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::domain::project::ProjectSpec;
+use crate::domain::project::{by_name, ProjectSpec};
 use crate::error::{ApiError, ApiResult};
-use crate::http::extract::{AppJson, AppPath};
+use crate::http::extract::{parse_json, AppJson, AppPath};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
@@ -18,10 +19,12 @@ use crate::state::AppState;
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/projects", get(list_projects).post(create_project))
-        .route("/projects/validate", post(validate_project))
         .route(
             "/projects/{id}",
-            get(get_project).put(update_project).delete(delete_project),
+            get(get_project)
+                .put(update_project)
+                .delete(delete_project)
+                .post(validate_project),
         )
 }
 
@@ -32,9 +35,7 @@ pub fn spec_router() -> Router<AppState> {
 
 async fn list_projects(State(service): State<Service>) -> ApiResult<Json<Value>> {
     let state = service.state()?;
-    let mut projects: Vec<_> = state.projects.values().collect();
-    // API-FACTS G7: by name; ids (unique) break ties.
-    projects.sort_by(|a, b| (&a.name, &a.id).cmp(&(&b.name, &b.id)));
+    let projects = by_name(state.projects.values().map(|p| &**p));
     Ok(Json(json!({"version": 1, "projects": projects})))
 }
 
@@ -62,14 +63,24 @@ async fn create_project(
 /// The body of the validate route.
 #[derive(Deserialize)]
 struct IdBody {
-    id: String,
+    id: Option<String>,
 }
 
+/// `POST /api/admin/projects/validate` with `{"id": …}`. It shares the `{id}` route so that a
+/// project called `validate` stays addressable by GET, PUT and DELETE.
 async fn validate_project(
     State(service): State<Service>,
-    AppJson(body): AppJson<IdBody>,
+    AppPath(segment): AppPath<String>,
+    body: Bytes,
 ) -> ApiResult<StatusCode> {
-    service.validate_project_id(&body.id)?;
+    if segment != "validate" {
+        return Err(ApiError::MethodNotAllowed);
+    }
+    let body: IdBody = parse_json(&body)?;
+    let id = body
+        .id
+        .ok_or_else(|| ApiError::bad_request("id", "\"id\" is required"))?;
+    service.validate_project_id(&id)?;
     Ok(StatusCode::OK)
 }
 
