@@ -77,6 +77,34 @@ pub struct Settings {
         default_value_t = 0
     )]
     pub prometheus_toggle_usage_series: usize,
+
+    /// Largest body `POST /api/admin/state/import` takes, in MiB (an export of 10,000 toggles
+    /// is about 6 MiB); larger ones get 413.
+    #[arg(long, env = "FLAGPOLE_IMPORT_BODY_LIMIT_MIB", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub import_body_limit_mib: u64,
+
+    /// A state document (JSON or YAML) to apply when the replica starts, once per store and
+    /// document: with many replicas starting at once, one applies it and the others see it
+    /// applied.
+    #[arg(long, env = "FLAGPOLE_IMPORT_FILE")]
+    pub import_file: Option<PathBuf>,
+
+    /// How the start-up document meets what the store holds: `keep` creates what is missing
+    /// and never overrides; `overwrite` also replaces what differs; `drop` also removes (or,
+    /// for toggles, archives) what the document does not list.
+    #[arg(long, env = "FLAGPOLE_IMPORT_MODE", value_enum, default_value = "keep")]
+    pub import_mode: ImportMode,
+}
+
+/// How the start-up import meets existing records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImportMode {
+    /// Create what is missing; never override.
+    Keep,
+    /// Create what is missing and replace what differs.
+    Overwrite,
+    /// Like `overwrite`, and remove what the document does not list.
+    Drop,
 }
 
 fn parse_key_prefix(value: &str) -> Result<String, String> {

@@ -21,6 +21,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use config::Settings;
+use service::import::StartupImport;
 use service::Service;
 use snapshot::Snapshot;
 use state::AppState;
@@ -33,6 +34,9 @@ pub enum RunError {
     Store(#[from] StoreError),
     #[error("server failed: {0}")]
     Serve(#[from] std::io::Error),
+    /// The start-up import cannot be read or the store's configuration refuses it.
+    #[error("{0}")]
+    Import(String),
 }
 
 /// Opens the store the settings name.
@@ -72,9 +76,14 @@ pub async fn run(
         let (redis, notify, shutdown) = (redis.clone(), notify.clone(), shutdown.clone());
         workers.spawn(async move { redis.listen_for_versions(notify, shutdown).await });
     }
-    workers.spawn(load_and_seed(
+    let startup_import = match &settings.import_file {
+        Some(path) => Some(read_startup_import(path, settings.import_mode)?),
+        None => None,
+    };
+    let loader = tokio::spawn(load_and_seed(
         service.clone(),
         snapshot.clone(),
+        startup_import,
         interval,
         shutdown.clone(),
     ));
@@ -107,6 +116,8 @@ pub async fn run(
         metrics,
         usage,
         trust_proxy: settings.trust_proxy,
+        import_body_limit: usize::try_from(settings.import_body_limit_mib << 20)
+            .unwrap_or(usize::MAX),
     });
     tracing::info!(address = %listener.local_addr()?, "listening");
     let served = axum::serve(
@@ -121,7 +132,22 @@ pub async fn run(
     usage_stop.cancel();
     let _ = flusher.await;
     while workers.join_next().await.is_some() {}
+    if let Ok(Err(refused)) = loader.await {
+        return Err(RunError::Import(refused));
+    }
     Ok(served?)
+}
+
+/// Reads and parses the start-up document.
+fn read_startup_import(
+    path: &std::path::Path,
+    mode: config::ImportMode,
+) -> Result<StartupImport, RunError> {
+    let shown = path.display();
+    let bytes = std::fs::read(path)
+        .map_err(|e| RunError::Import(format!("cannot read the import file {shown}: {e}")))?;
+    StartupImport::new(&bytes, &path.to_string_lossy(), mode)
+        .map_err(|e| RunError::Import(format!("the import file {shown}: {}", describe(&e))))
 }
 
 /// Keeps the snapshot fresh until `shutdown`: on every `notify` (pub/sub) and at least every
@@ -171,31 +197,54 @@ async fn keep_fresh(
 }
 
 /// First load of the snapshot and seeding of a new store, retried until the store answers.
+/// Then the start-up import, if any, before the replica serves: a document the store's
+/// configuration refuses stops the replica (`Err`, after cancelling `shutdown`).
 async fn load_and_seed(
     service: Service,
     snapshot: Arc<Snapshot>,
+    startup_import: Option<StartupImport>,
     retry: Duration,
     shutdown: CancellationToken,
-) {
+) -> Result<(), String> {
     loop {
         let attempt = async {
             snapshot.refresh().await?;
-            service.seed_if_needed().await.map_err(|e| match e {
-                service::ServiceError::Store(e) => e,
-                other => StoreError::Unavailable(other.to_string()),
-            })
+            service.seed_if_needed().await?;
+            if let Some(import) = &startup_import {
+                let report = service.import_at_startup(import).await?;
+                tracing::info!(changed = report.changed, summary = ?report.summary, "start-up import");
+            }
+            Ok::<_, service::ServiceError>(())
         };
         match attempt.await {
             Ok(()) => {
                 snapshot.mark_ready();
                 tracing::info!(version = snapshot.state().version, "configuration loaded");
-                return;
+                return Ok(());
+            }
+            Err(service::ServiceError::Domain(e)) => {
+                let message = format!("the start-up import was refused: {}", describe(&e));
+                tracing::error!("{message}");
+                shutdown.cancel();
+                return Err(message);
             }
             Err(e) => tracing::warn!(error = %e, "cannot load the configuration yet; retrying"),
         }
         tokio::select! {
-            _ = shutdown.cancelled() => return,
+            _ = shutdown.cancelled() => return Ok(()),
             _ = tokio::time::sleep(retry.max(Duration::from_millis(200))) => {}
         }
+    }
+}
+
+/// Every problem of a refusal, one per line with its path.
+fn describe(error: &domain::DomainError) -> String {
+    match error {
+        domain::DomainError::Invalid(errors) => errors
+            .0
+            .iter()
+            .map(|e| format!("\n  {}: {}", e.path, e.message))
+            .collect(),
+        other => other.to_string(),
     }
 }

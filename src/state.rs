@@ -20,6 +20,8 @@ pub struct AppState {
     pub usage: Arc<UsageRecorder>,
     /// Whether `X-Forwarded-For` names the client (`--trust-proxy`).
     pub trust_proxy: bool,
+    /// Largest state import body, in bytes (`--import-body-limit-mib`).
+    pub import_body_limit: usize,
 }
 
 impl FromRef<AppState> for Service {

@@ -22,7 +22,7 @@ use crate::telemetry::metrics::track_requests;
 /// after routing) so that `POST /api/admin/features/` reaches the same handler.
 pub fn app(state: AppState) -> NormalizePath<Router> {
     let authenticate = middleware::from_fn_with_state(state.clone(), extract::authenticate_admin);
-    let admin = admin::router().route_layer(authenticate.clone());
+    let admin = admin::router(state.import_body_limit).route_layer(authenticate.clone());
     let admin_spec_paths = admin::spec_paths_router().route_layer(authenticate);
     let client = client::ClientApi {
         snapshot: state.snapshot.clone(),

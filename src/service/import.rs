@@ -9,18 +9,62 @@ use imbl::ordmap::DiffItem;
 use imbl::OrdMap;
 use serde::Serialize;
 use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 
 use super::projects::project_data;
 use super::{event_data, Actor, Plan, Service, ServiceError};
+use crate::config::ImportMode;
 use crate::domain::event::EventKind;
 use crate::domain::import::{
-    apply_import, read_document, ImportOptions, ImportSummary, ToggleChange,
+    apply_import, parse_document, read_document, DocumentFormat, ImportOptions, ImportSummary,
+    ToggleChange,
 };
 use crate::domain::state::ConfigState;
 use crate::domain::tag::TagRef;
 use crate::domain::views::ContextFieldView;
 use crate::domain::DomainError;
 use crate::store::Collection;
+
+/// The document of `--import-file`, read when the replica starts and applied once per store:
+/// the commit that applies it also writes `marker` (a counter record named after the
+/// document's hash and the mode), and a store holding the marker is left alone.
+#[derive(Debug, Clone)]
+pub struct StartupImport {
+    document: Value,
+    options: ImportOptions,
+    marker: String,
+}
+
+impl StartupImport {
+    /// Parses `bytes` (JSON or YAML, by `file_name`'s extension or by sniffing).
+    pub fn new(bytes: &[u8], file_name: &str, mode: ImportMode) -> Result<Self, DomainError> {
+        let document = parse_document(bytes, DocumentFormat::of_file_name(file_name))?;
+        let options = match mode {
+            ImportMode::Keep => ImportOptions {
+                drop: false,
+                keep: true,
+            },
+            ImportMode::Overwrite => ImportOptions {
+                drop: false,
+                keep: false,
+            },
+            ImportMode::Drop => ImportOptions {
+                drop: true,
+                keep: false,
+            },
+        };
+        let mut hash = Sha256::new();
+        hash.update(bytes);
+        hash.update(format!("{mode:?}").as_bytes());
+        let digest = hash.finalize();
+        let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+        Ok(Self {
+            document,
+            options,
+            marker: format!("import-file:{hex}"),
+        })
+    }
+}
 
 /// What an import answers: the options, the summary and, on a dry run, every toggle it would
 /// change with the differences.
@@ -53,8 +97,24 @@ impl Service {
             .await
     }
 
+    /// Applies the start-up document unless this store has had it (see [`StartupImport`]).
+    pub async fn import_at_startup(
+        &self,
+        import: &StartupImport,
+    ) -> Result<ImportReport, ServiceError> {
+        let actor = Actor("import".into());
+        self.import_loaded(
+            &actor,
+            import.document.clone(),
+            import.options,
+            false,
+            Some(&import.marker),
+        )
+        .await
+    }
+
     /// `import_state` without the readiness check, applied at most once per `marker`.
-    pub(super) async fn import_loaded(
+    async fn import_loaded(
         &self,
         actor: &Actor,
         document: Value,

@@ -7,6 +7,7 @@ mod feature_types;
 mod features;
 pub mod metrics;
 mod projects;
+mod state;
 mod strategies;
 mod tag_types;
 mod tags;
@@ -15,8 +16,9 @@ use axum::Router;
 
 use crate::state::AppState;
 
-/// The admin API: every resource router, merged.
-pub fn router() -> Router<AppState> {
+/// The admin API: every resource router, merged; a state import may be up to `import_limit`
+/// bytes.
+pub fn router(import_limit: usize) -> Router<AppState> {
     Router::new()
         .merge(features::router())
         .merge(archive::router())
@@ -28,6 +30,7 @@ pub fn router() -> Router<AppState> {
         .merge(metrics::router())
         .merge(projects::router())
         .merge(context::router())
+        .merge(state::router(import_limit))
 }
 
 /// Admin operations the spec places outside `/api/admin` (its `PUT /api/projects/:id` and

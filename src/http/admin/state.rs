@@ -1,0 +1,186 @@
+//! `/api/admin/state`: export and import of the whole configuration (spec §4.4, API-FACTS §7).
+
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, RawQuery, Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+
+use crate::domain::export::{export, ExportSections};
+use crate::domain::import::{parse_document, DocumentFormat, ImportOptions};
+use crate::error::{ApiError, ApiResult};
+use crate::service::{Actor, Service};
+use crate::state::AppState;
+
+/// The routes of this resource; an import body may be up to `import_limit` bytes.
+pub fn router(import_limit: usize) -> Router<AppState> {
+    Router::new()
+        .route("/state/export", get(export_state))
+        .route(
+            "/state/import",
+            post(import_state).layer(DefaultBodyLimit::max(import_limit)),
+        )
+}
+
+/// The query parameters of both routes, as sent (booleans per API-FACTS §7.1).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StateQuery {
+    format: Option<String>,
+    download: Option<String>,
+    feature_toggles: Option<String>,
+    strategies: Option<String>,
+    tags: Option<String>,
+    projects: Option<String>,
+    drop: Option<String>,
+    keep: Option<String>,
+    dry_run: Option<String>,
+}
+
+impl StateQuery {
+    fn parse(query: Option<&str>) -> ApiResult<Self> {
+        serde_html_form::from_str(query.unwrap_or(""))
+            .map_err(|e| ApiError::bad_request("", format!("Invalid query string: {e}")))
+    }
+}
+
+/// API-FACTS §7.1: absent → `default`; an integer → non-zero; otherwise `true` in any case.
+/// A bare `?drop` is therefore false.
+fn flag(value: Option<&str>, default: bool) -> bool {
+    match value {
+        None => default,
+        Some(v) => match v.trim().parse::<i64>() {
+            Ok(n) => n != 0,
+            Err(_) => v.eq_ignore_ascii_case("true"),
+        },
+    }
+}
+
+async fn export_state(
+    State(service): State<Service>,
+    RawQuery(query): RawQuery,
+) -> ApiResult<Response> {
+    let query = StateQuery::parse(query.as_deref())?;
+    let sections = ExportSections {
+        features: flag(query.feature_toggles.as_deref(), true),
+        strategies: flag(query.strategies.as_deref(), true),
+        tags: flag(query.tags.as_deref(), true),
+        projects: flag(query.projects.as_deref(), true),
+    };
+    let state = service.state()?;
+    let document = export(&state, sections);
+    let yaml = query.format.as_deref() == Some("yaml");
+    let (body, content_type, extension) = if yaml {
+        let text = yaml_serde::to_string(&document)
+            .map_err(|e| ApiError::Internal(format!("export as YAML: {e}")))?;
+        (text.into_bytes(), "text/yaml; charset=utf-8", "yml")
+    } else {
+        let bytes = serde_json::to_vec(&document)
+            .map_err(|e| ApiError::Internal(format!("export as JSON: {e}")))?;
+        (bytes, "application/json; charset=utf-8", "json")
+    };
+    let mut response = Response::new(Body::from(body));
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    if flag(query.download.as_deref(), false) {
+        let name = format!(
+            "attachment; filename=\"export-{}.{extension}\"",
+            chrono::Utc::now().format("%Y-%m-%d_%H-%M-%S")
+        );
+        if let Ok(value) = HeaderValue::from_str(&name) {
+            response
+                .headers_mut()
+                .insert(header::CONTENT_DISPOSITION, value);
+        }
+    }
+    Ok(response)
+}
+
+async fn import_state(
+    State(service): State<Service>,
+    actor: Actor,
+    RawQuery(query): RawQuery,
+    request: Request,
+) -> ApiResult<Response> {
+    let query = StateQuery::parse(query.as_deref())?;
+    let options = ImportOptions {
+        drop: flag(query.drop.as_deref(), false),
+        keep: flag(query.keep.as_deref(), false),
+    };
+    let dry_run = flag(query.dry_run.as_deref(), false);
+    let (bytes, format) = read_body(request).await?;
+    let document = parse_document(&bytes, format)?;
+    let report = service
+        .import_state(&actor, document, options, dry_run)
+        .await?;
+    let status = if dry_run {
+        StatusCode::OK
+    } else {
+        StatusCode::ACCEPTED
+    };
+    Ok((status, Json(report)).into_response())
+}
+
+/// The document's bytes and what they are written in: a multipart `file` part (its file
+/// name's extension, else sniffed), or the body (YAML when its Content-Type says so; JSON
+/// when it says so; else sniffed).
+async fn read_body(request: Request) -> ApiResult<(Bytes, DocumentFormat)> {
+    let content_type = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if content_type.starts_with("multipart/form-data") {
+        let mut multipart = Multipart::from_request(request, &())
+            .await
+            .map_err(|e| ApiError::bad_request("", format!("Invalid multipart body: {e}")))?;
+        while let Some(field) = multipart.next_field().await.map_err(multipart_error)? {
+            if field.name() != Some("file") {
+                continue;
+            }
+            let format = field
+                .file_name()
+                .map_or(DocumentFormat::Sniff, DocumentFormat::of_file_name);
+            let bytes = field.bytes().await.map_err(multipart_error)?;
+            return Ok((bytes, format));
+        }
+        return Err(ApiError::bad_request(
+            "file",
+            "a multipart import needs a \"file\" part holding the document",
+        ));
+    }
+    let format = if content_type.contains("yaml") {
+        DocumentFormat::Yaml
+    } else if content_type.contains("json") {
+        DocumentFormat::Json
+    } else {
+        DocumentFormat::Sniff
+    };
+    let bytes = Bytes::from_request(request, &()).await.map_err(|e| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            too_large()
+        } else {
+            ApiError::bad_request("", format!("Could not read the body: {e}"))
+        }
+    })?;
+    Ok((bytes, format))
+}
+
+fn too_large() -> ApiError {
+    ApiError::PayloadTooLarge(
+        "The import is larger than allowed (--import-body-limit-mib); split it or raise the limit"
+            .into(),
+    )
+}
+
+fn multipart_error(e: axum::extract::multipart::MultipartError) -> ApiError {
+    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        too_large()
+    } else {
+        ApiError::bad_request("file", format!("Invalid multipart body: {e}"))
+    }
+}
