@@ -79,8 +79,9 @@ pub struct Settings {
     pub prometheus_toggle_usage_series: usize,
 
     /// Largest body `POST /api/admin/state/import` takes, in MiB (an export of 10,000 toggles
-    /// is about 6 MiB); larger ones get 413.
-    #[arg(long, env = "FLAGPOLE_IMPORT_BODY_LIMIT_MIB", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    /// is about 6–8 MiB); larger ones get 413. Kept well below what one store commit can
+    /// carry within the store's response timeout.
+    #[arg(long, env = "FLAGPOLE_IMPORT_BODY_LIMIT_MIB", default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub import_body_limit_mib: u64,
 
     /// A state document (JSON or YAML) to apply when the replica starts, once per store and

@@ -34,7 +34,8 @@ pub fn refuse_unsupported(
     }
 }
 
-fn says_nothing(value: &Value) -> bool {
+/// Whether a field's value carries nothing (`null`, `false`, `""`, `[]`, `{}`).
+pub fn says_nothing(value: &Value) -> bool {
     match value {
         Value::Null | Value::Bool(false) => true,
         Value::String(s) => s.is_empty(),

@@ -2,7 +2,7 @@
 //! memory (`domain::import`), and the records that differ, with one event each plus a summary
 //! event, are committed together — or, on a dry run, only reported.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use chrono::Utc;
 use imbl::ordmap::DiffItem;
@@ -12,9 +12,10 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use super::projects::project_data;
-use super::{event_data, Actor, Plan, Service, ServiceError};
+use super::{event_data, Actor, Plan, Service, ServiceError, COMMIT_ATTEMPTS};
 use crate::config::ImportMode;
 use crate::domain::event::EventKind;
+use crate::domain::import::ImportDocument;
 use crate::domain::import::{
     apply_import, parse_document, read_document, DocumentFormat, ImportOptions, ImportSummary,
     ToggleChange,
@@ -22,7 +23,8 @@ use crate::domain::import::{
 use crate::domain::state::ConfigState;
 use crate::domain::tag::TagRef;
 use crate::domain::views::ContextFieldView;
-use crate::domain::DomainError;
+use crate::domain::{DomainError, ValidationErrors};
+use crate::snapshot::position_of;
 use crate::store::Collection;
 
 /// The document of `--import-file`, read when the replica starts and applied once per store:
@@ -114,6 +116,11 @@ impl Service {
     }
 
     /// `import_state` without the readiness check, applied at most once per `marker`.
+    ///
+    /// The import is worked out on a blocking thread against the snapshot (reading, applying
+    /// and serialising 10,000 toggles takes a while: not on the runtime, and not while the
+    /// replica's other writers wait for their turn to decide); the decision then only checks
+    /// that nothing happened since, or works it out again.
     async fn import_loaded(
         &self,
         actor: &Actor,
@@ -122,7 +129,8 @@ impl Service {
         dry_run: bool,
         marker: Option<&str>,
     ) -> Result<ImportReport, ServiceError> {
-        let (document, errors) = read_document(document, Utc::now());
+        let read = blocking(move || Ok(read_document(document, Utc::now()))).await?;
+        let read = Arc::new(read);
         let report = |summary, changed, toggles| ImportReport {
             dry_run,
             options,
@@ -132,37 +140,141 @@ impl Service {
         };
         if dry_run {
             let state = self.snapshot.state();
-            let result = apply_import(&state, &document, options, Utc::now(), errors)?;
-            let toggles = result.toggle_changes(&state);
-            let changed = !same_records(&state, &result.state);
-            return Ok(report(result.summary, changed, Some(toggles)));
+            let (summary, changed, toggles) = blocking(move || {
+                let (document, errors) = &*read;
+                let result = apply_import(&state, document, options, Utc::now(), errors.clone())?;
+                let changed = !same_records(&state, &result.state);
+                Ok((
+                    result.summary.clone(),
+                    changed,
+                    result.toggle_changes(&state),
+                ))
+            })
+            .await?;
+            return Ok(report(summary, changed, Some(toggles)));
         }
-        self.write_loaded(|state, now| {
-            if marker.is_some_and(|m| state.counters.contains_key(m)) {
-                return Ok(Plan::new(
-                    now,
-                    report(ImportSummary::default(), false, None),
-                ));
+        for _ in 0..COMMIT_ATTEMPTS {
+            let base = self.snapshot.state();
+            let prepared = {
+                let (base, read, actor) = (base.clone(), read.clone(), actor.clone());
+                let marker = marker.map(str::to_string);
+                blocking(move || {
+                    let (document, errors) = &*read;
+                    prepare(
+                        &base,
+                        document,
+                        options,
+                        errors.clone(),
+                        &actor,
+                        marker.as_deref(),
+                    )
+                })
+                .await?
+            };
+            let summary = prepared.summary.clone();
+            let changed = prepared.changed;
+            let plan = Mutex::new(Some(prepared.plan));
+            let decided = self
+                .write_loaded(|state, now| {
+                    // Anything decided or committed since makes the prepared plan stale.
+                    let plan = same_base(state, &base)
+                        .then(|| plan.lock().ok().and_then(|mut p| p.take()))
+                        .flatten();
+                    Ok(match plan {
+                        Some(plan) => {
+                            plan.with_output(Some(report(summary.clone(), changed, None)))
+                        }
+                        None => Plan::new(now, None),
+                    })
+                })
+                .await?;
+            if let Some(report) = decided {
+                return Ok(report);
             }
-            let result = apply_import(state, &document, options, now, errors.clone())?;
-            let mut plan = Plan::new(now, ());
-            record_changes(state, &result.state, &mut plan, actor)?;
-            let changed = !plan.is_empty();
-            if changed {
-                plan.event(
-                    EventKind::StateImported,
-                    actor,
-                    json!({"drop": options.drop, "keep": options.keep, "summary": result.summary}),
-                    vec![],
-                );
-            }
-            if let Some(marker) = marker {
-                plan.put(Collection::Counters, marker, &now.timestamp().max(1))?;
-            }
-            Ok(plan.with_output(report(result.summary, changed, None)))
-        })
-        .await
+        }
+        Err(ServiceError::Contention)
     }
+}
+
+/// An import worked out against one state: the plan to commit and its account.
+struct PreparedImport {
+    plan: Plan<()>,
+    summary: ImportSummary,
+    changed: bool,
+}
+
+/// The counter record counting imports that changed something.
+const IMPORTS: &str = "state-imports";
+
+/// Works out the import of `document` into `base` (a no-op when `marker` is there already).
+fn prepare(
+    base: &ConfigState,
+    document: &ImportDocument,
+    options: ImportOptions,
+    errors: ValidationErrors,
+    actor: &Actor,
+    marker: Option<&str>,
+) -> Result<PreparedImport, DomainError> {
+    let now = Utc::now();
+    if marker.is_some_and(|m| base.counters.contains_key(m)) {
+        return Ok(PreparedImport {
+            plan: Plan::new(now, ()),
+            summary: ImportSummary::default(),
+            changed: false,
+        });
+    }
+    let result = apply_import(base, document, options, now, errors)?;
+    let mut plan = Plan::new(now, ());
+    record_changes(base, &result.state, &mut plan, actor)?;
+    let changed = !plan.is_empty();
+    if changed {
+        // An import reads every record it may replace or drop, so its batch must never be
+        // committed again undecided on top of another replica's writes: a record outside the
+        // toggles keeps `group_commit::rebase` away from it (it only takes toggle-only batches).
+        plan.put(Collection::Counters, IMPORTS, &base.next_id(IMPORTS))?;
+        plan.event(
+            EventKind::StateImported,
+            actor,
+            json!({"drop": options.drop, "keep": options.keep, "summary": result.summary}),
+            vec![],
+        );
+    }
+    if let Some(marker) = marker {
+        plan.put(Collection::Counters, marker, &now.timestamp().max(1))?;
+    }
+    Ok(PreparedImport {
+        plan,
+        summary: result.summary,
+        changed,
+    })
+}
+
+/// Runs CPU-heavy `work` on a blocking thread.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, DomainError> + Send + 'static,
+) -> Result<T, ServiceError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| {
+            ServiceError::Store(crate::store::StoreError::Unavailable(format!(
+                "import task failed: {e}"
+            )))
+        })?
+        .map_err(ServiceError::Domain)
+}
+
+/// Whether `state` is exactly `base`: the same position and the same maps (a decision's
+/// state also holds what this replica decided but has not committed yet).
+fn same_base(state: &ConfigState, base: &ConfigState) -> bool {
+    position_of(state) == position_of(base)
+        && state.features.ptr_eq(&base.features)
+        && state.archive.ptr_eq(&base.archive)
+        && state.strategies.ptr_eq(&base.strategies)
+        && state.tag_types.ptr_eq(&base.tag_types)
+        && state.tags.ptr_eq(&base.tags)
+        && state.projects.ptr_eq(&base.projects)
+        && state.context_fields.ptr_eq(&base.context_fields)
+        && state.counters.ptr_eq(&base.counters)
 }
 
 /// Whether two configurations hold the same records.
@@ -209,14 +321,20 @@ fn record_changes<T>(
         },
         actor,
     )?;
-    // Archive records change with the toggles above (archived, revived) or when a dropped
-    // project's toggles move to `default`: the toggles' events and the summary tell.
+    // Archive records come and go with the toggles above (archived, revived); one that stays
+    // archived changes when a dropped project's toggles move to `default` or dropped tags
+    // come off: an update of its own.
     diff_records(
         &before.archive,
         &after.archive,
         Collection::Archive,
         plan,
-        |_, _| None,
+        |name, change| match change {
+            Written(t) if before.archive.contains_key(name) => {
+                Some((EventKind::FeatureUpdated, event_data(t), t.tags.clone()))
+            }
+            _ => None,
+        },
         actor,
     )?;
     diff_records(

@@ -2,7 +2,7 @@
 //! to each section's records, with every broken reference reported against the document —
 //! all before anything is written.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -122,7 +122,12 @@ impl ImportResult {
                 ToggleChange {
                     name: name.clone(),
                     change,
-                    diffs: differences(&old, &new),
+                    // A new record is one "N" (new) at the top, as deep-diff has it.
+                    diffs: if old.is_null() {
+                        vec![serde_json::json!({"kind": "N", "path": [], "rhs": new})]
+                    } else {
+                        differences(&old, &new)
+                    },
                 },
             );
         }
@@ -226,8 +231,11 @@ pub fn apply_import(
     if let Some(tags) = &document.tags {
         summary.tags = Some(import_tags(&mut next, tags, options, &mut errors));
     }
+    let mut written = HashSet::new();
     if let Some(features) = &document.features {
-        summary.features = Some(import_toggles(&mut next, features, options, now));
+        let (counts, names) = import_toggles(&mut next, features, options, now);
+        summary.features = Some(counts);
+        written = names;
     }
     if let Some(feature_tags) = &document.feature_tags {
         summary.feature_tags = Some(import_feature_tags(
@@ -237,7 +245,7 @@ pub fn apply_import(
             &mut errors,
         ));
     }
-    check_references(&next, document, &mut errors);
+    check_references(state, &next, document, &written, &mut errors);
     errors.into_result(ImportResult {
         state: next,
         summary,
@@ -374,33 +382,38 @@ fn import_toggles(
     features: &[(usize, super::ImportedToggle)],
     options: ImportOptions,
     now: DateTime<Utc>,
-) -> ToggleCounts {
+) -> (ToggleCounts, HashSet<String>) {
     let mut counts = ToggleCounts::default();
+    let mut written = HashSet::new();
     for (_, imported) in features {
         let valid = imported.toggle.clone();
         let name = valid.name.clone();
+        let existing = next.features.get(&name).or_else(|| next.archive.get(&name));
+        // `keep` never overrides what exists, archived toggles included (the reference
+        // revives those; a start-up seed must not bring back what an admin archived).
+        if existing.is_some() && options.keep {
+            counts.unchanged += 1;
+            continue;
+        }
         if let Some(current) = next.features.get(&name) {
-            if options.keep {
-                counts.unchanged += 1;
-                continue;
-            }
             let toggle = current.replaced_by(valid);
             if **current == toggle {
                 counts.unchanged += 1;
-            } else {
-                counts.updated += 1;
-                next.features.insert(name, Arc::new(toggle));
+                continue;
             }
+            counts.updated += 1;
+            next.features.insert(name.clone(), Arc::new(toggle));
         } else if let Some(archived) = next.archive.remove(&name) {
             // As the reference does: an import brings an archived toggle of its name back.
             counts.revived += 1;
             next.features
-                .insert(name, Arc::new(archived.replaced_by(valid)));
+                .insert(name.clone(), Arc::new(archived.replaced_by(valid)));
         } else {
             counts.created += 1;
             let toggle = Toggle::create(valid, imported.created_at.unwrap_or(now));
-            next.features.insert(name, Arc::new(toggle));
+            next.features.insert(name.clone(), Arc::new(toggle));
         }
+        written.insert(name);
     }
     if options.drop {
         let listed: HashSet<&str> = features
@@ -425,7 +438,7 @@ fn import_toggles(
             counts.archived += 1;
         }
     }
-    counts
+    (counts, written)
 }
 
 fn import_feature_tags(
@@ -496,14 +509,24 @@ fn import_feature_tags(
     counts
 }
 
-/// The references of the configuration the import makes: the document's toggles name existing
-/// projects, context fields and strategy definitions; other active toggles lost none of theirs
-/// to a `drop`.
-fn check_references(next: &ConfigState, document: &ImportDocument, errors: &mut ValidationErrors) {
-    let mut listed = BTreeSet::new();
+/// How many broken references of toggles the document does not write are listed one by one.
+const BROKEN_SHOWN: usize = 20;
+
+/// The references of the configuration the import makes: the toggles it writes name existing
+/// projects, context fields (with legal values) and strategy definitions; every other active
+/// toggle (kept, unchanged or not listed) lost none of its references to this import.
+fn check_references(
+    before: &ConfigState,
+    next: &ConfigState,
+    document: &ImportDocument,
+    written: &HashSet<String>,
+    errors: &mut ValidationErrors,
+) {
     for (i, imported) in document.features.iter().flatten() {
         let toggle = &imported.toggle;
-        listed.insert(toggle.name.as_str());
+        if !written.contains(&toggle.name) {
+            continue;
+        }
         let path = format!("features[{i}]");
         errors.absorb(&path, toggle.check_references(next));
         for (j, strategy) in toggle.strategies.iter().enumerate() {
@@ -518,44 +541,44 @@ fn check_references(next: &ConfigState, document: &ImportDocument, errors: &mut 
             }
         }
     }
-    // Only a `drop` of projects or context fields can take references from the others.
-    let mut without_project: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    let mut without_field: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut broken = Vec::new();
     for toggle in next
         .features
         .values()
-        .filter(|t| !listed.contains(t.name.as_str()))
+        .filter(|t| !written.contains(&t.name))
     {
-        if toggle.project != DEFAULT_PROJECT && !next.projects.contains_key(&toggle.project) {
-            without_project
-                .entry(&toggle.project)
-                .or_default()
-                .push(&toggle.name);
+        let Err(DomainError::Invalid(problems)) = toggle.check_references(next) else {
+            continue;
+        };
+        // Broken before this import already: not its doing.
+        let unchanged = before.features.get(&toggle.name) == Some(toggle);
+        if unchanged && toggle.check_references(before).is_err() {
+            continue;
         }
-        for constraint in toggle.strategies.iter().flat_map(|s| &s.constraints) {
-            let name = constraint.context_name.as_str();
-            if !is_built_in(name) && !next.context_fields.contains_key(name) {
-                without_field.entry(name).or_default().push(&toggle.name);
-            }
+        for problem in problems.0 {
+            // A toggle's own problems are its project or its constraints' fields.
+            let section = if problem.path == "project" {
+                "projects"
+            } else {
+                "contextFields"
+            };
+            broken.push((
+                section,
+                format!(
+                    "the active toggle \"{}\" would be left broken: {}",
+                    toggle.name, problem.message
+                ),
+            ));
         }
     }
-    for (project, toggles) in without_project {
-        errors.push(
-            "projects",
-            format!(
-                "dropping project \"{project}\" would leave active toggles without it: {}",
-                toggles.join(", ")
-            ),
-        );
+    let more = broken.len().saturating_sub(BROKEN_SHOWN);
+    for (section, message) in broken.into_iter().take(BROKEN_SHOWN) {
+        errors.push(section, message);
     }
-    for (field, toggles) in without_field {
+    if more > 0 {
         errors.push(
-            "contextFields",
-            format!(
-                "dropping context field \"{field}\" would leave constraints of active toggles \
-                 without it: {}",
-                toggles.join(", ")
-            ),
+            "",
+            format!("… and {more} more broken references of active toggles"),
         );
     }
 }

@@ -11,13 +11,13 @@ use serde_json::{Map, Value};
 
 use crate::domain::context_field::{is_built_in, ContextField, ContextFieldSpec};
 use crate::domain::export::DOCUMENT_VERSION;
-use crate::domain::fields::{refuse_unsupported, ExtraFields};
+use crate::domain::fields::{refuse_unsupported, says_nothing, ExtraFields};
 use crate::domain::name::{check_name, NAME_MAX};
 use crate::domain::project::{Project, ProjectSpec};
 use crate::domain::strategy::{built_in_strategies, StrategyDefinition, StrategyDefinitionSpec};
 use crate::domain::tag::{TagRef, TagSpec, TagType, TagTypeSpec};
 use crate::domain::toggle::{ToggleSpec, ValidToggle};
-use crate::domain::ValidationErrors;
+use crate::domain::{DomainError, ValidationErrors};
 
 /// The top-level keys a document may have.
 const KEYS: [&str; 8] = [
@@ -182,7 +182,7 @@ fn parse_each<S: DeserializeOwned, T>(
     list: Vec<(usize, Value)>,
     section: &str,
     errors: &mut ValidationErrors,
-    validate: impl Fn(S) -> Result<T, crate::domain::DomainError>,
+    validate: impl Fn(S) -> Result<T, DomainError>,
 ) -> Vec<(usize, T)> {
     list.into_iter()
         .filter_map(|(i, item)| {
@@ -191,6 +191,20 @@ fn parse_each<S: DeserializeOwned, T>(
             errors.absorb(&path, validate(spec)).map(|v| (i, v))
         })
         .collect()
+}
+
+/// `result` with one more problem at `path`.
+fn with_problem<T>(
+    result: Result<T, DomainError>,
+    path: &str,
+    message: &str,
+) -> Result<T, DomainError> {
+    let mut errors = match result {
+        Err(DomainError::Invalid(errors)) => errors,
+        _ => ValidationErrors::default(),
+    };
+    errors.push(path, message);
+    Err(DomainError::Invalid(errors))
 }
 
 /// The `createdAt` an exported item carries, when it is a valid timestamp.
@@ -208,8 +222,21 @@ fn features(
 ) -> Vec<(usize, ImportedToggle)> {
     parse_each::<ToggleSpec, _>(list, "features", errors, |spec| {
         let created_at = created_at(&spec.extra);
-        spec.validate(None)
-            .map(|toggle| ImportedToggle { toggle, created_at })
+        // A toggle body's `tags` are ignored (responses carry them); a document's tags on
+        // toggles are `featureTags`, and one written by hand must not lose them silently.
+        let tagged = spec.extra.get("tags").is_some_and(|t| !says_nothing(t));
+        let result = spec
+            .validate(None)
+            .map(|toggle| ImportedToggle { toggle, created_at });
+        if tagged {
+            return with_problem(
+                result,
+                "tags",
+                "a state document carries tags on toggles in \"featureTags\" \
+                 ({featureName, tagType, tagValue})",
+            );
+        }
+        result
     })
 }
 
@@ -219,19 +246,28 @@ fn strategies(
 ) -> Vec<(usize, StrategyDefinition)> {
     let built_ins: Vec<String> = built_in_strategies().into_iter().map(|s| s.name).collect();
     parse_each::<StrategyDefinitionSpec, _>(list, "strategies", errors, |spec| {
-        let deprecated = spec.extra.get("deprecated").and_then(Value::as_bool);
-        let mut strategy = spec.validate(None)?;
-        if built_ins.contains(&strategy.name) {
-            return Err(crate::domain::ValidationErrors::single(
-                "name",
-                format!(
-                    "\"{}\" is a built-in strategy; built-ins are not imported (exports leave them out)",
-                    strategy.name
-                ),
-            ));
+        let deprecated = match spec.extra.get("deprecated") {
+            None | Some(Value::Null) => Some(false),
+            Some(Value::Bool(b)) => Some(*b),
+            Some(_) => None,
+        };
+        let mut result = spec.validate(None);
+        if let Ok(strategy) = &result {
+            if built_ins.contains(&strategy.name) {
+                result = with_problem(
+                    result,
+                    "name",
+                    "this is a built-in strategy; built-ins are not imported (exports leave them out)",
+                );
+            }
         }
-        strategy.deprecated = deprecated.unwrap_or(false);
-        Ok(strategy)
+        match deprecated {
+            Some(deprecated) => result.map(|mut strategy| {
+                strategy.deprecated = deprecated;
+                strategy
+            }),
+            None => with_problem(result, "deprecated", "\"deprecated\" must be true or false"),
+        }
     })
 }
 
@@ -284,11 +320,15 @@ fn feature_tags(
             .validate()
             // The tag's own paths are `type` and `value`; here they are `tagType`/`tagValue`.
             .map_err(|e| match e {
-                crate::domain::DomainError::Invalid(mut problems) => {
+                DomainError::Invalid(mut problems) => {
                     for p in &mut problems.0 {
-                        p.path = format!("tag{}{}", p.path[..1].to_uppercase(), &p.path[1..]);
+                        p.path = match p.path.as_str() {
+                            "type" => "tagType".into(),
+                            "value" => "tagValue".into(),
+                            other => other.into(),
+                        };
                     }
-                    crate::domain::DomainError::Invalid(problems)
+                    DomainError::Invalid(problems)
                 }
                 other => other,
             });

@@ -1,6 +1,10 @@
 //! Turning the bytes of a state document, JSON or YAML, into one JSON value.
 
-use serde_json::Value;
+use std::cell::Cell;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
 
 use crate::domain::{DomainError, ValidationErrors};
 
@@ -27,8 +31,11 @@ impl DocumentFormat {
     }
 }
 
-/// Parses `bytes` as `format`. Both parsers bound nesting depth, and the YAML parser refuses
-/// documents whose aliases expand beyond a repetition limit ("billion laughs").
+/// Parses `bytes` as `format` into a JSON value. Both parsers bound nesting depth; on top,
+/// the value may hold at most one node per byte of the document (plus a little), which only
+/// YAML aliases can exceed — so no alias expansion, exponential ("billion laughs") or linear
+/// (one anchor referenced many times), can cost more than the document's own size — and a
+/// key may not appear twice in one object (parsers would silently keep the last).
 pub fn parse_document(bytes: &[u8], format: DocumentFormat) -> Result<Value, DomainError> {
     let format = match format {
         DocumentFormat::Sniff => match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
@@ -40,13 +47,143 @@ pub fn parse_document(bytes: &[u8], format: DocumentFormat) -> Result<Value, Dom
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ValidationErrors::single("", "the document is empty"));
     }
+    let budget = Cell::new(bytes.len() + NODE_ALLOWANCE);
+    let seed = BoundedValue { budget: &budget };
     match format {
-        DocumentFormat::Yaml => yaml_serde::from_slice(bytes).map_err(|e| {
-            ValidationErrors::single("", format!("the document is not valid YAML: {e}"))
-        }),
-        _ => serde_json::from_slice(bytes).map_err(|e| {
-            ValidationErrors::single("", format!("the document is not valid JSON: {e}"))
-        }),
+        DocumentFormat::Yaml => {
+            let mut documents = yaml_serde::Deserializer::from_slice(bytes);
+            let first = documents
+                .next()
+                .ok_or_else(|| ValidationErrors::single("", "the document is empty"))?;
+            let parsed = seed.deserialize(first).map_err(|e| {
+                ValidationErrors::single("", format!("the document is not valid YAML: {e}"))
+            })?;
+            if documents.next().is_some() {
+                return Err(ValidationErrors::single(
+                    "",
+                    "the file holds more than one YAML document (---); import one at a time",
+                ));
+            }
+            Ok(parsed)
+        }
+        _ => {
+            let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+            let value = seed.deserialize(&mut deserializer).and_then(|v| {
+                deserializer.end()?;
+                Ok(v)
+            });
+            value.map_err(|e| {
+                ValidationErrors::single("", format!("the document is not valid JSON: {e}"))
+            })
+        }
+    }
+}
+
+/// Nodes allowed beyond one per byte (tiny documents).
+const NODE_ALLOWANCE: usize = 1024;
+
+/// Deserialises any self-describing document into a JSON value, spending one unit of
+/// `budget` per node and refusing duplicate keys.
+#[derive(Clone, Copy)]
+struct BoundedValue<'a> {
+    budget: &'a Cell<usize>,
+}
+
+impl BoundedValue<'_> {
+    fn spend<E: de::Error>(&self) -> Result<(), E> {
+        match self.budget.get().checked_sub(1) {
+            Some(left) => {
+                self.budget.set(left);
+                Ok(())
+            }
+            None => Err(E::custom(
+                "the document expands to far more values than it has bytes (YAML aliases?)",
+            )),
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for BoundedValue<'_> {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for BoundedValue<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON-compatible value")
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
+        self.spend()?;
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
+        self.spend()?;
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
+        self.spend()?;
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        self.spend()?;
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
+        self.spend()?;
+        Ok(Value::String(v.to_string()))
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
+        self.spend()?;
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        self.spend()?;
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Value, E> {
+        self.visit_unit()
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        self.deserialize(deserializer)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        self.spend()?;
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(self)? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        self.spend()?;
+        let mut object = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            self.spend()?;
+            if object.contains_key(&key) {
+                return Err(de::Error::custom(format!(
+                    "the key \"{key}\" appears twice"
+                )));
+            }
+            let value = map.next_value_seed(self)?;
+            object.insert(key, value);
+        }
+        Ok(Value::Object(object))
     }
 }
 
@@ -59,6 +196,20 @@ mod tests {
         let json = parse_document(br#"{"version": 1, "features": []}"#, DocumentFormat::Sniff);
         let yaml = parse_document(b"version: 1\nfeatures: []\n", DocumentFormat::Sniff);
         assert_eq!(json.expect("json"), yaml.expect("yaml"));
+    }
+
+    #[test]
+    fn duplicate_keys_are_refused() {
+        for (doc, format) in [
+            (
+                &br#"{"features": [], "features": []}"#[..],
+                DocumentFormat::Json,
+            ),
+            (&b"features: []\nfeatures: []\n"[..], DocumentFormat::Yaml),
+        ] {
+            let err = parse_document(doc, format).expect_err("duplicate key");
+            assert!(err.to_string().contains("appears twice"), "{err}");
+        }
     }
 
     #[test]
@@ -76,6 +227,15 @@ mod tests {
         }
         let started = std::time::Instant::now();
         assert!(parse_document(bomb.as_bytes(), DocumentFormat::Yaml).is_err());
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        // One anchor of 1,000 items referenced 1,000 times: linear, but a million values.
+        let linear = format!(
+            "a: &x [{}]\nb: [{}]\n",
+            vec!["aa"; 1000].join(","),
+            vec!["*x"; 1000].join(",")
+        );
+        let started = std::time::Instant::now();
+        assert!(parse_document(linear.as_bytes(), DocumentFormat::Yaml).is_err());
         assert!(started.elapsed() < std::time::Duration::from_secs(5));
         let deep = "[".repeat(100_000);
         assert!(parse_document(deep.as_bytes(), DocumentFormat::Json).is_err());
