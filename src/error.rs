@@ -175,6 +175,7 @@ impl From<ServiceError> for ApiError {
             ServiceError::Domain(e) => e.into(),
             ServiceError::Store(e) => e.into(),
             ServiceError::Contention => Self::Unavailable(e.to_string()),
+            ServiceError::Internal(cause) => Self::Internal(cause),
             ServiceError::NotReady => Self::Unavailable(
                 "The configuration has not been loaded from the store yet; try again shortly"
                     .into(),

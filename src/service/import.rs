@@ -255,11 +255,7 @@ async fn blocking<T: Send + 'static>(
 ) -> Result<T, ServiceError> {
     tokio::task::spawn_blocking(work)
         .await
-        .map_err(|e| {
-            ServiceError::Store(crate::store::StoreError::Unavailable(format!(
-                "import task failed: {e}"
-            )))
-        })?
+        .map_err(|e| ServiceError::Internal(format!("import task failed: {e}")))?
         .map_err(ServiceError::Domain)
 }
 

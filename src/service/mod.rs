@@ -44,6 +44,9 @@ pub enum ServiceError {
     /// The replica has not loaded the configuration yet.
     #[error("configuration not loaded yet")]
     NotReady,
+    /// A fault of ours (a task that panicked).
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 /// Who is acting (the `createdBy` of events).
