@@ -22,6 +22,9 @@ async fn main() -> std::process::ExitCode {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(error = %e, "flagpole stopped");
+            // Logs may go to a collector; the reason a process will not start belongs on
+            // stderr as well.
+            eprintln!("flagpole: {e}");
             std::process::ExitCode::FAILURE
         }
     }

@@ -15,6 +15,7 @@ mod projects;
 mod redis_replicas;
 mod rust_sdk;
 mod sdks;
+mod state;
 mod strategies;
 mod tags;
 mod toggles;

@@ -148,7 +148,7 @@ pub fn apply_import(
     let mut summary = ImportSummary::default();
     if let Some(projects) = &document.projects {
         let listed: Vec<_> = projects.iter().map(|(_, p)| p.clone()).collect();
-        let (counts, removed) = merge(
+        let (counts, _) = merge(
             &mut next.projects,
             listed,
             options,
@@ -158,22 +158,6 @@ pub fn apply_import(
             },
             |id| id == DEFAULT_PROJECT,
         );
-        // Archived toggles of a removed project move to `default`, as a deletion does.
-        for id in &removed {
-            let moved: Vec<_> = next
-                .archive
-                .values()
-                .filter(|t| &t.project == id)
-                .cloned()
-                .collect();
-            for toggle in moved {
-                let toggle = Toggle {
-                    project: DEFAULT_PROJECT.into(),
-                    ..(*toggle).clone()
-                };
-                next.archive.insert(toggle.name.clone(), Arc::new(toggle));
-            }
-        }
         summary.projects = Some(counts);
     }
     if let Some(fields) = &document.context_fields {
@@ -245,11 +229,30 @@ pub fn apply_import(
             &mut errors,
         ));
     }
+    move_orphans_to_default(&mut next);
     check_references(state, &next, document, &written, &mut errors);
     errors.into_result(ImportResult {
         state: next,
         summary,
     })
+}
+
+/// Archived toggles whose project is gone (dropped by this import, possibly after they were
+/// archived by it) move to `default`, as a project deletion does, so they can be revived.
+fn move_orphans_to_default(next: &mut ConfigState) {
+    let orphans: Vec<_> = next
+        .archive
+        .values()
+        .filter(|t| t.project != DEFAULT_PROJECT && !next.projects.contains_key(&t.project))
+        .cloned()
+        .collect();
+    for toggle in orphans {
+        let toggle = Toggle {
+            project: DEFAULT_PROJECT.into(),
+            ..(*toggle).clone()
+        };
+        next.archive.insert(toggle.name.clone(), Arc::new(toggle));
+    }
 }
 
 /// Merges the `listed` records into `map` (keyed by `key`): new ones are added; existing ones

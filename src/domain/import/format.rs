@@ -51,6 +51,12 @@ pub fn parse_document(bytes: &[u8], format: DocumentFormat) -> Result<Value, Dom
     let seed = BoundedValue { budget: &budget };
     match format {
         DocumentFormat::Yaml => {
+            if flow_depth_exceeds(bytes, FLOW_DEPTH_MAX) {
+                return Err(ValidationErrors::single(
+                    "",
+                    format!("the document nests [ ] or {{ }} deeper than {FLOW_DEPTH_MAX} levels"),
+                ));
+            }
             let mut documents = yaml_serde::Deserializer::from_slice(bytes);
             let first = documents
                 .next()
@@ -77,6 +83,62 @@ pub fn parse_document(bytes: &[u8], format: DocumentFormat) -> Result<Value, Dom
             })
         }
     }
+}
+
+/// Deepest flow nesting (`[ ]`, `{ }`) a YAML document may have: state documents need a few
+/// levels, and the YAML scanner's time grows with the square of the depth (block nesting is
+/// bounded by the indentation it takes, i.e. by the document's size).
+const FLOW_DEPTH_MAX: usize = 64;
+
+/// Whether the flow collections of a YAML text nest deeper than `max`: brackets are counted
+/// outside quoted scalars (a quote opens one only where a scalar can start) and comments.
+fn flow_depth_exceeds(bytes: &[u8], max: usize) -> bool {
+    let mut depth = 0usize;
+    // The last byte that was not a space or tab: a quote after one of these opens a scalar.
+    let mut last = b'\n';
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match b {
+            b'"' | b'\'' if matches!(last, b'\n' | b':' | b'-' | b'[' | b'{' | b',') => {
+                i += 1;
+                while i < bytes.len() {
+                    match bytes[i] {
+                        b'\\' if b == b'"' => i += 1,
+                        q if q == b && b == b'\'' && bytes.get(i + 1) == Some(&b'\'') => i += 1,
+                        q if q == b => break,
+                        _ => {}
+                    }
+                    i += 1;
+                }
+            }
+            b'#' if matches!(
+                bytes.get(i.wrapping_sub(1)),
+                None | Some(b' ' | b'\t' | b'\n')
+            ) =>
+            {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+                last = b'\n';
+                i += 1;
+                continue;
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if !matches!(b, b' ' | b'\t') {
+            last = b;
+        }
+        i += 1;
+    }
+    false
 }
 
 /// Nodes allowed beyond one per byte (tiny documents).
@@ -196,6 +258,17 @@ mod tests {
         let json = parse_document(br#"{"version": 1, "features": []}"#, DocumentFormat::Sniff);
         let yaml = parse_document(b"version: 1\nfeatures: []\n", DocumentFormat::Sniff);
         assert_eq!(json.expect("json"), yaml.expect("yaml"));
+    }
+
+    #[test]
+    fn flow_depth_is_counted_outside_quotes_and_comments() {
+        assert!(!flow_depth_exceeds(
+            b"a: [[1]]\nb: \"[[[[\"\nc: '{{{{'\n# [[[[\n",
+            3
+        ));
+        assert!(flow_depth_exceeds(b"a: [[[[1]]]]", 3));
+        // An apostrophe inside a plain scalar opens nothing.
+        assert!(flow_depth_exceeds(b"a: don't [[[[1]]]]", 3));
     }
 
     #[test]

@@ -6,7 +6,6 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::Deserialize;
 
 use crate::domain::export::{export, ExportSections};
 use crate::domain::import::{parse_document, DocumentFormat, ImportOptions};
@@ -24,25 +23,29 @@ pub fn router(import_limit: usize) -> Router<AppState> {
         )
 }
 
-/// The query parameters of both routes, as sent (booleans per API-FACTS §7.1).
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct StateQuery {
-    format: Option<String>,
-    download: Option<String>,
-    feature_toggles: Option<String>,
-    strategies: Option<String>,
-    tags: Option<String>,
-    projects: Option<String>,
-    drop: Option<String>,
-    keep: Option<String>,
-    dry_run: Option<String>,
-}
+/// The query parameters of both routes, as sent (booleans per API-FACTS §7.1: an empty
+/// value is kept, not taken for an absent one).
+struct StateQuery(Vec<(String, String)>);
 
 impl StateQuery {
     fn parse(query: Option<&str>) -> ApiResult<Self> {
         serde_html_form::from_str(query.unwrap_or(""))
+            .map(Self)
             .map_err(|e| ApiError::bad_request("", format!("Invalid query string: {e}")))
+    }
+
+    /// The last value of `name`, if given.
+    fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The boolean `name`, `default` when absent.
+    fn flag(&self, name: &str, default: bool) -> bool {
+        flag(self.get(name), default)
     }
 }
 
@@ -64,14 +67,14 @@ async fn export_state(
 ) -> ApiResult<Response> {
     let query = StateQuery::parse(query.as_deref())?;
     let sections = ExportSections {
-        features: flag(query.feature_toggles.as_deref(), true),
-        strategies: flag(query.strategies.as_deref(), true),
-        tags: flag(query.tags.as_deref(), true),
-        projects: flag(query.projects.as_deref(), true),
+        features: query.flag("featureToggles", true),
+        strategies: query.flag("strategies", true),
+        tags: query.flag("tags", true),
+        projects: query.flag("projects", true),
     };
     let state = service.state()?;
     let document = export(&state, sections);
-    let yaml = query.format.as_deref() == Some("yaml");
+    let yaml = query.get("format") == Some("yaml");
     let (body, content_type, extension) = if yaml {
         let text = yaml_serde::to_string(&document)
             .map_err(|e| ApiError::Internal(format!("export as YAML: {e}")))?;
@@ -85,7 +88,7 @@ async fn export_state(
     response
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    if flag(query.download.as_deref(), false) {
+    if query.flag("download", false) {
         let name = format!(
             "attachment; filename=\"export-{}.{extension}\"",
             chrono::Utc::now().format("%Y-%m-%d_%H-%M-%S")
@@ -107,12 +110,15 @@ async fn import_state(
 ) -> ApiResult<Response> {
     let query = StateQuery::parse(query.as_deref())?;
     let options = ImportOptions {
-        drop: flag(query.drop.as_deref(), false),
-        keep: flag(query.keep.as_deref(), false),
+        drop: query.flag("drop", false),
+        keep: query.flag("keep", false),
     };
-    let dry_run = flag(query.dry_run.as_deref(), false);
+    let dry_run = query.flag("dryRun", false);
     let (bytes, format) = read_body(request).await?;
-    let document = parse_document(&bytes, format)?;
+    // Parsing megabytes is CPU work: off the runtime's workers.
+    let document = tokio::task::spawn_blocking(move || parse_document(&bytes, format))
+        .await
+        .map_err(|e| ApiError::Internal(format!("parsing an import: {e}")))??;
     let report = service
         .import_state(&actor, document, options, dry_run)
         .await?;
