@@ -91,6 +91,27 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for AppJson<T> {
     }
 }
 
+/// The name a `POST …/validate` route checks: `field` of the JSON body. Such a route shares the
+/// `{name}` route of its resource (so that a record called `validate` stays addressable), so
+/// a POST to any other segment is a 405.
+pub fn validate_route_name(segment: &str, body: &[u8], field: &str) -> Result<String, ApiError> {
+    if segment != "validate" {
+        return Err(ApiError::MethodNotAllowed);
+    }
+    let body: serde_json::Map<String, serde_json::Value> = parse_json(body)?;
+    match body.get(field) {
+        Some(serde_json::Value::String(name)) => Ok(name.clone()),
+        Some(_) => Err(ApiError::bad_request(
+            field,
+            format!("\"{field}\" must be a string"),
+        )),
+        None => Err(ApiError::bad_request(
+            field,
+            format!("\"{field}\" is required"),
+        )),
+    }
+}
+
 /// A path parameter; an undecodable segment is a 400 with our JSON body.
 #[derive(FromRequestParts)]
 #[from_request(via(axum::extract::Path), rejection(ApiError))]

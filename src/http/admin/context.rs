@@ -7,13 +7,12 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, put};
 use axum::{Json, Router};
-use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::domain::context_field::ContextFieldSpec;
 use crate::domain::views::ContextFieldView;
 use crate::error::{ApiError, ApiResult};
-use crate::http::extract::{parse_json, AppJson, AppPath};
+use crate::http::extract::{validate_route_name, AppJson, AppPath};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
@@ -74,26 +73,13 @@ async fn create_context_field(
         .into_response())
 }
 
-/// The body of the validate route.
-#[derive(Deserialize)]
-struct NameBody {
-    name: Option<String>,
-}
-
-/// `POST /api/admin/context/validate` with `{"name": …}`. It shares the `{name}` route so that
-/// a field called `validate` stays addressable by GET, PUT and DELETE.
+/// `POST /api/admin/context/validate` with `{"name": …}`.
 async fn validate_context_field(
     State(service): State<Service>,
     AppPath(segment): AppPath<String>,
     body: Bytes,
 ) -> ApiResult<StatusCode> {
-    if segment != "validate" {
-        return Err(ApiError::MethodNotAllowed);
-    }
-    let body: NameBody = parse_json(&body)?;
-    let name = body
-        .name
-        .ok_or_else(|| ApiError::bad_request("name", "\"name\" is required"))?;
+    let name = validate_route_name(&segment, &body, "name")?;
     service.validate_context_field_name(&name)?;
     Ok(StatusCode::OK)
 }

@@ -6,14 +6,13 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
-use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::domain::tag::{TagRef, TagSpec};
 use crate::domain::toggle::{Toggle, ToggleSpec};
 use crate::domain::views::AdminToggle;
 use crate::error::{ApiError, ApiResult};
-use crate::http::extract::{parse_json, AppJson, AppPath, FilterQuery};
+use crate::http::extract::{validate_route_name, AppJson, AppPath, FilterQuery};
 use crate::service::{Actor, Service, ServiceError};
 use crate::state::AppState;
 use crate::store::StoreError;
@@ -87,25 +86,13 @@ async fn create_feature(
     admin_json(&service, &toggle)
 }
 
-#[derive(Deserialize)]
-struct NameBody {
-    name: Option<String>,
-}
-
-/// `POST /api/admin/features/validate` with `{"name": …}`. It shares the `{name}` route so that
-/// a toggle called `validate` stays addressable by GET, PUT and DELETE.
+/// `POST /api/admin/features/validate` with `{"name": …}`.
 async fn validate_feature_name(
     State(service): State<Service>,
     AppPath(segment): AppPath<String>,
     body: Bytes,
 ) -> ApiResult<StatusCode> {
-    if segment != "validate" {
-        return Err(ApiError::MethodNotAllowed);
-    }
-    let body: NameBody = parse_json(&body)?;
-    let name = body
-        .name
-        .ok_or_else(|| ApiError::bad_request("name", "\"name\" is required"))?;
+    let name = validate_route_name(&segment, &body, "name")?;
     service.validate_toggle_name(&name)?;
     Ok(StatusCode::OK)
 }

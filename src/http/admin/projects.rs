@@ -6,12 +6,11 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, put};
 use axum::{Json, Router};
-use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::domain::project::{by_name, ProjectSpec};
 use crate::error::{ApiError, ApiResult};
-use crate::http::extract::{parse_json, AppJson, AppPath};
+use crate::http::extract::{validate_route_name, AppJson, AppPath};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
@@ -60,26 +59,13 @@ async fn create_project(
     Ok((StatusCode::CREATED, Json(json!(project))).into_response())
 }
 
-/// The body of the validate route.
-#[derive(Deserialize)]
-struct IdBody {
-    id: Option<String>,
-}
-
-/// `POST /api/admin/projects/validate` with `{"id": …}`. It shares the `{id}` route so that a
-/// project called `validate` stays addressable by GET, PUT and DELETE.
+/// `POST /api/admin/projects/validate` with `{"id": …}`.
 async fn validate_project(
     State(service): State<Service>,
     AppPath(segment): AppPath<String>,
     body: Bytes,
 ) -> ApiResult<StatusCode> {
-    if segment != "validate" {
-        return Err(ApiError::MethodNotAllowed);
-    }
-    let body: IdBody = parse_json(&body)?;
-    let id = body
-        .id
-        .ok_or_else(|| ApiError::bad_request("id", "\"id\" is required"))?;
+    let id = validate_route_name(&segment, &body, "id")?;
     service.validate_project_id(&id)?;
     Ok(StatusCode::OK)
 }
