@@ -42,6 +42,9 @@ pub enum EventKind {
     TagImport,
     /// One per import that changed something: its options and summary.
     StateImported,
+    AddonConfigCreated,
+    AddonConfigUpdated,
+    AddonConfigDeleted,
 }
 
 /// An event about to be recorded; the store assigns its id.

@@ -1,5 +1,6 @@
 //! Plain types and rules of the toggle domain. Imports neither axum nor redis.
 
+pub mod addon;
 pub mod constraint;
 pub mod context_field;
 pub mod error;
@@ -15,6 +16,7 @@ pub mod project;
 pub mod state;
 pub mod strategy;
 pub mod tag;
+pub mod template;
 pub mod toggle;
 pub mod usage;
 pub mod views;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use imbl::OrdMap;
 
+use super::addon::AddonConfig;
 use super::context_field::ContextField;
 use super::project::Project;
 use super::strategy::StrategyDefinition;
@@ -29,6 +30,8 @@ pub struct ConfigState {
     /// Projects by id.
     pub projects: OrdMap<String, Arc<Project>>,
     pub context_fields: OrdMap<String, Arc<ContextField>>,
+    /// Addon configurations by id (decimal).
+    pub addons: OrdMap<String, Arc<AddonConfig>>,
     /// Id sequences (e.g. `tag`), advanced by the writes that allocate ids.
     pub counters: OrdMap<String, u64>,
 }

@@ -35,6 +35,7 @@ fn admin_links() -> Value {
         "metrics": {"uri": "/api/admin/metrics"},
         "projects": {"uri": "/api/admin/projects"},
         "context": {"uri": "/api/admin/context"},
+        "addons": {"uri": "/api/admin/addons"},
     })
 }
 

@@ -270,6 +270,7 @@ fn same_base(state: &ConfigState, base: &ConfigState) -> bool {
         && state.tags.ptr_eq(&base.tags)
         && state.projects.ptr_eq(&base.projects)
         && state.context_fields.ptr_eq(&base.context_fields)
+        && state.addons.ptr_eq(&base.addons)
         && state.counters.ptr_eq(&base.counters)
 }
 
@@ -282,6 +283,7 @@ fn same_records(a: &ConfigState, b: &ConfigState) -> bool {
         && a.tags == b.tags
         && a.projects == b.projects
         && a.context_fields == b.context_fields
+        && a.addons == b.addons
         && a.counters == b.counters
 }
 

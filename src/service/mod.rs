@@ -2,6 +2,7 @@
 //! and which events are recorded, then commits both in one atomic store step; on a version
 //! conflict it refreshes and decides again.
 
+pub mod addons;
 pub mod context_fields;
 mod group_commit;
 pub mod import;

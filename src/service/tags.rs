@@ -11,7 +11,8 @@ use crate::domain::toggle::Toggle;
 use crate::domain::DomainError;
 use crate::store::Collection;
 
-fn tag_type_data(t: &TagType) -> serde_json::Value {
+/// The event data of tag-type events (API-FACTS §3.2).
+pub(super) fn tag_type_data(t: &TagType) -> serde_json::Value {
     json!({"name": t.name, "description": t.description, "icon": t.icon})
 }
 

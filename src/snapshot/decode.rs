@@ -84,6 +84,12 @@ pub fn apply_record(
         (Collection::ContextFields, None) => {
             state.context_fields.remove(key);
         }
+        (Collection::Addons, Some(v)) => {
+            state.addons.insert(key_owned, parse(collection, key, v)?);
+        }
+        (Collection::Addons, None) => {
+            state.addons.remove(key);
+        }
         (Collection::Counters, Some(v)) => {
             let n = v
                 .parse()

@@ -23,12 +23,13 @@ pub enum Collection {
     Tags,
     Projects,
     ContextFields,
+    Addons,
     Counters,
 }
 
 impl Collection {
     /// Every collection, in a fixed order.
-    pub const ALL: [Collection; 8] = [
+    pub const ALL: [Collection; 9] = [
         Collection::Features,
         Collection::Archive,
         Collection::Strategies,
@@ -36,6 +37,7 @@ impl Collection {
         Collection::Tags,
         Collection::Projects,
         Collection::ContextFields,
+        Collection::Addons,
         Collection::Counters,
     ];
 
@@ -49,6 +51,7 @@ impl Collection {
             Collection::Tags => "tags",
             Collection::Projects => "projects",
             Collection::ContextFields => "context_fields",
+            Collection::Addons => "addons",
             Collection::Counters => "counters",
         }
     }

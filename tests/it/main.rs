@@ -2,6 +2,7 @@
 
 mod common;
 
+mod addons;
 mod api_basics;
 mod binary;
 mod client_api;

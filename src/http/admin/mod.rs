@@ -1,5 +1,6 @@
 //! The admin API. Every route requires an identified caller (see `extract::authenticate_admin`).
 
+mod addons;
 mod archive;
 mod context;
 mod events;
@@ -31,12 +32,14 @@ pub fn router(import_limit: usize) -> Router<AppState> {
         .merge(projects::router())
         .merge(context::router())
         .merge(state::router(import_limit))
+        .merge(addons::router())
 }
 
-/// Admin operations the spec places outside `/api/admin` (its `PUT /api/projects/:id` and
-/// `PUT /api/context/:name`), with full paths.
+/// Admin operations the spec places outside `/api/admin` (its `PUT /api/projects/:id`,
+/// `PUT /api/context/:name` and `POST /api/addons[/:id]`), with full paths.
 pub fn spec_paths_router() -> Router<AppState> {
     Router::new()
         .merge(projects::spec_router())
         .merge(context::spec_router())
+        .merge(addons::spec_router())
 }
