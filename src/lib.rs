@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod delivery;
 pub mod domain;
 pub mod error;
 pub mod http;
