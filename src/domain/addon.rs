@@ -352,16 +352,24 @@ fn check_value(definition: &ProviderParameter, text: &str) -> Result<(), String>
                 "\"customHeaders\" must be a JSON object of header names to string values"
                     .to_string()
             })?;
+            let name_ok = |k: &String| {
+                !k.is_empty()
+                    && k.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b))
+            };
+            // Visible ASCII and spaces only: no CR/LF (header injection), no control bytes.
+            let value_ok = |v: &String| {
+                v.bytes()
+                    .all(|b| b == b' ' || b == b'\t' || b.is_ascii_graphic())
+            };
             headers
-                .keys()
-                .all(|k| {
-                    !k.is_empty()
-                        && k.bytes()
-                            .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b))
-                })
+                .iter()
+                .all(|(k, v)| name_ok(k) && value_ok(v))
                 .then_some(())
                 .ok_or_else(|| {
-                    "\"customHeaders\" holds a name that is not a header name".to_string()
+                    "\"customHeaders\" holds a header name or value that cannot be sent (names: \
+                     letters, digits, - and _; values: printable ASCII)"
+                        .to_string()
                 })
         }
         _ => Ok(()),
@@ -429,7 +437,7 @@ mod tests {
         assert_eq!(
             paths(
                 json!({"provider": "webhook", "parameters": {"url": "ftp://x", "colour": "red",
-                "bodyTemplate": "{{#a}}", "customHeaders": "[1]"}, "events": ["feature-created", "tag-created"]}),
+                "bodyTemplate": "{{#a}}", "customHeaders": "{\"X-A\": \"a\\r\\nX-B: b\"}"}, "events": ["feature-created", "tag-created"]}),
                 None
             ),
             [
