@@ -3,10 +3,11 @@
 //! channel, text per event kind as the reference writes it). Pure: the worker sends them.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use chrono::{DateTime, Utc};
 use hmac::{Hmac, KeyInit, Mac};
-use serde_json::{json, Value};
+use serde_json::json;
 use sha2::Sha256;
 
 use crate::domain::addon::AddonConfig;
@@ -23,11 +24,27 @@ pub const TIMESTAMP_HEADER: &str = "X-Flagpole-Timestamp";
 pub const SIGNATURE_HEADER: &str = "X-Flagpole-Signature";
 
 /// One HTTP POST to make.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct DeliveryRequest {
     pub url: String,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+}
+
+/// URLs and header values hold secrets: debug output shows the host and header names only.
+impl fmt::Debug for DeliveryRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let host = url::Url::parse(&self.url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_string))
+            .unwrap_or_default();
+        let names: Vec<&str> = self.headers.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("DeliveryRequest")
+            .field("host", &host)
+            .field("headers", &names)
+            .field("body_bytes", &self.body.len())
+            .finish()
+    }
 }
 
 /// Why an event cannot become a request for an addon (the configuration changed under it).
@@ -41,6 +58,8 @@ pub enum RequestError {
     Headers,
     #[error("unknown provider \"{0}\"")]
     Provider(String),
+    #[error("the body cannot be serialised: {0}")]
+    Body(String),
 }
 
 /// The requests `event` becomes for `addon`; `delivery` is the delivery's id, `now` the time
@@ -76,12 +95,12 @@ fn webhook(
     now: DateTime<Utc>,
 ) -> Result<DeliveryRequest, RequestError> {
     let url = parameter(addon, "url").ok_or(RequestError::Missing("url"))?;
-    let record = serde_json::to_value(event).unwrap_or(Value::Null);
+    let record = serde_json::to_value(event).map_err(|e| RequestError::Body(e.to_string()))?;
     let body = match parameter(addon, "bodyTemplate") {
         Some(t) => template::render(t, &json!({ "event": record }))
             .map_err(|e| RequestError::Template(e.0))?
             .into_bytes(),
-        None => serde_json::to_vec(&record).unwrap_or_default(),
+        None => serde_json::to_vec(&record).map_err(|e| RequestError::Body(e.to_string()))?,
     };
     let mut headers = vec![
         (
@@ -137,16 +156,17 @@ fn slack(
     public_url: Option<&str>,
 ) -> Result<Vec<DeliveryRequest>, RequestError> {
     let url = parameter(addon, "url").ok_or(RequestError::Missing("url"))?;
-    let mut channels: Vec<&str> = event
-        .tags
-        .iter()
-        .filter(|t| t.kind == "slack")
-        .map(|t| t.value.as_str())
-        .collect();
+    let mut channels: Vec<&str> = Vec::new();
+    for tag in event.tags.iter().filter(|t| t.kind == "slack") {
+        let channel = tag.value.trim().trim_start_matches('#');
+        if !channel.is_empty() && !channels.contains(&channel) {
+            channels.push(channel);
+        }
+    }
     if channels.is_empty() {
-        channels.push(
-            parameter(addon, "defaultChannel").ok_or(RequestError::Missing("defaultChannel"))?,
-        );
+        let default =
+            parameter(addon, "defaultChannel").ok_or(RequestError::Missing("defaultChannel"))?;
+        channels.push(default.trim().trim_start_matches('#'));
     }
     let name = event.toggle_name().unwrap_or("");
     let link = public_url.map(|base| {
@@ -158,7 +178,7 @@ fn slack(
         format!("{}/#/{area}/strategies/{name}", base.trim_end_matches('/'))
     });
     let text = slack_text(event, name, link.as_deref());
-    Ok(channels
+    channels
         .into_iter()
         .enumerate()
         .map(|(i, channel)| {
@@ -166,14 +186,14 @@ fn slack(
                 "username": parameter(addon, "username").unwrap_or("Flagpole"),
                 "icon_emoji": parameter(addon, "emojiIcon").unwrap_or(":flag-white:"),
                 "text": text,
-                "channel": format!("#{}", channel.trim_start_matches('#')),
+                "channel": format!("#{channel}"),
             });
             if let Some(link) = &link {
                 message["attachments"] = json!([{"actions": [{"name": "featureToggle",
                     "text": "Open in Flagpole", "type": "button", "value": "featureToggle",
                     "style": "primary", "url": link}]}]);
             }
-            DeliveryRequest {
+            Ok(DeliveryRequest {
                 url: url.to_string(),
                 headers: vec![
                     ("Content-Type".to_string(), "application/json".to_string()),
@@ -181,19 +201,28 @@ fn slack(
                     (DELIVERY_HEADER.to_string(), format!("{delivery}.{i}")),
                     (EVENT_HEADER.to_string(), event.kind.clone()),
                 ],
-                body: serde_json::to_vec(&message).unwrap_or_default(),
-            }
+                body: serde_json::to_vec(&message)
+                    .map_err(|e| RequestError::Body(e.to_string()))?,
+            })
         })
-        .collect())
+        .collect()
+}
+
+/// Slack's escaping of text: `&`, `<` and `>` (so a name cannot ping `<!channel>`).
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// The message text per event kind (API-FACTS §8.2).
 fn slack_text(event: &Event, name: &str, link: Option<&str>) -> String {
+    let name = escape(name);
     let toggle = match link {
-        Some(link) => format!("<{link}|{name}>"),
-        None => name.to_string(),
+        Some(link) => format!("<{}|{name}>", escape(link)),
+        None => name,
     };
-    let by = &event.created_by;
+    let by = &escape(&event.created_by);
     let data = &event.data;
     match event.kind.as_str() {
         "feature-created" | "feature-updated" => {
@@ -216,7 +245,7 @@ fn slack_text(event: &Event, name: &str, link: Option<&str>) -> String {
         "feature-stale-off" => {
             format!("The feature toggle *{toggle}* was *unmarked as stale* by {by}.")
         }
-        other => format!("{by} {other} feature toggle {toggle}"),
+        other => format!("{by} {} feature toggle {toggle}", escape(other)),
     }
 }
 
@@ -224,6 +253,7 @@ fn slack_text(event: &Event, name: &str, link: Option<&str>) -> String {
 mod tests {
     use super::*;
     use crate::domain::tag::TagRef;
+    use serde_json::Value;
 
     fn addon(provider: &str, parameters: &[(&str, &str)]) -> AddonConfig {
         AddonConfig {
@@ -363,6 +393,23 @@ mod tests {
             .map(|r| serde_json::from_slice::<Value>(&r.body).expect("json")["channel"].clone())
             .collect();
         assert_eq!(channels, [json!("#team-a"), json!("#ops")]);
+        let shouting = Event {
+            created_by: "<!channel>".into(),
+            ..event("feature-archived", &[("slack", "ops"), ("slack", "#ops")])
+        };
+        let once = requests(&slack, &shouting, "d", Utc::now(), None).expect("requests");
+        assert_eq!(once.len(), 1, "one message per channel");
+        let body: Value = serde_json::from_slice(&once[0].body).expect("json");
+        assert!(
+            body["text"]
+                .as_str()
+                .is_some_and(|t| t.ends_with("by &lt;!channel&gt;.")),
+            "{body}"
+        );
+        assert!(
+            !format!("{:?}", once[0]).contains("hooks.slack.com/x"),
+            "debug output hides the URL path"
+        );
         let body: Value = serde_json::from_slice(&tagged[0].body).expect("json");
         let text = body["text"].as_str().expect("text");
         assert!(text.starts_with("alice updated feature toggle <https://flags.example.com/#/features/strategies/demo|demo>\n*Enabled*: yes | *Type*: release | *Project*: default"), "{text}");

@@ -226,9 +226,9 @@ impl AddonSpec {
                 );
                 return Err(DomainError::Invalid(errors));
             }
-            (Some(name), _) => name,
+            (Some(name), _) if !name.is_empty() => name,
             (None, Some(old)) => old.provider.clone(),
-            (None, None) => {
+            _ => {
                 errors.push("provider", "\"provider\" is required");
                 String::new()
             }
@@ -254,7 +254,12 @@ impl AddonSpec {
         );
         let events = self.events.unwrap_or_default();
         for (i, event) in events.iter().enumerate() {
-            if !provider.events.contains(&event.as_str()) {
+            if events[..i].contains(event) {
+                errors.push(
+                    format!("events[{i}]"),
+                    format!("\"{event}\" is listed twice"),
+                );
+            } else if !provider.events.contains(&event.as_str()) {
                 errors.push(
                     format!("events[{i}]"),
                     format!(
@@ -347,33 +352,86 @@ fn check_value(definition: &ProviderParameter, text: &str) -> Result<(), String>
         },
         (_, "bodyTemplate") => template::check(text)
             .map_err(|e| format!("\"bodyTemplate\" is not a valid mustache template: {e}")),
-        (_, "customHeaders") if !text.is_empty() => {
-            let headers: BTreeMap<String, String> = serde_json::from_str(text).map_err(|_| {
-                "\"customHeaders\" must be a JSON object of header names to string values"
-                    .to_string()
-            })?;
-            let name_ok = |k: &String| {
-                !k.is_empty()
-                    && k.bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b))
+        (_, "customHeaders") if !text.is_empty() => check_custom_headers(text),
+        (_, "contentType") if !text.is_empty() => {
+            let (kind, subtype) = text.split_once('/').unwrap_or(("", ""));
+            let token = |t: &str| {
+                !t.is_empty()
+                    && t.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"!#$&-^_.+".contains(&b))
             };
-            // Visible ASCII and spaces only: no CR/LF (header injection), no control bytes.
-            let value_ok = |v: &String| {
-                v.bytes()
-                    .all(|b| b == b' ' || b == b'\t' || b.is_ascii_graphic())
-            };
-            headers
-                .iter()
-                .all(|(k, v)| name_ok(k) && value_ok(v))
+            let parameters_ok = subtype
+                .split_once(';')
+                .is_none_or(|(_, p)| p.bytes().all(|b| b == b' ' || b.is_ascii_graphic()));
+            let subtype = subtype.split(';').next().unwrap_or("").trim();
+            (token(kind) && token(subtype) && parameters_ok)
                 .then_some(())
                 .ok_or_else(|| {
-                    "\"customHeaders\" holds a header name or value that cannot be sent (names: \
-                     letters, digits, - and _; values: printable ASCII)"
-                        .to_string()
+                    "\"contentType\" must be a media type such as application/json".to_string()
+                })
+        }
+        (_, "defaultChannel") => {
+            let channel = text.trim().trim_start_matches('#');
+            (!channel.is_empty() && !channel.contains(char::is_whitespace))
+                .then_some(())
+                .ok_or_else(|| {
+                    "\"defaultChannel\" must be a channel name without spaces".to_string()
                 })
         }
         _ => Ok(()),
     }
+}
+
+/// Headers Flagpole sets itself or that frame the request; `customHeaders` cannot set them.
+const RESERVED_HEADERS: [&str; 11] = [
+    "host",
+    "content-length",
+    "content-type",
+    "transfer-encoding",
+    "connection",
+    "te",
+    "trailer",
+    "upgrade",
+    "keep-alive",
+    "proxy-authorization",
+    "proxy-connection",
+];
+
+/// `customHeaders`: a JSON object of header names (letters, digits, `-`, `_`; none reserved,
+/// none twice in any case, no `X-Flagpole-*`) to printable values (no CR/LF injection).
+fn check_custom_headers(text: &str) -> Result<(), String> {
+    let headers: BTreeMap<String, String> = serde_json::from_str(text).map_err(|_| {
+        "\"customHeaders\" must be a JSON object of header names to string values".to_string()
+    })?;
+    let mut seen = std::collections::HashSet::new();
+    for (name, value) in &headers {
+        let lower = name.to_ascii_lowercase();
+        let name_ok = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b));
+        let value_ok = value
+            .bytes()
+            .all(|b| b == b' ' || b == b'\t' || b.is_ascii_graphic());
+        if !name_ok || !value_ok {
+            return Err(format!(
+                "\"customHeaders\": \"{name}\" cannot be sent (names: letters, digits, - and _; \
+                 values: printable ASCII)"
+            ));
+        }
+        if RESERVED_HEADERS.contains(&lower.as_str())
+            || lower.starts_with("proxy-")
+            || lower.starts_with("x-flagpole-")
+        {
+            return Err(format!(
+                "\"customHeaders\": \"{name}\" is set by Flagpole or frames the request"
+            ));
+        }
+        if !seen.insert(lower) {
+            return Err(format!("\"customHeaders\": \"{name}\" is given twice"));
+        }
+    }
+    Ok(())
 }
 
 impl AddonConfig {

@@ -219,6 +219,50 @@ async fn addon_configurations_are_validated_against_their_provider(backend: &Bac
             with(&|b| b["parameters"]["url"] = json!("*****")),
             vec!["parameters.url"],
         ),
+        (with(&|b| b["provider"] = json!("")), vec!["provider"]),
+        (
+            with(&|b| b["events"] = json!(["feature-created", "feature-created"])),
+            vec!["events[1]"],
+        ),
+        (
+            with(&|b| b["parameters"]["contentType"] = json!("text/plain\r\nX-B: 2")),
+            vec!["parameters.contentType"],
+        ),
+        (
+            with(&|b| {
+                b["parameters"]["customHeaders"] = json!("{\"X-Flagpole-Signature\": \"forged\"}")
+            }),
+            vec!["parameters.customHeaders"],
+        ),
+        (
+            with(&|b| {
+                b["parameters"]["customHeaders"] = json!("{\"Content-Type\": \"text/plain\"}")
+            }),
+            vec!["parameters.customHeaders"],
+        ),
+        (
+            with(&|b| b["parameters"]["customHeaders"] = json!("{\"X-A\": \"1\", \"x-a\": \"2\"}")),
+            vec!["parameters.customHeaders"],
+        ),
+        (
+            with(&|b| b["parameters"]["bodyTemplate"] = json!("{{> partial}}")),
+            vec!["parameters.bodyTemplate"],
+        ),
+        (
+            with(&|b| b["parameters"]["bodyTemplate"] = json!("{{=<% %>=}}<% event.type %>")),
+            vec!["parameters.bodyTemplate"],
+        ),
+        // Deep enough to overflow the template parser's stack: refused before parsing.
+        (
+            with(&|b| {
+                b["parameters"]["bodyTemplate"] = json!(format!(
+                    "{}x{}",
+                    "{{#a}}".repeat(10_000),
+                    "{{/a}}".repeat(10_000)
+                ))
+            }),
+            vec!["parameters.bodyTemplate"],
+        ),
     ] {
         assert_eq!(
             refused(&app, "/api/admin/addons", body.clone()).await,
@@ -259,6 +303,13 @@ async fn slack_addons_bring_their_tag_type(backend: &Backend) {
     )
     .await
     .expect(201);
+    app.post(
+        "/api/admin/addons",
+        json!({"provider": "slack", "parameters": {"url": "https://hooks.slack.com/services/x",
+               "defaultChannel": "   "}}),
+    )
+    .await
+    .expect(400);
     let tag_type = app.get("/api/admin/tag-types/slack").await.expect(200).json;
     assert_eq!(tag_type["tagType"]["icon"], "S");
 }
