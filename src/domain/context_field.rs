@@ -7,12 +7,11 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::error::{DomainError, ValidationErrors};
-use super::fields::{refuse_unsupported, ExtraFields};
+use super::fields::{check_description, refuse_unsupported, ExtraFields};
 use super::name::{resolve_name, NAME_MAX};
 
 /// Sort order of fields created without one (API-FACTS §13.2).
 const DEFAULT_SORT_ORDER: i64 = 10;
-const DESCRIPTION_MAX: usize = 250;
 const LEGAL_VALUE_MAX: usize = 100;
 
 /// A context field as stored.
@@ -64,16 +63,7 @@ impl ContextFieldSpec {
         let mut errors = ValidationErrors::default();
         refuse_unsupported(&self.extra, "", &["createdAt"], &mut errors);
         let name = resolve_name("name", self.name, path_name, NAME_MAX, &mut errors);
-        if self
-            .description
-            .as_ref()
-            .is_some_and(|d| d.chars().count() > DESCRIPTION_MAX)
-        {
-            errors.push(
-                "description",
-                format!("\"description\" must be at most {DESCRIPTION_MAX} characters long"),
-            );
-        }
+        check_description(self.description.as_deref(), &mut errors);
         let legal_values = self.legal_values.unwrap_or_default();
         let mut seen = HashSet::new();
         for (i, value) in legal_values.iter().enumerate() {

@@ -1,5 +1,6 @@
-//! Fields a document carries that Flagpole does not model: each is refused with a 400 that
-//! names it, so nothing a client sends vanishes without a word.
+//! Field rules shared by input documents: fields Flagpole does not model are refused with a
+//! 400 that names them (so nothing a client sends vanishes without a word), and descriptions
+//! are bounded.
 
 use std::collections::BTreeMap;
 
@@ -31,6 +32,19 @@ pub fn refuse_unsupported(
             format!("{path}.{key}")
         };
         errors.push(field.clone(), format!("\"{field}\" is not supported"));
+    }
+}
+
+/// Longest description of a project or context field.
+pub const DESCRIPTION_MAX: usize = 250;
+
+/// Refuses a `description` longer than `DESCRIPTION_MAX` characters.
+pub fn check_description(description: Option<&str>, errors: &mut ValidationErrors) {
+    if description.is_some_and(|d| d.chars().count() > DESCRIPTION_MAX) {
+        errors.push(
+            "description",
+            format!("\"description\" must be at most {DESCRIPTION_MAX} characters long"),
+        );
     }
 }
 

@@ -4,12 +4,11 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::error::{DomainError, ValidationErrors};
-use super::fields::{refuse_unsupported, ExtraFields};
+use super::fields::{check_description, refuse_unsupported, ExtraFields};
 use super::name::{resolve_name, NAME_MAX};
 use super::toggle::DEFAULT_PROJECT;
 
 const DISPLAY_NAME_MAX: usize = 100;
-const DESCRIPTION_MAX: usize = 250;
 
 /// A project as stored and served.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -55,16 +54,7 @@ impl ProjectSpec {
                 format!("\"name\" must be at most {DISPLAY_NAME_MAX} characters long"),
             );
         }
-        if self
-            .description
-            .as_ref()
-            .is_some_and(|d| d.chars().count() > DESCRIPTION_MAX)
-        {
-            errors.push(
-                "description",
-                format!("\"description\" must be at most {DESCRIPTION_MAX} characters long"),
-            );
-        }
+        check_description(self.description.as_deref(), &mut errors);
         errors.into_result(ValidProject {
             id,
             name,
