@@ -2,12 +2,13 @@
 -- record changes, bump the version, record the new commit id, log the change set, append audit
 -- events with consecutive ids, and announce the new version.
 -- KEYS[1] version, KEYS[2] changes stream, KEYS[3] events stream, KEYS[4] event id sequence,
--- KEYS[5] head (latest commit id), KEYS[6 .. 5+n] the n collection hashes, named by ARGV[8..]
+-- KEYS[5] head (latest commit id), KEYS[6 .. 5+n] the n collection hashes, named by ARGV[9..]
 -- in order, then the per-toggle event index lists the events refer to.
 -- ARGV[1] expected version, ARGV[2] expected head ('0' for a store never written), ARGV[3]
 -- changes (JSON array of {c, k, v}), ARGV[4] events (JSON array of [event document without id,
 -- KEYS index of its toggle's index list or 0]), ARGV[5] change-log length, ARGV[6] notify
--- channel, ARGV[7] this commit's id.
+-- channel, ARGV[7] this commit's id, ARGV[8] '1' to log the changes, '0' to log them as too
+-- large ('null': replicas reload everything).
 local current = tonumber(redis.call('GET', KEYS[1]) or '0')
 local head = redis.call('GET', KEYS[5]) or '0'
 if current ~= tonumber(ARGV[1]) or head ~= ARGV[2] then
@@ -15,8 +16,8 @@ if current ~= tonumber(ARGV[1]) or head ~= ARGV[2] then
 end
 -- Validate everything before the first write: Redis does not roll back a failed script.
 local hashes = {}
-for i = 8, #ARGV do
-  hashes[ARGV[i]] = KEYS[i - 2]
+for i = 9, #ARGV do
+  hashes[ARGV[i]] = KEYS[i - 3]
 end
 local changes = cjson.decode(ARGV[3])
 for _, ch in ipairs(changes) do
@@ -49,7 +50,11 @@ for _, ch in ipairs(changes) do
 end
 local version = redis.call('INCR', KEYS[1])
 redis.call('SET', KEYS[5], ARGV[7])
-redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], version .. '-0', 'head', ARGV[7], 'changes', ARGV[3])
+local logged = ARGV[3]
+if ARGV[8] == '0' then
+  logged = 'null'
+end
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], version .. '-0', 'head', ARGV[7], 'changes', logged)
 for _, ev in ipairs(events) do
   local id = redis.call('INCR', KEYS[4])
   redis.call('XADD', KEYS[3], id .. '-0', 'event', '{"id":' .. id .. ',' .. string.sub(ev[1], 2))

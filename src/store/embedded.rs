@@ -10,7 +10,7 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
 use super::{
     decode_event, encode_event, random_id, Change, ChangeSet, Collection, CommitOutcome, Position,
-    Records, StoreError, CHANGE_LOG_LENGTH,
+    Records, StoreError, CHANGE_LOG_LENGTH, LOGGED_CHANGES_MAX,
 };
 use crate::domain::event::{Event, NewEvent};
 
@@ -42,7 +42,8 @@ fn failed(e: impl std::fmt::Display) -> StoreError {
 #[derive(serde::Serialize, serde::Deserialize)]
 struct LoggedChanges {
     head: u64,
-    changes: Vec<Change>,
+    /// `None` for a change set too large to log (`LOGGED_CHANGES_MAX`).
+    changes: Option<Vec<Change>>,
 }
 
 /// Runs blocking redb work on `db` off the async runtime (shared with the usage tables).
@@ -182,10 +183,14 @@ impl EmbeddedStore {
                     if position.version != last.version + 1 {
                         return Ok(None);
                     }
+                    // Logged without its changes (too large): reload everything.
+                    let Some(changes) = logged.changes else {
+                        return Ok(None);
+                    };
                     sets.push(ChangeSet {
                         version: position.version,
                         head: position.head,
-                        changes: logged.changes,
+                        changes,
                     });
                 }
                 last = position;
@@ -202,11 +207,18 @@ impl EmbeddedStore {
         events: &[NewEvent],
     ) -> Result<CommitOutcome, StoreError> {
         let head = random_id();
-        let logged = serde_json::to_string(&LoggedChanges {
+        let mut logged = serde_json::to_string(&LoggedChanges {
             head,
-            changes: changes.to_vec(),
+            changes: Some(changes.to_vec()),
         })
         .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        if logged.len() > LOGGED_CHANGES_MAX {
+            logged = serde_json::to_string(&LoggedChanges {
+                head,
+                changes: None,
+            })
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        }
         let events = events
             .iter()
             .map(|e| Ok((encode_event(e)?, e.toggle_name().map(str::to_string))))

@@ -43,7 +43,7 @@ impl Keys {
     }
 
     /// Stream, entry id `<version>-0`, fields `head` = the commit's id and `changes` = JSON array
-    /// of changes; trimmed to about
+    /// of changes (`null` when larger than `LOGGED_CHANGES_MAX`: readers reload); trimmed to about
     /// `CHANGE_LOG_LENGTH` entries; appended by the commit script.
     pub fn changes(&self) -> String {
         format!("{}:changes", self.tag)

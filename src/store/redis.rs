@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::keys::Keys;
 use super::{
     decode_event, encode_event, random_id, Change, ChangeSet, Collection, CommitOutcome, Position,
-    Records, StoreError, CHANGE_LOG_LENGTH,
+    Records, StoreError, CHANGE_LOG_LENGTH, LOGGED_CHANGES_MAX,
 };
 use crate::domain::event::{Event, NewEvent};
 
@@ -182,8 +182,12 @@ impl RedisStore {
             let raw: String = entry
                 .get("changes")
                 .ok_or_else(|| StoreError::Corrupt("change entry without changes".into()))?;
-            let changes: Vec<Change> = serde_json::from_str(&raw)
+            let changes: Option<Vec<Change>> = serde_json::from_str(&raw)
                 .map_err(|e| StoreError::Corrupt(format!("change set: {e}")))?;
+            // Logged without its changes (too large): reload everything.
+            let Some(changes) = changes else {
+                return Ok(None);
+            };
             sets.push(ChangeSet {
                 version,
                 head,
@@ -242,11 +246,16 @@ impl RedisStore {
         invocation
             .arg(expected.version)
             .arg(expected.head)
-            .arg(changes_json)
+            .arg(&changes_json)
             .arg(events_json)
             .arg(CHANGE_LOG_LENGTH)
             .arg(self.keys.notify_channel())
-            .arg(random_id());
+            .arg(random_id())
+            .arg(if changes_json.len() > LOGGED_CHANGES_MAX {
+                "0"
+            } else {
+                "1"
+            });
         for c in Collection::ALL {
             invocation.arg(c.as_str());
         }

@@ -329,3 +329,61 @@ async fn a_replica_never_answers_from_a_state_it_has_not_confirmed() {
         .expect(201);
     }
 }
+
+/// A change set too large for the change log (a big import) is logged without its changes:
+/// another replica reloads everything instead, and follows later small writes as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_set_too_large_to_log_makes_other_replicas_reload() {
+    let backend = Backend::redis();
+    let a = TestApp::spawn(&backend).await;
+    let b = TestApp::spawn(&backend).await;
+    let description = "d".repeat(800);
+    let features: Vec<_> = (0..1500)
+        .map(|i| {
+            json!({"name": format!("big.{i:04}"), "description": description,
+                        "strategies": [{"name": "default"}]})
+        })
+        .collect();
+    a.post(
+        "/api/admin/state/import",
+        json!({"version": 1, "features": features}),
+    )
+    .await
+    .expect(202);
+    // The import's entry in the change log holds no changes.
+    let logged =
+        backend
+            .redis_server()
+            .cli_output(&["XREVRANGE", "{test}:changes", "+", "-", "COUNT", "1"]);
+    assert!(
+        logged.lines().any(|l| l.trim() == "null") && logged.len() < 1000,
+        "the import was logged with its changes: {} bytes",
+        logged.len()
+    );
+    let reloaded = eventually(Duration::from_secs(10), || async {
+        active_count(&b).await == 1500
+    })
+    .await;
+    assert!(reloaded, "replica b never showed the imported toggles");
+    a.create_toggle("small.after").await;
+    let followed = eventually(Duration::from_secs(5), || async {
+        b.get("/api/admin/features/small.after")
+            .await
+            .status
+            .as_u16()
+            == 200
+    })
+    .await;
+    assert!(
+        followed,
+        "replica b did not follow a small write after the reload"
+    );
+    assert_eq!(active_count(&b).await, 1501);
+}
+
+/// How many active toggles `app` lists.
+async fn active_count(app: &TestApp) -> usize {
+    app.get("/api/admin/features").await.json["features"]
+        .as_array()
+        .map_or(0, Vec::len)
+}

@@ -66,6 +66,18 @@ impl TestRedis {
         wait_for_socket(&self.socket());
     }
 
+    /// Runs a redis-cli command against this server and returns what it printed.
+    pub fn cli_output(&self, args: &[&str]) -> String {
+        let output = Command::new("redis-cli")
+            .arg("-s")
+            .arg(self.socket())
+            .args(args)
+            .output()
+            .expect("redis-cli must be installed with redis-server");
+        assert!(output.status.success(), "redis-cli {args:?} failed");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
     /// Runs a redis-cli command against this server.
     pub fn cli(&self, args: &[&str]) {
         let status = Command::new("redis-cli")
