@@ -1,5 +1,5 @@
 //! Strategy-definition use-cases. Built-in definitions can be deprecated (all but `default`)
-//! but never edited or deleted.
+//! but never edited or deleted; a definition active toggles use cannot be deleted.
 
 use serde_json::json;
 
@@ -87,6 +87,32 @@ impl Service {
     pub async fn delete_strategy(&self, actor: &Actor, name: &str) -> Result<(), ServiceError> {
         self.write(|state, now| {
             editable(state, name)?;
+            // A definition active toggles use stays: exports of the store must import whole.
+            let users: Vec<&str> = state
+                .features
+                .values()
+                .filter(|t| t.strategies.iter().any(|s| s.name == name))
+                .map(|t| t.name.as_str())
+                .collect();
+            if !users.is_empty() {
+                let shown = users
+                    .iter()
+                    .take(10)
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let more = users.len().saturating_sub(10);
+                return Err(DomainError::InUse(format!(
+                    "Strategy \"{name}\" is used by {} active toggle{}: {shown}{}",
+                    users.len(),
+                    if users.len() == 1 { "" } else { "s" },
+                    if more > 0 {
+                        format!(" and {more} more")
+                    } else {
+                        String::new()
+                    }
+                )));
+            }
             let mut plan = Plan::new(now, ());
             plan.delete(Collection::Strategies, name);
             plan.event(

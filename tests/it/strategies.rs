@@ -6,6 +6,7 @@ use crate::common::{Backend, TestApp};
 use crate::conformance;
 
 conformance!(
+    a_strategy_in_use_stays,
     built_in_strategies_are_listed,
     custom_strategy_lifecycle,
     feature_types_are_listed
@@ -166,4 +167,44 @@ async fn feature_types_are_listed(backend: &Backend) {
     );
     assert_eq!(types["types"][2]["lifetimeDays"], 7);
     assert_eq!(types["types"][3]["lifetimeDays"], json!(null));
+}
+
+/// A definition active toggles use cannot be deleted, neither directly nor by a `drop`
+/// import; once they are archived it can.
+async fn a_strategy_in_use_stays(backend: &Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.post(
+        "/api/admin/strategies",
+        json!({"name": "custom", "parameters": []}),
+    )
+    .await
+    .expect(201);
+    app.post(
+        "/api/admin/features",
+        json!({"name": "uses.custom", "strategies": [{"name": "custom"}]}),
+    )
+    .await
+    .expect(200);
+    let message = app
+        .delete("/api/admin/strategies/custom")
+        .await
+        .expect(409)
+        .error_message();
+    assert!(message.contains("uses.custom"), "{message}");
+    let reply = app
+        .post(
+            "/api/admin/state/import?drop=true",
+            json!({"strategies": []}),
+        )
+        .await
+        .expect(400);
+    assert_eq!(
+        reply.json["details"][0]["path"], "strategies",
+        "{}",
+        reply.json
+    );
+    app.delete("/api/admin/features/uses.custom")
+        .await
+        .expect(200);
+    app.delete("/api/admin/strategies/custom").await.expect(200);
 }

@@ -226,6 +226,7 @@ pub fn apply_import(
             &mut next,
             feature_tags,
             options,
+            &written,
             &mut errors,
         ));
     }
@@ -444,10 +445,15 @@ fn import_toggles(
     (counts, written)
 }
 
+/// Tags on toggles. With `keep` (and no `drop`), toggles this import did not write are left as
+/// they are; a
+/// tag on an archived toggle (archived since the document was written) is left alone too, so
+/// a start-up document stays valid when an admin archives a toggle it seeded.
 fn import_feature_tags(
     next: &mut ConfigState,
     feature_tags: &[(usize, super::FeatureTagRef)],
     options: ImportOptions,
+    written: &HashSet<String>,
     errors: &mut ValidationErrors,
 ) -> FeatureTagCounts {
     let mut counts = FeatureTagCounts::default();
@@ -479,7 +485,17 @@ fn import_feature_tags(
     }
     for (i, feature_tag) in feature_tags {
         let path = format!("featureTags[{i}]");
-        let Some(toggle) = next.features.get(&feature_tag.feature_name) else {
+        let name = &feature_tag.feature_name;
+        // With `drop` the section is the whole truth (as the reference has it), `keep` or not.
+        let kept = options.keep
+            && !options.drop
+            && !written.contains(name)
+            && next.features.contains_key(name);
+        if kept || next.archive.contains_key(name) {
+            counts.unchanged += 1;
+            continue;
+        }
+        let Some(toggle) = next.features.get(name) else {
             errors.push(
                 format!("{path}.featureName"),
                 format!(
@@ -510,6 +526,31 @@ fn import_feature_tags(
         counts.added += 1;
     }
     counts
+}
+
+/// What `toggle` refers to that `state` lacks, by the document section it belongs to: its
+/// project, its constraints' context fields (or their legal values), its strategy definitions.
+fn problems_of(toggle: &Toggle, state: &ConfigState) -> Vec<(&'static str, String)> {
+    let mut problems = Vec::new();
+    if let Err(DomainError::Invalid(errors)) = toggle.check_references(state) {
+        for e in errors.0 {
+            let section = if e.path == "project" {
+                "projects"
+            } else {
+                "contextFields"
+            };
+            problems.push((section, e.message));
+        }
+    }
+    for strategy in &toggle.strategies {
+        if !state.strategies.contains_key(&strategy.name) {
+            problems.push((
+                "strategies",
+                format!("there is no strategy definition \"{}\"", strategy.name),
+            ));
+        }
+    }
+    problems
 }
 
 /// How many broken references of toggles the document does not write are listed one by one.
@@ -550,26 +591,18 @@ fn check_references(
         .values()
         .filter(|t| !written.contains(&t.name))
     {
-        let Err(DomainError::Invalid(problems)) = toggle.check_references(next) else {
-            continue;
-        };
+        let problems = problems_of(toggle, next);
         // Broken before this import already: not its doing.
         let unchanged = before.features.get(&toggle.name) == Some(toggle);
-        if unchanged && toggle.check_references(before).is_err() {
+        if problems.is_empty() || (unchanged && !problems_of(toggle, before).is_empty()) {
             continue;
         }
-        for problem in problems.0 {
-            // A toggle's own problems are its project or its constraints' fields.
-            let section = if problem.path == "project" {
-                "projects"
-            } else {
-                "contextFields"
-            };
+        for (section, problem) in problems {
             broken.push((
                 section,
                 format!(
-                    "the active toggle \"{}\" would be left broken: {}",
-                    toggle.name, problem.message
+                    "the active toggle \"{}\" would be left broken: {problem}",
+                    toggle.name
                 ),
             ));
         }

@@ -16,6 +16,7 @@ use crate::conformance;
 
 conformance!(
     a_json_body_imports_every_section,
+    a_kept_or_archived_toggle_keeps_its_tags,
     multipart_files_and_bodies_in_json_and_yaml,
 );
 
@@ -293,4 +294,40 @@ async fn an_import_is_seen_all_or_nothing_by_other_replicas() {
         })
         .await
     );
+}
+
+/// `keep` leaves existing toggles' tags alone, and a tag on a toggle archived since the
+/// document was written is no error (a start-up document stays valid).
+async fn a_kept_or_archived_toggle_keeps_its_tags(backend: &Backend) {
+    let app = TestApp::spawn(backend).await;
+    let document = json!({"features": [
+            {"name": "seeded.x", "strategies": [{"name": "default"}]},
+            {"name": "seeded.y", "strategies": [{"name": "default"}]}],
+        "featureTags": [
+            {"featureName": "seeded.x", "tagType": "simple", "tagValue": "team-a"},
+            {"featureName": "seeded.y", "tagType": "simple", "tagValue": "team-a"}]});
+    app.post("/api/admin/state/import?keep=true", document.clone())
+        .await
+        .expect(202);
+    app.delete("/api/admin/features/seeded.x/tags/simple/team-a")
+        .await
+        .expect(200);
+    app.delete("/api/admin/features/seeded.y").await.expect(200);
+    let reply = app
+        .post("/api/admin/state/import?keep=true", document)
+        .await
+        .expect(202)
+        .json;
+    assert_eq!(
+        reply["summary"]["featureTags"],
+        json!({"added": 0, "removed": 0, "unchanged": 2}),
+        "{reply}"
+    );
+    assert_eq!(reply["changed"], false, "{reply}");
+    let tags = app
+        .get("/api/admin/features/seeded.x/tags")
+        .await
+        .expect(200)
+        .json;
+    assert_eq!(tags["tags"], json!([]), "the removed tag stays removed");
 }

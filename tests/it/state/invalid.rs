@@ -224,12 +224,6 @@ fn invalid_cases() -> Vec<(&'static str, Upload, Vec<&'static str>)> {
             vec!["featureTags[0].featureName"],
         ),
         (
-            "a tag on an archived toggle",
-            doc(json!({"featureTags": [
-                {"featureName": "old", "tagType": "simple", "tagValue": "v1"}]})),
-            vec!["featureTags[0].featureName"],
-        ),
-        (
             "a tag on a toggle of a missing tag type",
             doc(json!({"featureTags": [
                 {"featureName": "innocent", "tagType": "nowhere", "tagValue": "v1"}]})),
