@@ -147,7 +147,21 @@ fn read_startup_import(
     let shown = path.display();
     let bytes = std::fs::read(path)
         .map_err(|e| RunError::Import(format!("cannot read the import file {shown}: {e}")))?;
-    StartupImport::new(&bytes, &path.to_string_lossy(), mode)
+    let options = match mode {
+        config::ImportMode::Keep => domain::import::ImportOptions {
+            drop: false,
+            keep: true,
+        },
+        config::ImportMode::Overwrite => domain::import::ImportOptions {
+            drop: false,
+            keep: false,
+        },
+        config::ImportMode::Drop => domain::import::ImportOptions {
+            drop: true,
+            keep: false,
+        },
+    };
+    StartupImport::new(&bytes, &path.to_string_lossy(), options)
         .map_err(|e| RunError::Import(format!("the import file {shown}: {}", describe(&e))))
 }
 
@@ -208,14 +222,30 @@ async fn load_and_seed(
     shutdown: CancellationToken,
 ) -> Result<(), String> {
     loop {
+        // Err(Some(reason)): stop the replica; Err(None): retry (logged).
         let attempt = async {
-            snapshot.refresh().await?;
-            service.seed_if_needed().await?;
+            let retry = |e: &dyn std::fmt::Display| {
+                tracing::warn!(error = %e, "cannot load the configuration yet; retrying");
+                None
+            };
+            snapshot.refresh().await.map_err(|e| retry(&e))?;
+            service.seed_if_needed().await.map_err(|e| retry(&e))?;
             if let Some(import) = &startup_import {
-                let report = service.import_at_startup(import).await?;
+                let report = service
+                    .import_at_startup(import)
+                    .await
+                    .map_err(|e| match e {
+                        service::ServiceError::Domain(e) => {
+                            Some(format!("the start-up import was refused: {}", describe(&e)))
+                        }
+                        service::ServiceError::Internal(cause) => {
+                            Some(format!("the start-up import failed: {cause}"))
+                        }
+                        other => retry(&other),
+                    })?;
                 tracing::info!(changed = report.changed, summary = ?report.summary, "start-up import");
             }
-            Ok::<_, service::ServiceError>(())
+            Ok::<_, Option<String>>(())
         };
         match attempt.await {
             Ok(()) => {
@@ -223,13 +253,12 @@ async fn load_and_seed(
                 tracing::info!(version = snapshot.state().version, "configuration loaded");
                 return Ok(());
             }
-            Err(service::ServiceError::Domain(e)) => {
-                let message = format!("the start-up import was refused: {}", describe(&e));
+            Err(Some(message)) => {
                 tracing::error!("{message}");
                 shutdown.cancel();
                 return Err(message);
             }
-            Err(e) => tracing::warn!(error = %e, "cannot load the configuration yet; retrying"),
+            Err(None) => {}
         }
         tokio::select! {
             _ = shutdown.cancelled() => return Ok(()),

@@ -13,7 +13,6 @@ use sha2::{Digest, Sha256};
 
 use super::projects::project_data;
 use super::{event_data, Actor, Plan, Service, ServiceError, COMMIT_ATTEMPTS};
-use crate::config::ImportMode;
 use crate::domain::event::EventKind;
 use crate::domain::import::ImportDocument;
 use crate::domain::import::{
@@ -24,7 +23,6 @@ use crate::domain::state::ConfigState;
 use crate::domain::tag::TagRef;
 use crate::domain::views::ContextFieldView;
 use crate::domain::{DomainError, ValidationErrors};
-use crate::snapshot::position_of;
 use crate::store::Collection;
 
 /// The document of `--import-file`, read when the replica starts and applied once per store:
@@ -38,26 +36,13 @@ pub struct StartupImport {
 }
 
 impl StartupImport {
-    /// Parses `bytes` (JSON or YAML, by `file_name`'s extension or by sniffing).
-    pub fn new(bytes: &[u8], file_name: &str, mode: ImportMode) -> Result<Self, DomainError> {
+    /// Parses `bytes` (JSON or YAML, by `file_name`'s extension or by sniffing), to apply
+    /// with `options`.
+    pub fn new(bytes: &[u8], file_name: &str, options: ImportOptions) -> Result<Self, DomainError> {
         let document = parse_document(bytes, DocumentFormat::of_file_name(file_name))?;
-        let options = match mode {
-            ImportMode::Keep => ImportOptions {
-                drop: false,
-                keep: true,
-            },
-            ImportMode::Overwrite => ImportOptions {
-                drop: false,
-                keep: false,
-            },
-            ImportMode::Drop => ImportOptions {
-                drop: true,
-                keep: false,
-            },
-        };
         let mut hash = Sha256::new();
         hash.update(bytes);
-        hash.update(format!("{mode:?}").as_bytes());
+        hash.update([u8::from(options.drop), u8::from(options.keep)]);
         let digest = hash.finalize();
         let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
         Ok(Self {
@@ -262,29 +247,57 @@ async fn blocking<T: Send + 'static>(
 /// Whether `state` is exactly `base`: the same position and the same maps (a decision's
 /// state also holds what this replica decided but has not committed yet).
 fn same_base(state: &ConfigState, base: &ConfigState) -> bool {
-    position_of(state) == position_of(base)
-        && state.features.ptr_eq(&base.features)
-        && state.archive.ptr_eq(&base.archive)
-        && state.strategies.ptr_eq(&base.strategies)
-        && state.tag_types.ptr_eq(&base.tag_types)
-        && state.tags.ptr_eq(&base.tags)
-        && state.projects.ptr_eq(&base.projects)
-        && state.context_fields.ptr_eq(&base.context_fields)
-        && state.addons.ptr_eq(&base.addons)
-        && state.counters.ptr_eq(&base.counters)
+    // Destructured so that a new collection cannot be forgotten here.
+    let ConfigState {
+        version,
+        head,
+        features,
+        archive,
+        strategies,
+        tag_types,
+        tags,
+        projects,
+        context_fields,
+        addons,
+        counters,
+    } = base;
+    state.version == *version
+        && state.head == *head
+        && state.features.ptr_eq(features)
+        && state.archive.ptr_eq(archive)
+        && state.strategies.ptr_eq(strategies)
+        && state.tag_types.ptr_eq(tag_types)
+        && state.tags.ptr_eq(tags)
+        && state.projects.ptr_eq(projects)
+        && state.context_fields.ptr_eq(context_fields)
+        && state.addons.ptr_eq(addons)
+        && state.counters.ptr_eq(counters)
 }
 
 /// Whether two configurations hold the same records.
 fn same_records(a: &ConfigState, b: &ConfigState) -> bool {
-    a.features == b.features
-        && a.archive == b.archive
-        && a.strategies == b.strategies
-        && a.tag_types == b.tag_types
-        && a.tags == b.tags
-        && a.projects == b.projects
-        && a.context_fields == b.context_fields
-        && a.addons == b.addons
-        && a.counters == b.counters
+    let ConfigState {
+        version: _,
+        head: _,
+        features,
+        archive,
+        strategies,
+        tag_types,
+        tags,
+        projects,
+        context_fields,
+        addons,
+        counters,
+    } = b;
+    a.features == *features
+        && a.archive == *archive
+        && a.strategies == *strategies
+        && a.tag_types == *tag_types
+        && a.tags == *tags
+        && a.projects == *projects
+        && a.context_fields == *context_fields
+        && a.addons == *addons
+        && a.counters == *counters
 }
 
 /// What happened to one record.

@@ -206,8 +206,7 @@ impl Service {
                 Ok(decided) => decided,
                 Err(DecideError::Store(e)) => return Err(ServiceError::Store(e)),
                 Err(DecideError::Busy) => {
-                    // The batch is full: let it go out, then decide again.
-                    // Let the committer take the batch out, then decide again.
+                    // The batch is full: let the committer take it out, then decide again.
                     self.writes.start_committer(&target);
                     tokio::time::sleep(std::time::Duration::from_millis(1)).await;
                     continue;

@@ -4,6 +4,7 @@
 use serde_json::json;
 
 use super::{Actor, Plan, Service, ServiceError};
+use crate::domain::addon::addon_reading_tag_type;
 use crate::domain::event::EventKind;
 use crate::domain::state::ConfigState;
 use crate::domain::tag::{Tag, TagRef, TagSpec, TagType, TagTypeSpec};
@@ -166,6 +167,11 @@ impl Service {
             if !state.tag_types.contains_key(name) {
                 return Err(DomainError::NotFound(format!(
                     "Could not find tag type \"{name}\""
+                )));
+            }
+            if let Some(id) = addon_reading_tag_type(state, name) {
+                return Err(DomainError::InUse(format!(
+                    "Tag type \"{name}\" is read by addon {id}; delete the addon first"
                 )));
             }
             let mut plan = Plan::new(now, ());

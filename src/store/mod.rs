@@ -213,7 +213,7 @@ pub const CHANGE_LOG_LENGTH: u64 = 1000;
 /// A change set whose JSON is larger than this (a large import) is logged without its
 /// changes, and replicas that meet it reload everything: the change log is bounded by
 /// entries, and entries of several MiB each would make it unbounded in bytes.
-pub const LOGGED_CHANGES_MAX: usize = 1 << 20;
+pub const LOGGED_CHANGES_MAX: usize = 256 << 10;
 
 /// Serialises an event for storage, without its id (the store assigns it).
 pub(crate) fn encode_event(event: &NewEvent) -> Result<String, StoreError> {

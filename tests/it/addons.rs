@@ -312,6 +312,18 @@ async fn slack_addons_bring_their_tag_type(backend: &Backend) {
     .expect(400);
     let tag_type = app.get("/api/admin/tag-types/slack").await.expect(200).json;
     assert_eq!(tag_type["tagType"]["icon"], "S");
+    // The addon reads it: it stays, whether deleted directly or dropped by an import.
+    app.delete("/api/admin/tag-types/slack")
+        .await
+        .expect(409)
+        .error_message();
+    app.post(
+        "/api/admin/state/import?drop=true",
+        json!({"tagTypes": [{"name": "simple", "description": "", "icon": "#"}]}),
+    )
+    .await
+    .expect(202);
+    app.get("/api/admin/tag-types/slack").await.expect(200);
 }
 
 /// A configuration is part of the snapshot: another replica has it with the next version.

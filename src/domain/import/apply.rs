@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::document::ImportDocument;
+use crate::domain::addon::addon_reading_tag_type;
 use crate::domain::context_field::is_built_in;
 use crate::domain::event_diff::differences;
 use crate::domain::state::ConfigState;
@@ -195,13 +196,20 @@ pub fn apply_import(
     }
     if let Some(tag_types) = &document.tag_types {
         let listed: Vec<_> = tag_types.iter().map(|(_, t)| t.clone()).collect();
+        // A tag type an addon reads (slack channels) stays, as a deletion would refuse.
+        let read_by_addons: Vec<String> = next
+            .tag_types
+            .keys()
+            .filter(|name| addon_reading_tag_type(state, name).is_some())
+            .cloned()
+            .collect();
         let (counts, removed) = merge(
             &mut next.tag_types,
             listed,
             options,
             |t| &t.name,
             |_, _| {},
-            |_| false,
+            |name| read_by_addons.iter().any(|n| n == name),
         );
         let gone: Vec<TagRef> = next
             .tags
