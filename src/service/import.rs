@@ -14,10 +14,9 @@ use sha2::{Digest, Sha256};
 use super::projects::project_data;
 use super::{event_data, Actor, Plan, Service, ServiceError, COMMIT_ATTEMPTS};
 use crate::domain::event::EventKind;
-use crate::domain::import::ImportDocument;
 use crate::domain::import::{
-    apply_import, parse_document, read_document, DocumentFormat, ImportOptions, ImportSummary,
-    ToggleChange,
+    apply_import, parse_document, read_document, DocumentFormat, ImportDocument, ImportOptions,
+    ImportSummary, ToggleChange,
 };
 use crate::domain::state::ConfigState;
 use crate::domain::tag::TagRef;
@@ -70,8 +69,7 @@ pub struct ImportReport {
 
 impl Service {
     /// Imports `document` (JSON, or YAML turned into JSON) with `options`; `dry_run` only
-    /// reports. `marker`, when given, names a counter record the commit sets and whose
-    /// presence makes the import a no-op (the start-up seed's "applied once").
+    /// reports.
     pub async fn import_state(
         &self,
         actor: &Actor,
