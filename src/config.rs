@@ -95,6 +95,48 @@ pub struct Settings {
     /// for toggles, archives) what the document does not list.
     #[arg(long, env = "FLAGPOLE_IMPORT_MODE", value_enum, default_value = "keep")]
     pub import_mode: ImportMode,
+
+    /// This service's public base URL (e.g. `https://flags.example.com`): chat messages link
+    /// to the toggles under it.
+    #[arg(long, env = "FLAGPOLE_PUBLIC_URL", help_heading = "Addon delivery")]
+    pub public_url: Option<url::Url>,
+
+    /// Run the addon delivery worker on this replica (any number of replicas may: they share
+    /// the queue, each job goes to one of them).
+    #[arg(long, env = "FLAGPOLE_DELIVERY", default_value_t = true, action = clap::ArgAction::Set, help_heading = "Addon delivery")]
+    pub delivery: bool,
+
+    /// Attempts per delivery before it becomes a dead letter.
+    #[arg(long, env = "FLAGPOLE_DELIVERY_MAX_ATTEMPTS", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100), help_heading = "Addon delivery")]
+    pub delivery_max_attempts: u32,
+
+    /// Timeout of one delivery request, in milliseconds (connecting, sending and the answer).
+    #[arg(long, env = "FLAGPOLE_DELIVERY_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=300_000), help_heading = "Addon delivery")]
+    pub delivery_timeout_ms: u64,
+
+    /// Delay before the first retry, in milliseconds; it doubles with every attempt (with
+    /// jitter), up to `--delivery-backoff-max-ms`.
+    #[arg(long, env = "FLAGPOLE_DELIVERY_BACKOFF_MS", default_value_t = 1_000, value_parser = clap::value_parser!(u64).range(1..=3_600_000), help_heading = "Addon delivery")]
+    pub delivery_backoff_ms: u64,
+
+    /// Longest delay between two attempts, in milliseconds (a receiver's `Retry-After` may ask
+    /// for up to an hour).
+    #[arg(long, env = "FLAGPOLE_DELIVERY_BACKOFF_MAX_MS", default_value_t = 300_000, value_parser = clap::value_parser!(u64).range(1..=86_400_000), help_heading = "Addon delivery")]
+    pub delivery_backoff_max_ms: u64,
+
+    /// A job taken by a replica and not settled within this many milliseconds (the replica
+    /// died) is claimed by another (Redis store). One attempt is cut off at half of it.
+    #[arg(long, env = "FLAGPOLE_DELIVERY_VISIBILITY_TIMEOUT_MS", default_value_t = 60_000, value_parser = clap::value_parser!(u64).range(200..=3_600_000), help_heading = "Addon delivery")]
+    pub delivery_visibility_timeout_ms: u64,
+
+    /// Deliveries one replica makes at once, over all addons.
+    #[arg(long, env = "FLAGPOLE_DELIVERY_CONCURRENCY", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1024), help_heading = "Addon delivery")]
+    pub delivery_concurrency: u32,
+
+    /// Deliveries one replica makes at once to one addon (a receiver that hangs holds at most
+    /// this many).
+    #[arg(long, env = "FLAGPOLE_DELIVERY_CONCURRENCY_PER_ADDON", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024), help_heading = "Addon delivery")]
+    pub delivery_concurrency_per_addon: u32,
 }
 
 /// How the start-up import meets existing records.

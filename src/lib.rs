@@ -35,6 +35,9 @@ pub enum RunError {
     Store(#[from] StoreError),
     #[error("server failed: {0}")]
     Serve(#[from] std::io::Error),
+    /// The delivery worker cannot start.
+    #[error("{0}")]
+    Delivery(String),
     /// The start-up import cannot be read or the store's configuration refuses it.
     #[error("{0}")]
     Import(String),
@@ -90,6 +93,17 @@ pub async fn run(
     ));
 
     workers.spawn(snapshot.clone().run_client_builder(shutdown.clone()));
+
+    if settings.delivery {
+        let worker = delivery::DeliveryWorker::new(
+            store.clone(),
+            snapshot.clone(),
+            metrics.clone(),
+            delivery::DeliverySettings::from_settings(&settings),
+        )
+        .map_err(RunError::Delivery)?;
+        workers.spawn(Arc::new(worker).run(shutdown.clone()));
+    }
 
     let usage = Arc::new(usage::UsageRecorder::new(store.usage(), metrics.clone()));
     workers.spawn(keep_fresh(

@@ -47,6 +47,16 @@ pub enum EventKind {
     AddonConfigDeleted,
 }
 
+impl EventKind {
+    /// The kind as recorded (`feature-created`).
+    pub fn name(self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
+}
+
 /// An event about to be recorded; the store assigns its id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -95,7 +105,11 @@ impl Event {
 impl NewEvent {
     /// The toggle this event is about, if any (the key of the per-toggle event index).
     pub fn toggle_name(&self) -> Option<&str> {
-        let kind = serde_json::to_value(self.kind).ok()?;
-        toggle_of(kind.as_str()?, &self.data)
+        toggle_of(&self.kind_name(), &self.data)
+    }
+
+    /// The event kind as recorded (`feature-created`).
+    pub fn kind_name(&self) -> String {
+        self.kind.name()
     }
 }

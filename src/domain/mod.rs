@@ -3,6 +3,7 @@
 pub mod addon;
 pub mod constraint;
 pub mod context_field;
+pub mod delivery;
 pub mod error;
 pub mod event;
 pub mod event_diff;

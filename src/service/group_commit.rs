@@ -21,9 +21,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::oneshot;
 
+use crate::domain::delivery::subscribers;
 use crate::domain::event::NewEvent;
 use crate::domain::state::ConfigState;
 use crate::snapshot::{apply_changes, position_of, Snapshot};
+use crate::store::delivery::NewDelivery;
 use crate::store::{Change, Collection, CommitOutcome, Position, Store, StoreError};
 use crate::telemetry::metrics::Metrics;
 
@@ -50,6 +52,8 @@ pub enum Outcome {
 struct Batch {
     changes: Vec<Change>,
     events: Vec<NewEvent>,
+    /// The addon deliveries of `events` (indexes into them).
+    deliveries: Vec<NewDelivery>,
     writers: Vec<oneshot::Sender<Outcome>>,
     /// Writers whose decision writes nothing (their reads are not in `changes`).
     confirms: usize,
@@ -173,6 +177,19 @@ impl GroupCommit {
             apply_changes(&mut next, &changes).map_err(DecideError::Store)?;
             *state = next;
         }
+        // Each event goes to the addons subscribed to it in the state it leads to.
+        for (i, event) in events.iter().enumerate() {
+            let kind = event.kind_name();
+            open.deliveries
+                .extend(
+                    subscribers(state, &kind)
+                        .into_iter()
+                        .map(|addon| NewDelivery {
+                            event: open.events.len() + i,
+                            addon,
+                        }),
+                );
+        }
         let (sender, receiver) = oneshot::channel();
         open.changes.extend(changes);
         open.events.extend(events);
@@ -263,7 +280,7 @@ impl GroupCommit {
                 false => CommitOutcome::Conflict { current },
             })
         } else {
-            let commit = store.commit(base, &batch.changes, &batch.events);
+            let commit = store.commit(base, &batch.changes, &batch.events, &batch.deliveries);
             metrics.usage.timed("commit", commit).await
         };
         let outcome = match committed {
@@ -361,7 +378,9 @@ async fn rebase(
         }
         let mut rebased = (*state).clone();
         apply_changes(&mut rebased, &batch.changes).ok()?;
-        let commit = target.store.commit(now, &batch.changes, &batch.events);
+        let commit = target
+            .store
+            .commit(now, &batch.changes, &batch.events, &batch.deliveries);
         match target.metrics.usage.timed("commit", commit).await {
             Ok(CommitOutcome::Committed { position }) => {
                 if let Err(e) = target.snapshot.apply_commit(now, position, rebased).await {

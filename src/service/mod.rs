@@ -4,6 +4,7 @@
 
 pub mod addons;
 pub mod context_fields;
+mod deliveries;
 mod group_commit;
 pub mod import;
 pub mod projects;

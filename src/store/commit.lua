@@ -1,14 +1,18 @@
 -- Atomic commit: check the position (version and the id of the commit that made it), apply
 -- record changes, bump the version, record the new commit id, log the change set, append audit
--- events with consecutive ids, and announce the new version.
+-- events with consecutive ids, queue the addon deliveries of the events, and announce the new
+-- version.
 -- KEYS[1] version, KEYS[2] changes stream, KEYS[3] events stream, KEYS[4] event id sequence,
--- KEYS[5] head (latest commit id), KEYS[6 .. 5+n] the n collection hashes, named by ARGV[9..]
--- in order, then the per-toggle event index lists the events refer to.
+-- KEYS[5] head (latest commit id), KEYS[6] deliveries stream, KEYS[7 .. 6+n] the n collection
+-- hashes, named by ARGV[12..] in order, then the per-toggle event index lists and the
+-- per-addon delivery logs the events refer to.
 -- ARGV[1] expected version, ARGV[2] expected head ('0' for a store never written), ARGV[3]
 -- changes (JSON array of {c, k, v}), ARGV[4] events (JSON array of [event document without id,
--- KEYS index of its toggle's index list or 0]), ARGV[5] change-log length, ARGV[6] notify
--- channel, ARGV[7] this commit's id, ARGV[8] '1' to log the changes, '0' to log them as too
--- large ('null': replicas reload everything).
+-- KEYS index of its toggle's index list or 0, event kind, deliveries as [addon id, KEYS index
+-- of the addon's log hash, KEYS index of its recent set]]), ARGV[5] change-log length, ARGV[6]
+-- notify channel, ARGV[7] this commit's id, ARGV[8] '1' to log the changes, '0' to log them as
+-- too large ('null': replicas reload everything), ARGV[9] now in epoch ms, ARGV[10] now in
+-- RFC 3339, ARGV[11] unused (reserved).
 local current = tonumber(redis.call('GET', KEYS[1]) or '0')
 local head = redis.call('GET', KEYS[5]) or '0'
 if current ~= tonumber(ARGV[1]) or head ~= ARGV[2] then
@@ -16,8 +20,8 @@ if current ~= tonumber(ARGV[1]) or head ~= ARGV[2] then
 end
 -- Validate everything before the first write: Redis does not roll back a failed script.
 local hashes = {}
-for i = 9, #ARGV do
-  hashes[ARGV[i]] = KEYS[i - 3]
+for i = 12, #ARGV do
+  hashes[ARGV[i]] = KEYS[i - 5]
 end
 local changes = cjson.decode(ARGV[3])
 for _, ch in ipairs(changes) do
@@ -60,6 +64,18 @@ for _, ev in ipairs(events) do
   redis.call('XADD', KEYS[3], id .. '-0', 'event', '{"id":' .. id .. ',' .. string.sub(ev[1], 2))
   if ev[2] > 0 then
     redis.call('RPUSH', KEYS[ev[2]], id)
+  end
+  -- Built by hand: cjson would write large integers in exponent form.
+  for _, d in ipairs(ev[4]) do
+    local delivery = id .. '.' .. d[1]
+    local common = '"eventId":' .. id .. ',"addonId":' .. d[1] .. ',"type":"' .. ev[3] .. '"'
+    redis.call('XADD', KEYS[6], '*', 'job', '{"delivery":"' .. delivery .. '","event":' .. id
+      .. ',"addon":' .. d[1] .. ',"type":"' .. ev[3] .. '","version":' .. version
+      .. ',"attempts":0,"sent":0,"queued":' .. ARGV[9] .. '}')
+    redis.call('HSET', KEYS[d[2]], delivery, '{"id":"' .. delivery .. '",' .. common
+      .. ',"status":"queued","attempts":0,"createdAt":"' .. ARGV[10] .. '","updatedAt":"'
+      .. ARGV[10] .. '"}')
+    redis.call('ZADD', KEYS[d[3]], id, delivery)
   end
 end
 redis.call('PUBLISH', ARGV[6], version)

@@ -8,10 +8,12 @@ use std::time::Duration;
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
+use super::delivery::{self, embedded::EmbeddedDeliveries, NewDelivery};
 use super::{
     decode_event, encode_event, random_id, Change, ChangeSet, Collection, CommitOutcome, Position,
     Records, StoreError, CHANGE_LOG_LENGTH, LOGGED_CHANGES_MAX,
 };
+use crate::domain::delivery::{delivery_id, DeliveryJob, DeliveryRecord};
 use crate::domain::event::{Event, NewEvent};
 
 /// (collection, key) → JSON document.
@@ -32,6 +34,7 @@ const LOCK_WAIT: Duration = Duration::from_secs(5);
 #[derive(Clone)]
 pub struct EmbeddedStore {
     db: Arc<Database>,
+    deliveries: EmbeddedDeliveries,
 }
 
 fn failed(e: impl std::fmt::Display) -> StoreError {
@@ -106,8 +109,13 @@ impl EmbeddedStore {
             txn.open_table(TOGGLE_EVENTS).map_err(failed)?;
         }
         super::usage::embedded::create_tables(&txn)?;
+        super::delivery::embedded::create_tables(&txn)?;
         txn.commit().map_err(failed)?;
-        Ok(Self { db: Arc::new(db) })
+        let db = Arc::new(db);
+        Ok(Self {
+            deliveries: EmbeddedDeliveries::new(db.clone()),
+            db,
+        })
     }
 
     /// Runs blocking redb work off the async runtime.
@@ -117,6 +125,11 @@ impl EmbeddedStore {
         F: FnOnce(&Database) -> Result<T, StoreError> + Send + 'static,
     {
         run_blocking(&self.db, work).await
+    }
+
+    /// The delivery queue of this backend (same database file).
+    pub fn deliveries(&self) -> EmbeddedDeliveries {
+        self.deliveries.clone()
     }
 
     /// The usage side of this backend (same database file).
@@ -205,6 +218,7 @@ impl EmbeddedStore {
         expected: Position,
         changes: &[Change],
         events: &[NewEvent],
+        deliveries: &[NewDelivery],
     ) -> Result<CommitOutcome, StoreError> {
         let head = random_id();
         let mut logged = serde_json::to_string(&LoggedChanges {
@@ -221,55 +235,90 @@ impl EmbeddedStore {
         }
         let events = events
             .iter()
-            .map(|e| Ok((encode_event(e)?, e.toggle_name().map(str::to_string))))
+            .map(|e| {
+                let toggle = e.toggle_name().map(str::to_string);
+                Ok((encode_event(e)?, toggle, e.kind_name()))
+            })
             .collect::<Result<Vec<_>, StoreError>>()?;
         let changes = changes.to_vec();
+        let deliveries = deliveries.to_vec();
+        let queues_jobs = !deliveries.is_empty();
+        let committed = self
+            .blocking(move |db| {
+                let txn = db.begin_write().map_err(failed)?;
+                let position;
+                {
+                    let mut meta = txn.open_table(META).map_err(failed)?;
+                    let current = read_position(&meta)?;
+                    if current != expected {
+                        return Ok(CommitOutcome::Conflict { current });
+                    }
+                    let version = current.version + 1;
+                    position = Position { head, version };
+                    meta.insert("version", version).map_err(failed)?;
+                    meta.insert("head", head).map_err(failed)?;
+                    let mut records = txn.open_table(RECORDS).map_err(failed)?;
+                    for change in &changes {
+                        let key = (change.collection.as_str(), change.key.as_str());
+                        match &change.value {
+                            Some(value) => records.insert(key, value.as_str()).map(|_| ()),
+                            None => records.remove(key).map(|_| ()),
+                        }
+                        .map_err(failed)?;
+                    }
+                    let mut log = txn.open_table(CHANGES).map_err(failed)?;
+                    log.insert(version, logged.as_str()).map_err(failed)?;
+                    if version > CHANGE_LOG_LENGTH {
+                        let cutoff = version - CHANGE_LOG_LENGTH;
+                        log.retain_in(..cutoff, |_, _| false).map_err(failed)?;
+                    }
+                    let mut seq = meta
+                        .get("event_seq")
+                        .map_err(failed)?
+                        .map_or(0, |v| v.value());
+                    let mut table = txn.open_table(EVENTS).map_err(failed)?;
+                    let mut index = txn.open_table(TOGGLE_EVENTS).map_err(failed)?;
+                    let now = chrono::Utc::now();
+                    for (i, (event, toggle, kind)) in events.iter().enumerate() {
+                        seq += 1;
+                        let record = format!("{{\"id\":{seq},{}", &event[1..]);
+                        table.insert(seq, record.as_str()).map_err(failed)?;
+                        if let Some(name) = toggle {
+                            index.insert((name.as_str(), seq), ()).map_err(failed)?;
+                        }
+                        for d in deliveries.iter().filter(|d| d.event == i) {
+                            let job = DeliveryJob {
+                                delivery: delivery_id(seq, d.addon),
+                                event: seq,
+                                addon: d.addon,
+                                kind: kind.clone(),
+                                version,
+                                attempts: 0,
+                                sent: 0,
+                                queued: now.timestamp_millis(),
+                            };
+                            let record = DeliveryRecord::queued(&job, now);
+                            delivery::embedded::queue(&txn, &job, job.queued, &record)?;
+                        }
+                    }
+                    meta.insert("event_seq", seq).map_err(failed)?;
+                }
+                txn.commit().map_err(failed)?;
+                Ok(CommitOutcome::Committed { position })
+            })
+            .await;
+        if queues_jobs && matches!(committed, Ok(CommitOutcome::Committed { .. })) {
+            self.deliveries.wake();
+        }
+        committed
+    }
+
+    pub(super) async fn event(&self, id: u64) -> Result<Option<Event>, StoreError> {
         self.blocking(move |db| {
-            let txn = db.begin_write().map_err(failed)?;
-            let position;
-            {
-                let mut meta = txn.open_table(META).map_err(failed)?;
-                let current = read_position(&meta)?;
-                if current != expected {
-                    return Ok(CommitOutcome::Conflict { current });
-                }
-                let version = current.version + 1;
-                position = Position { head, version };
-                meta.insert("version", version).map_err(failed)?;
-                meta.insert("head", head).map_err(failed)?;
-                let mut records = txn.open_table(RECORDS).map_err(failed)?;
-                for change in &changes {
-                    let key = (change.collection.as_str(), change.key.as_str());
-                    match &change.value {
-                        Some(value) => records.insert(key, value.as_str()).map(|_| ()),
-                        None => records.remove(key).map(|_| ()),
-                    }
-                    .map_err(failed)?;
-                }
-                let mut log = txn.open_table(CHANGES).map_err(failed)?;
-                log.insert(version, logged.as_str()).map_err(failed)?;
-                if version > CHANGE_LOG_LENGTH {
-                    let cutoff = version - CHANGE_LOG_LENGTH;
-                    log.retain_in(..cutoff, |_, _| false).map_err(failed)?;
-                }
-                let mut seq = meta
-                    .get("event_seq")
-                    .map_err(failed)?
-                    .map_or(0, |v| v.value());
-                let mut table = txn.open_table(EVENTS).map_err(failed)?;
-                let mut index = txn.open_table(TOGGLE_EVENTS).map_err(failed)?;
-                for (event, toggle) in &events {
-                    seq += 1;
-                    let record = format!("{{\"id\":{seq},{}", &event[1..]);
-                    table.insert(seq, record.as_str()).map_err(failed)?;
-                    if let Some(name) = toggle {
-                        index.insert((name.as_str(), seq), ()).map_err(failed)?;
-                    }
-                }
-                meta.insert("event_seq", seq).map_err(failed)?;
-            }
-            txn.commit().map_err(failed)?;
-            Ok(CommitOutcome::Committed { position })
+            let txn = db.begin_read().map_err(failed)?;
+            let table = txn.open_table(EVENTS).map_err(failed)?;
+            let raw = table.get(id).map_err(failed)?;
+            raw.map(|raw| decode_event(raw.value())).transpose()
         })
         .await
     }

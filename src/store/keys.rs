@@ -9,6 +9,9 @@
 
 use super::Collection;
 
+/// The consumer group of the `deliveries` stream, shared by every replica's delivery worker.
+pub const DELIVERY_GROUP: &str = "flagpole-delivery";
+
 /// Builds the keys of one installation.
 #[derive(Debug, Clone)]
 pub struct Keys {
@@ -69,6 +72,37 @@ impl Keys {
     /// Pub/sub channel carrying each new version number; published by the commit script.
     pub fn notify_channel(&self) -> String {
         format!("{}:notify", self.tag)
+    }
+
+    /// Stream of delivery jobs, field `job` = JSON `DeliveryJob`; read through the consumer
+    /// group `DELIVERY_GROUP`; appended by the commit script (and by retries and redeliveries),
+    /// each entry deleted once settled, so it holds only unsettled jobs.
+    pub fn deliveries(&self) -> String {
+        format!("{}:deliveries", self.tag)
+    }
+
+    /// Sorted set, JSON `DeliveryJob` scored by the epoch milliseconds its next attempt is due;
+    /// added by the settle script, moved back into `deliveries` when due by the promote script.
+    pub fn delivery_retries(&self) -> String {
+        format!("{}:delivery-retries", self.tag)
+    }
+
+    /// Stream, the dead letters of addon `addon`: fields `job` (JSON `DeliveryJob`), `error`,
+    /// `at` (RFC 3339); appended by the settle script, entries deleted when redelivered; never
+    /// trimmed.
+    pub fn delivery_dead(&self, addon: u64) -> String {
+        format!("{}:delivery-dead:{addon}", self.tag)
+    }
+
+    /// Hash, delivery id → JSON `DeliveryRecord` of addon `addon`'s deliveries; written by the
+    /// commit, settle and redeliver scripts; trimmed with `delivery_recent` to `LOG_LENGTH`.
+    pub fn delivery_log(&self, addon: u64) -> String {
+        format!("{}:delivery-log:{addon}", self.tag)
+    }
+
+    /// Sorted set, addon `addon`'s delivery ids scored by event id (the order of its log).
+    pub fn delivery_recent(&self, addon: u64) -> String {
+        format!("{}:delivery-recent:{addon}", self.tag)
     }
 
     /// Hash, the evaluations counted in one minute (minutes since the epoch): field

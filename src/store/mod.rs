@@ -3,6 +3,7 @@
 //! atomically under an optimistic version check, keep a change log and the audit log.
 //! Domain rules live above, in `service/`.
 
+pub mod delivery;
 pub mod embedded;
 pub mod keys;
 pub mod redis;
@@ -11,6 +12,7 @@ pub mod usage;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::event::{Event, NewEvent};
+use delivery::{DeliveryQueue, NewDelivery};
 
 /// A named set of records (one Redis hash, one slice of the embedded table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -172,17 +174,34 @@ impl Store {
         }
     }
 
-    /// Applies `changes`, bumps the version, logs the change set and appends `events`, all in
-    /// one atomic step, provided the store is still at `expected`.
+    /// Applies `changes`, bumps the version, logs the change set, appends `events` and queues
+    /// their `deliveries`, all in one atomic step, provided the store is still at `expected`.
     pub async fn commit(
         &self,
         expected: Position,
         changes: &[Change],
         events: &[NewEvent],
+        deliveries: &[NewDelivery],
     ) -> Result<CommitOutcome, StoreError> {
         match self {
-            Store::Redis(s) => s.commit(expected, changes, events).await,
-            Store::Embedded(s) => s.commit(expected, changes, events).await,
+            Store::Redis(s) => s.commit(expected, changes, events, deliveries).await,
+            Store::Embedded(s) => s.commit(expected, changes, events, deliveries).await,
+        }
+    }
+
+    /// The recorded event `id`, if any.
+    pub async fn event(&self, id: u64) -> Result<Option<Event>, StoreError> {
+        match self {
+            Store::Redis(s) => s.event(id).await,
+            Store::Embedded(s) => s.event(id).await,
+        }
+    }
+
+    /// The addon delivery queue.
+    pub fn deliveries(&self) -> DeliveryQueue {
+        match self {
+            Store::Redis(s) => DeliveryQueue::Redis(s.deliveries()),
+            Store::Embedded(s) => DeliveryQueue::Embedded(s.deliveries()),
         }
     }
 

@@ -12,6 +12,7 @@ use redis::{AsyncCommands, Client, Script};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use super::delivery::{redis::RedisDeliveries, NewDelivery};
 use super::keys::Keys;
 use super::{
     decode_event, encode_event, random_id, Change, ChangeSet, Collection, CommitOutcome, Position,
@@ -73,6 +74,21 @@ impl RedisStore {
             keys: Arc::new(Keys::new(prefix)),
             commit_script: Arc::new(Script::new(include_str!("commit.lua"))),
         })
+    }
+
+    /// The delivery queue of this installation.
+    pub fn deliveries(&self) -> RedisDeliveries {
+        RedisDeliveries::new(self.client.clone(), self.conn.clone(), self.keys.clone())
+    }
+
+    pub(super) async fn event(&self, id: u64) -> Result<Option<Event>, StoreError> {
+        let mut conn = self.conn.clone();
+        let entry = format!("{id}-0");
+        let reply: StreamRangeReply = conn
+            .xrange(self.keys.events(), &entry, &entry)
+            .await
+            .map_err(unavailable)?;
+        reply.ids.first().map(stream_event).transpose()
     }
 
     /// The usage side of this backend (same connection, same key prefix).
@@ -204,29 +220,40 @@ impl RedisStore {
         expected: Position,
         changes: &[Change],
         events: &[NewEvent],
+        deliveries: &[NewDelivery],
     ) -> Result<CommitOutcome, StoreError> {
         let changes_json =
             serde_json::to_string(changes).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        // Per-toggle index lists are declared as keys after the collections (KEYS is 1-based:
-        // 5 fixed keys, then the collections).
-        let mut index_keys: Vec<String> = Vec::new();
-        let mut encoded = Vec::with_capacity(events.len());
-        for event in events {
-            let slot = match event.toggle_name() {
-                Some(name) => {
-                    let key = self.keys.toggle_events(name);
-                    let position = match index_keys.iter().position(|k| *k == key) {
-                        Some(i) => i,
-                        None => {
-                            index_keys.push(key);
-                            index_keys.len() - 1
-                        }
-                    };
-                    5 + Collection::ALL.len() + position + 1
+        // Per-toggle index lists and per-addon delivery logs are declared as keys after the
+        // collections (KEYS is 1-based: 6 fixed keys, then the collections).
+        let mut extra_keys: Vec<String> = Vec::new();
+        let mut slot_of = |key: String| {
+            let position = match extra_keys.iter().position(|k| *k == key) {
+                Some(i) => i,
+                None => {
+                    extra_keys.push(key);
+                    extra_keys.len() - 1
                 }
-                None => 0,
             };
-            encoded.push((encode_event(event)?, slot));
+            6 + Collection::ALL.len() + position + 1
+        };
+        let mut encoded = Vec::with_capacity(events.len());
+        for (i, event) in events.iter().enumerate() {
+            let slot = event
+                .toggle_name()
+                .map_or(0, |name| slot_of(self.keys.toggle_events(name)));
+            let jobs: Vec<(String, usize, usize)> = deliveries
+                .iter()
+                .filter(|d| d.event == i)
+                .map(|d| {
+                    (
+                        d.addon.to_string(),
+                        slot_of(self.keys.delivery_log(d.addon)),
+                        slot_of(self.keys.delivery_recent(d.addon)),
+                    )
+                })
+                .collect();
+            encoded.push((encode_event(event)?, slot, event.kind_name(), jobs));
         }
         let events_json =
             serde_json::to_string(&encoded).map_err(|e| StoreError::Corrupt(e.to_string()))?;
@@ -236,11 +263,12 @@ impl RedisStore {
             .key(self.keys.changes())
             .key(self.keys.events())
             .key(self.keys.event_seq())
-            .key(self.keys.head());
+            .key(self.keys.head())
+            .key(self.keys.deliveries());
         for c in Collection::ALL {
             invocation.key(self.keys.collection(c));
         }
-        for key in &index_keys {
+        for key in &extra_keys {
             invocation.key(key);
         }
         invocation
@@ -256,6 +284,11 @@ impl RedisStore {
             } else {
                 "1"
             });
+        let now = chrono::Utc::now();
+        invocation
+            .arg(now.timestamp_millis())
+            .arg(now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+            .arg("");
         for c in Collection::ALL {
             invocation.arg(c.as_str());
         }

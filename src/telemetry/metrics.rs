@@ -17,6 +17,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
+use super::delivery_metrics::DeliveryMetrics;
 use super::usage_metrics::UsageMetrics;
 use super::write_metrics::WriteMetrics;
 use crate::snapshot::Snapshot;
@@ -110,6 +111,8 @@ pub struct Metrics {
     pub usage: UsageMetrics,
     /// Configuration writes and client document builds.
     pub writes: WriteMetrics,
+    /// Addon deliveries.
+    pub deliveries: DeliveryMetrics,
 }
 
 fn http_histogram() -> Histogram {
@@ -196,9 +199,11 @@ impl Metrics {
         );
         let usage = UsageMetrics::register(&mut registry, toggle_usage_series);
         let writes = WriteMetrics::register(&mut registry);
+        let deliveries = DeliveryMetrics::register(&mut registry);
         Self {
             registry,
             writes,
+            deliveries,
             snapshot_staleness,
             usage,
             http,

@@ -1,6 +1,7 @@
 //! Logging setup (text or JSON lines, filtered by `RUST_LOG`, default `info`) and the
 //! Prometheus metrics.
 
+pub mod delivery_metrics;
 pub mod exposition;
 pub mod metrics;
 pub mod usage_metrics;

@@ -1,7 +1,8 @@
 //! `/api/admin/addons` (API-FACTS §8.1), and the spec's `POST /api/addons[/:id]` (spec §4.7).
-//! Sensitive parameters are always served masked.
+//! Sensitive parameters are always served masked. Also each addon's deliveries, dead letters
+//! and redelivery.
 
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -21,6 +22,16 @@ pub fn router() -> Router<AppState> {
         .route(
             "/addons/{id}",
             get(get_addon).put(update_addon).delete(delete_addon),
+        )
+        .route("/addons/{id}/deliveries", get(list_deliveries))
+        .route("/addons/{id}/deliveries/dead", get(list_dead_letters))
+        .route(
+            "/addons/{id}/deliveries/redeliver-dead",
+            post(redeliver_dead),
+        )
+        .route(
+            "/addons/{id}/deliveries/{delivery}/redeliver",
+            post(redeliver),
         )
 }
 
@@ -76,4 +87,42 @@ async fn delete_addon(
 ) -> ApiResult<StatusCode> {
     service.delete_addon(&actor, &id).await?;
     Ok(StatusCode::OK)
+}
+
+async fn list_deliveries(
+    State(service): State<Service>,
+    AppPath(id): AppPath<String>,
+    RawQuery(query): RawQuery,
+) -> ApiResult<Json<Value>> {
+    let limit = super::events::limit(query.as_deref())?;
+    let deliveries = service.deliveries(&id, limit).await?;
+    Ok(Json(json!({"deliveries": deliveries})))
+}
+
+async fn list_dead_letters(
+    State(service): State<Service>,
+    AppPath(id): AppPath<String>,
+) -> ApiResult<Json<Value>> {
+    let letters = service.dead_letters(&id).await?;
+    Ok(Json(json!({"deadLetters": letters})))
+}
+
+async fn redeliver(
+    State(service): State<Service>,
+    AppPath((id, delivery)): AppPath<(String, String)>,
+) -> ApiResult<Response> {
+    service.redeliver(&id, &delivery).await?;
+    Ok((StatusCode::ACCEPTED, Json(json!({"redelivered": 1}))).into_response())
+}
+
+async fn redeliver_dead(
+    State(service): State<Service>,
+    AppPath(id): AppPath<String>,
+) -> ApiResult<Response> {
+    let redelivered = service.redeliver_dead(&id).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({"redelivered": redelivered})),
+    )
+        .into_response())
 }

@@ -30,7 +30,8 @@ struct EventQuery {
     limit: Option<String>,
 }
 
-fn limit(query: Option<&str>) -> ApiResult<usize> {
+/// The `limit` of a listing query (also used by the deliveries listing).
+pub(super) fn limit(query: Option<&str>) -> ApiResult<usize> {
     let query: EventQuery = serde_html_form::from_str(query.unwrap_or(""))
         .map_err(|e| ApiError::bad_request("", format!("Invalid query string: {e}")))?;
     match query.limit {

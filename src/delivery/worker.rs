@@ -1,0 +1,437 @@
+//! The delivery worker of one replica: takes jobs from the store's queue (shared by all
+//! replicas), makes one attempt per job, and settles it: delivered, retried later, dead, or
+//! dropped. Also claims the jobs of replicas that died, moves due retries back into the queue
+//! and samples the queue's depth for the metrics.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::backoff::backoff;
+use super::request::requests;
+use super::send::{client, send_all, Failure};
+use crate::config::Settings;
+use crate::domain::delivery::{subscribes, DeliveryJob, DeliveryRecord, DeliveryStatus};
+use crate::snapshot::Snapshot;
+use crate::store::delivery::{DeliveryQueue, Settlement, TakenJob};
+use crate::store::{random_id, Store};
+use crate::telemetry::metrics::Metrics;
+
+/// The worker's settings (see `config.rs`).
+#[derive(Debug, Clone)]
+pub struct DeliverySettings {
+    pub max_attempts: u32,
+    pub timeout: Duration,
+    pub backoff: Duration,
+    pub backoff_max: Duration,
+    pub visibility: Duration,
+    pub concurrency: usize,
+    pub per_addon: usize,
+    pub public_url: Option<String>,
+}
+
+impl DeliverySettings {
+    /// The delivery settings among `settings`.
+    pub fn from_settings(settings: &Settings) -> Self {
+        Self {
+            max_attempts: settings.delivery_max_attempts,
+            timeout: Duration::from_millis(settings.delivery_timeout_ms),
+            backoff: Duration::from_millis(settings.delivery_backoff_ms),
+            backoff_max: Duration::from_millis(settings.delivery_backoff_max_ms),
+            visibility: Duration::from_millis(settings.delivery_visibility_timeout_ms),
+            concurrency: settings.delivery_concurrency as usize,
+            per_addon: settings.delivery_concurrency_per_addon as usize,
+            public_url: settings.public_url.as_ref().map(|u| u.to_string()),
+        }
+    }
+}
+
+/// One replica's delivery worker.
+pub struct DeliveryWorker {
+    queue: DeliveryQueue,
+    store: Store,
+    snapshot: Arc<Snapshot>,
+    metrics: Arc<Metrics>,
+    settings: DeliverySettings,
+    http: reqwest::Client,
+    /// This replica's name in the consumer group.
+    consumer: String,
+    /// Attempts in flight, over all addons.
+    overall: Arc<Semaphore>,
+    /// Attempts in flight per addon.
+    per_addon: Mutex<HashMap<u64, Arc<Semaphore>>>,
+}
+
+/// The result of one attempt: the settlement, and the provider and outcome for the metrics.
+struct Attempted {
+    settlement: Settlement,
+    provider: String,
+    outcome: &'static str,
+}
+
+impl DeliveryWorker {
+    /// A worker over `store`'s queue; fails when the HTTP client cannot be built.
+    pub fn new(
+        store: Store,
+        snapshot: Arc<Snapshot>,
+        metrics: Arc<Metrics>,
+        settings: DeliverySettings,
+    ) -> Result<Self, String> {
+        let http = client(settings.timeout).map_err(|e| format!("delivery HTTP client: {e}"))?;
+        let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "replica".into());
+        Ok(Self {
+            queue: store.deliveries(),
+            store,
+            snapshot,
+            metrics,
+            overall: Arc::new(Semaphore::new(settings.concurrency)),
+            settings,
+            http,
+            consumer: format!("{host}-{:016x}", random_id()),
+            per_addon: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Delivers until `shutdown`, then lets the attempts in flight finish (each is bounded by
+    /// half the visibility timeout) and settles them.
+    pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
+        while !self.snapshot.is_ready() {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+            }
+        }
+        let mut chores = JoinSet::new();
+        chores.spawn(self.clone().promote_due(shutdown.clone()));
+        chores.spawn(self.clone().reclaim(shutdown.clone()));
+        chores.spawn(self.clone().sample_depth(shutdown.clone()));
+        let mut attempts = JoinSet::new();
+        let mut failing = false;
+        loop {
+            // Take only what can be attempted at once.
+            let permit = tokio::select! {
+                _ = shutdown.cancelled() => break,
+                permit = self.overall.clone().acquire_owned() => permit,
+            };
+            let Ok(first) = permit else { break };
+            let room = self.overall.available_permits() + 1;
+            let taken = tokio::select! {
+                _ = shutdown.cancelled() => break,
+                taken = self.queue.take(&self.consumer, room.min(64)) => taken,
+            };
+            match taken {
+                Ok(jobs) => {
+                    if failing {
+                        tracing::info!("delivery queue reachable again");
+                        failing = false;
+                    }
+                    let mut first = Some(first);
+                    for job in jobs {
+                        let permit = match first.take() {
+                            Some(p) => p,
+                            None => match self.overall.clone().acquire_owned().await {
+                                Ok(p) => p,
+                                Err(_) => break,
+                            },
+                        };
+                        attempts.spawn(self.clone().process(job, permit));
+                    }
+                }
+                Err(e) => {
+                    if !failing {
+                        tracing::warn!(error = %e, "delivery queue unreachable; retrying");
+                    }
+                    failing = true;
+                    drop(first);
+                    tokio::select! {
+                        _ = shutdown.cancelled() => break,
+                        _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                    }
+                }
+            }
+            // Reap finished attempts so the set does not grow.
+            while attempts.try_join_next().is_some() {}
+        }
+        chores.shutdown().await;
+        while attempts.join_next().await.is_some() {}
+    }
+
+    /// Attempts one job and settles it; the permit is held throughout.
+    async fn process(self: Arc<Self>, taken: TakenJob, _permit: OwnedSemaphorePermit) {
+        let Some(attempted) = self.attempt(&taken.job).await else {
+            // The store could not be read: the job stays queued (Redis: until the visibility
+            // timeout lets a replica claim it).
+            self.queue.release(&taken).await;
+            return;
+        };
+        let mut delay = Duration::from_millis(100);
+        for _ in 0..6 {
+            match self.queue.settle(&taken, &attempted.settlement).await {
+                Ok(true) => {
+                    self.metrics
+                        .deliveries
+                        .settled(&attempted.provider, attempted.outcome);
+                    if let Settlement::Delivered(record) = &attempted.settlement {
+                        let seconds = record.latency_ms.unwrap_or(0) as f64 / 1000.0;
+                        self.metrics
+                            .deliveries
+                            .delivered_after(&attempted.provider, seconds);
+                    }
+                    return;
+                }
+                Ok(false) => {
+                    tracing::debug!(delivery = %taken.job.delivery, "settled by another replica");
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!(delivery = %taken.job.delivery, error = %e, "cannot settle a delivery yet");
+                    tokio::time::sleep(delay).await;
+                    delay *= 2;
+                }
+            }
+        }
+        // Still unsettled: it is attempted again later (a delivered job may then be sent twice,
+        // which its idempotency key lets the receiver see).
+        self.queue.release(&taken).await;
+    }
+
+    /// One attempt at `job`; `None` when the store cannot be read.
+    async fn attempt(&self, job: &DeliveryJob) -> Option<Attempted> {
+        let now = Utc::now();
+        if self.snapshot.state().version < job.version {
+            // Queued by a commit this replica has not seen yet.
+            let _ = self.snapshot.refresh().await;
+            if self.snapshot.state().version < job.version {
+                return Some(deferred("", now, Duration::from_millis(500)));
+            }
+        }
+        let state = self.snapshot.state();
+        let Some(addon) = state.addons.get(&job.addon.to_string()).cloned() else {
+            return Some(Attempted {
+                settlement: Settlement::Dropped(None),
+                provider: String::new(),
+                outcome: "dropped",
+            });
+        };
+        let provider = addon.provider.clone();
+        if !subscribes(&addon, &job.kind) {
+            let why = "the addon was disabled or no longer subscribes to this event";
+            return Some(dropped(job, provider, why, now));
+        }
+        let event = match self.store.event(job.event).await {
+            Ok(Some(event)) => event,
+            Ok(None) => return Some(dropped(job, provider, "the event no longer exists", now)),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the event of a delivery");
+                return None;
+            }
+        };
+        let public_url = self.settings.public_url.as_deref();
+        let requests = match requests(&addon, &event, &job.delivery, now, public_url) {
+            Ok(requests) => requests,
+            Err(e) => {
+                let failure = Failure {
+                    error: e.to_string(),
+                    status: None,
+                    retryable: false,
+                    retry_after: None,
+                };
+                return Some(self.failed(job, provider, failure, job.sent, now));
+            }
+        };
+        let Ok(_slot) = self.addon_slots(job.addon).try_acquire_owned() else {
+            // The addon has as many attempts in flight as it may: try again a little later
+            // rather than hold a slot other addons could use.
+            let wait = self.settings.timeout.min(Duration::from_secs(5));
+            return Some(deferred(&provider, now, wait));
+        };
+        let skip = (job.sent as usize).min(requests.len());
+        let deadline = Instant::now() + self.settings.visibility / 2;
+        let (sent, failure) = send_all(&self.http, &requests[skip..], deadline, || {
+            self.metrics.deliveries.attempted(&provider)
+        })
+        .await;
+        let sent = job.sent + u32::try_from(sent).unwrap_or(u32::MAX);
+        let now = Utc::now();
+        Some(match failure {
+            None => {
+                let mut record = record_of(job, DeliveryStatus::Delivered, now);
+                record.attempts = job.attempts + 1;
+                record.latency_ms = u64::try_from(now.timestamp_millis() - job.queued).ok();
+                Attempted {
+                    settlement: Settlement::Delivered(record),
+                    provider,
+                    outcome: "delivered",
+                }
+            }
+            Some(failure) => self.failed(job, provider, failure, sent, now),
+        })
+    }
+
+    /// A failed attempt: retried later, or dead when it cannot succeed or ran out of attempts.
+    fn failed(
+        &self,
+        job: &DeliveryJob,
+        provider: String,
+        failure: Failure,
+        sent: u32,
+        now: DateTime<Utc>,
+    ) -> Attempted {
+        let next = DeliveryJob {
+            attempts: job.attempts + 1,
+            sent,
+            ..job.clone()
+        };
+        let exhausted = next.attempts >= self.settings.max_attempts;
+        let status = if failure.retryable && !exhausted {
+            DeliveryStatus::Retrying
+        } else {
+            DeliveryStatus::Dead
+        };
+        let mut record = record_of(&next, status, now);
+        record.last_status_code = failure.status;
+        record.last_error = Some(if failure.retryable && exhausted {
+            format!(
+                "gave up after {} attempts: {}",
+                next.attempts, failure.error
+            )
+        } else {
+            failure.error.clone()
+        });
+        if status == DeliveryStatus::Dead {
+            return Attempted {
+                settlement: Settlement::Dead { job: next, record },
+                provider,
+                outcome: "dead",
+            };
+        }
+        let wait = backoff(
+            next.attempts,
+            self.settings.backoff,
+            self.settings.backoff_max,
+        )
+        .max(failure.retry_after.unwrap_or(Duration::ZERO));
+        let due = now + chrono::Duration::from_std(wait).unwrap_or(chrono::Duration::zero());
+        record.next_attempt_at = Some(due);
+        Attempted {
+            settlement: Settlement::Retry {
+                job: next,
+                due: due.timestamp_millis(),
+                record,
+            },
+            provider,
+            outcome: "retried",
+        }
+    }
+
+    /// The semaphore bounding attempts in flight to `addon`.
+    fn addon_slots(&self, addon: u64) -> Arc<Semaphore> {
+        let mut slots = match self.per_addon.lock() {
+            Ok(slots) => slots,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        slots
+            .entry(addon)
+            .or_insert_with(|| Arc::new(Semaphore::new(self.settings.per_addon)))
+            .clone()
+    }
+
+    /// Moves due retries back into the queue, a few times a second.
+    async fn promote_due(self: Arc<Self>, shutdown: CancellationToken) {
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+            }
+            // Failures show in the take loop's log; the next round tries again.
+            let _ = self.queue.promote_due(Utc::now().timestamp_millis()).await;
+        }
+    }
+
+    /// Claims jobs other replicas took and never settled (they died), for this replica.
+    async fn reclaim(self: Arc<Self>, shutdown: CancellationToken) {
+        let every = (self.settings.visibility / 4).max(Duration::from_millis(100));
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(every) => {}
+            }
+            let room = self.overall.available_permits();
+            if room == 0 {
+                continue;
+            }
+            let claimed = self
+                .queue
+                .reclaim(&self.consumer, self.settings.visibility, room)
+                .await;
+            for job in claimed.unwrap_or_default() {
+                tracing::info!(delivery = %job.job.delivery, "claimed a delivery another replica left");
+                match self.overall.clone().try_acquire_owned() {
+                    Ok(permit) => {
+                        tokio::spawn(self.clone().process(job, permit));
+                    }
+                    // Full after all: it is claimed again on a later round.
+                    Err(_) => break,
+                }
+            }
+        }
+    }
+
+    /// Samples the queue's depth into the metrics every few seconds.
+    async fn sample_depth(self: Arc<Self>, shutdown: CancellationToken) {
+        loop {
+            let addons: Vec<u64> = self
+                .snapshot
+                .state()
+                .addons
+                .values()
+                .map(|a| a.id)
+                .collect();
+            if let Ok(depth) = self.queue.depth(&addons).await {
+                self.metrics.deliveries.depth(depth);
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+            }
+        }
+    }
+}
+
+/// The record of `job` with `status` at `now`.
+fn record_of(job: &DeliveryJob, status: DeliveryStatus, now: DateTime<Utc>) -> DeliveryRecord {
+    DeliveryRecord {
+        status,
+        ..DeliveryRecord::queued(job, now)
+    }
+}
+
+/// Not attempted now: due again in `wait`/2 to `wait` (jittered), nothing counted.
+fn deferred(provider: &str, now: DateTime<Utc>, wait: Duration) -> Attempted {
+    let wait = i64::try_from(wait.as_millis()).unwrap_or(1000).max(2);
+    let jitter = i64::try_from(random_id() % (wait as u64 / 2 + 1)).unwrap_or(0);
+    Attempted {
+        settlement: Settlement::Defer {
+            due: now.timestamp_millis() + wait / 2 + jitter,
+        },
+        provider: provider.to_string(),
+        outcome: "deferred",
+    }
+}
+
+/// A job that will never be sent.
+fn dropped(job: &DeliveryJob, provider: String, why: &str, now: DateTime<Utc>) -> Attempted {
+    let mut record = record_of(job, DeliveryStatus::Dropped, now);
+    record.last_error = Some(why.into());
+    Attempted {
+        settlement: Settlement::Dropped(Some(record)),
+        provider,
+        outcome: "dropped",
+    }
+}

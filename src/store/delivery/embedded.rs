@@ -1,0 +1,409 @@
+//! The delivery queue in the embedded store: an outbox table in the same redb file as the
+//! configuration, written in the commit's transaction, ordered by due time. One process uses
+//! the file, so a job in flight is simply remembered in memory; after a crash every job in the
+//! outbox is due again.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use redb::{
+    Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition,
+    WriteTransaction,
+};
+use tokio::sync::Notify;
+
+use super::{
+    corrupt, fresh_job, job_of, DeadLetter, QueueDepth, Receipt, Redelivery, Settlement, TakenJob,
+    LOG_LENGTH,
+};
+use crate::domain::delivery::{DeliveryJob, DeliveryRecord, DeliveryStatus};
+use crate::store::embedded::run_blocking;
+use crate::store::StoreError;
+
+/// (due epoch ms, sequence number) → JSON `DeliveryJob`: jobs waiting or in flight.
+const OUTBOX: TableDefinition<(u64, u64), &str> = TableDefinition::new("delivery_outbox");
+/// (addon id, sequence number) → JSON `DeadLetter`.
+const DEAD: TableDefinition<(u64, u64), &str> = TableDefinition::new("delivery_dead");
+/// (addon id, event id) → JSON `DeliveryRecord`: each addon's log, trimmed to `LOG_LENGTH`.
+const LOG: TableDefinition<(u64, u64), &str> = TableDefinition::new("delivery_log");
+/// `seq` → the last sequence number given to an outbox or dead-letter entry.
+const SEQUENCE: TableDefinition<&str, u64> = TableDefinition::new("delivery_sequence");
+
+fn failed(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Unavailable(e.to_string())
+}
+
+/// Creates the queue's tables (in the store's opening transaction).
+pub(crate) fn create_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
+    txn.open_table(OUTBOX).map_err(failed)?;
+    txn.open_table(DEAD).map_err(failed)?;
+    txn.open_table(LOG).map_err(failed)?;
+    txn.open_table(SEQUENCE).map_err(failed)?;
+    Ok(())
+}
+
+fn next_seq(txn: &WriteTransaction) -> Result<u64, StoreError> {
+    let mut table = txn.open_table(SEQUENCE).map_err(failed)?;
+    let seq = table.get("seq").map_err(failed)?.map_or(0, |v| v.value()) + 1;
+    table.insert("seq", seq).map_err(failed)?;
+    Ok(seq)
+}
+
+fn due_key(due: i64) -> u64 {
+    u64::try_from(due).unwrap_or(0)
+}
+
+/// Writes a record into its addon's log, dropping the oldest beyond `LOG_LENGTH`.
+fn write_record(txn: &WriteTransaction, record: &DeliveryRecord) -> Result<(), StoreError> {
+    let raw = serde_json::to_string(record).map_err(|e| corrupt("delivery record", e))?;
+    let mut log = txn.open_table(LOG).map_err(failed)?;
+    let addon = record.addon_id;
+    log.insert((addon, record.event_id), raw.as_str())
+        .map_err(failed)?;
+    let beyond = log
+        .range((addon, 0)..=(addon, u64::MAX))
+        .map_err(failed)?
+        .rev()
+        .nth(LOG_LENGTH)
+        .transpose()
+        .map_err(failed)?
+        .map(|(key, _)| key.value().1);
+    if let Some(oldest_kept) = beyond {
+        log.retain_in((addon, 0)..=(addon, oldest_kept), |_, _| false)
+            .map_err(failed)?;
+    }
+    Ok(())
+}
+
+/// Queues `job`, due at `due`, with its record (in the caller's transaction).
+pub(crate) fn queue(
+    txn: &WriteTransaction,
+    job: &DeliveryJob,
+    due: i64,
+    record: &DeliveryRecord,
+) -> Result<(), StoreError> {
+    let seq = next_seq(txn)?;
+    let raw = serde_json::to_string(job).map_err(|e| corrupt("job", e))?;
+    txn.open_table(OUTBOX)
+        .map_err(failed)?
+        .insert((due_key(due), seq), raw.as_str())
+        .map_err(failed)?;
+    write_record(txn, record)
+}
+
+/// The embedded delivery queue; cheap to clone.
+#[derive(Clone)]
+pub struct EmbeddedDeliveries {
+    db: Arc<Database>,
+    /// Outbox entries taken and not yet settled (by sequence number).
+    in_flight: Arc<Mutex<HashSet<u64>>>,
+    /// Signalled when jobs are queued.
+    queued: Arc<Notify>,
+}
+
+impl EmbeddedDeliveries {
+    /// The queue in `db`.
+    pub fn new(db: Arc<Database>) -> Self {
+        Self {
+            db,
+            in_flight: Arc::default(),
+            queued: Arc::new(Notify::new()),
+        }
+    }
+
+    fn in_flight(&self) -> MutexGuard<'_, HashSet<u64>> {
+        match self.in_flight.lock() {
+            Ok(set) => set,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// Wakes a waiting `take`: jobs were queued.
+    pub fn wake(&self) {
+        self.queued.notify_one();
+    }
+
+    /// Due jobs not in flight, at most `max`, marked in flight; and when the next one is due.
+    async fn take_due(&self, max: usize) -> Result<(Vec<TakenJob>, Option<u64>), StoreError> {
+        let busy: HashSet<u64> = self.in_flight().clone();
+        let now = due_key(Utc::now().timestamp_millis());
+        let (jobs, next) = run_blocking(&self.db, move |db| {
+            let txn = db.begin_read().map_err(failed)?;
+            let table = txn.open_table(OUTBOX).map_err(failed)?;
+            let mut jobs = Vec::new();
+            let mut next = None;
+            for row in table.iter().map_err(failed)? {
+                let (key, raw) = row.map_err(failed)?;
+                let (due, seq) = key.value();
+                if busy.contains(&seq) {
+                    continue;
+                }
+                if due > now || jobs.len() >= max {
+                    next = Some(due);
+                    break;
+                }
+                let job: DeliveryJob =
+                    serde_json::from_str(raw.value()).map_err(|e| corrupt("delivery job", e))?;
+                jobs.push(TakenJob {
+                    job,
+                    receipt: Receipt::Outbox(due, seq),
+                });
+            }
+            Ok((jobs, next))
+        })
+        .await?;
+        let mut in_flight = self.in_flight();
+        let jobs: Vec<TakenJob> = jobs
+            .into_iter()
+            .filter(|t| match t.receipt {
+                Receipt::Outbox(_, seq) => in_flight.insert(seq),
+                Receipt::Stream(_) => false,
+            })
+            .collect();
+        Ok((jobs, next))
+    }
+
+    pub(super) async fn take(&self, max: usize) -> Result<Vec<TakenJob>, StoreError> {
+        let (jobs, next) = self.take_due(max.max(1)).await?;
+        if !jobs.is_empty() {
+            return Ok(jobs);
+        }
+        let now = due_key(Utc::now().timestamp_millis());
+        let wait = next.map_or(1000, |due| due.saturating_sub(now).min(1000));
+        tokio::select! {
+            _ = self.queued.notified() => {}
+            _ = tokio::time::sleep(Duration::from_millis(wait)) => {}
+        }
+        Ok(self.take_due(max.max(1)).await?.0)
+    }
+
+    pub(super) async fn settle(
+        &self,
+        taken: &TakenJob,
+        settlement: &Settlement,
+    ) -> Result<bool, StoreError> {
+        let Receipt::Outbox(due, seq) = taken.receipt else {
+            return Err(StoreError::Corrupt(
+                "a stream job settled in the outbox".into(),
+            ));
+        };
+        let settlement = settlement.clone();
+        let job = taken.job.clone();
+        let settled = run_blocking(&self.db, move |db| {
+            let txn = db.begin_write().map_err(failed)?;
+            {
+                let mut outbox = txn.open_table(OUTBOX).map_err(failed)?;
+                if outbox.remove((due, seq)).map_err(failed)?.is_none() {
+                    return Ok(false);
+                }
+                match &settlement {
+                    Settlement::Retry { job, due, .. } => {
+                        let raw = serde_json::to_string(job).map_err(|e| corrupt("job", e))?;
+                        outbox
+                            .insert((due_key(*due), seq), raw.as_str())
+                            .map_err(failed)?;
+                    }
+                    Settlement::Defer { due } => {
+                        let raw = serde_json::to_string(&job).map_err(|e| corrupt("job", e))?;
+                        outbox
+                            .insert((due_key(*due), seq), raw.as_str())
+                            .map_err(failed)?;
+                    }
+                    Settlement::Dead { job, record } => {
+                        let letter = DeadLetter {
+                            job: job.clone(),
+                            error: record.last_error.clone().unwrap_or_default(),
+                            dead_at: record.updated_at,
+                        };
+                        let raw = serde_json::to_string(&letter)
+                            .map_err(|e| corrupt("dead letter", e))?;
+                        txn.open_table(DEAD)
+                            .map_err(failed)?
+                            .insert((job.addon, seq), raw.as_str())
+                            .map_err(failed)?;
+                    }
+                    Settlement::Delivered(_) | Settlement::Dropped(_) => {}
+                }
+            }
+            let record = match &settlement {
+                Settlement::Delivered(r)
+                | Settlement::Retry { record: r, .. }
+                | Settlement::Dead { record: r, .. } => Some(r),
+                Settlement::Dropped(r) => r.as_ref(),
+                Settlement::Defer { .. } => None,
+            };
+            if let Some(record) = record {
+                write_record(&txn, record)?;
+            }
+            txn.commit().map_err(failed)?;
+            Ok(true)
+        })
+        .await;
+        self.in_flight().remove(&seq);
+        settled
+    }
+
+    /// Forgets that a job is in flight: it is taken again when due.
+    pub(super) fn release(&self, taken: &TakenJob) {
+        if let Receipt::Outbox(_, seq) = taken.receipt {
+            self.in_flight().remove(&seq);
+        }
+    }
+
+    pub(super) async fn records(
+        &self,
+        addon: u64,
+        limit: usize,
+    ) -> Result<Vec<DeliveryRecord>, StoreError> {
+        run_blocking(&self.db, move |db| {
+            let txn = db.begin_read().map_err(failed)?;
+            let log = txn.open_table(LOG).map_err(failed)?;
+            let rows = log.range((addon, 0)..=(addon, u64::MAX)).map_err(failed)?;
+            rows.rev()
+                .take(limit)
+                .map(|row| {
+                    let (_, raw) = row.map_err(failed)?;
+                    serde_json::from_str(raw.value()).map_err(|e| corrupt("delivery record", e))
+                })
+                .collect()
+        })
+        .await
+    }
+
+    pub(super) async fn dead_letters(&self, addon: u64) -> Result<Vec<DeadLetter>, StoreError> {
+        run_blocking(&self.db, move |db| {
+            let txn = db.begin_read().map_err(failed)?;
+            let dead = txn.open_table(DEAD).map_err(failed)?;
+            let rows = dead.range((addon, 0)..=(addon, u64::MAX)).map_err(failed)?;
+            rows.map(|row| {
+                let (_, raw) = row.map_err(failed)?;
+                serde_json::from_str(raw.value()).map_err(|e| corrupt("dead letter", e))
+            })
+            .collect()
+        })
+        .await
+    }
+
+    /// Requeues the dead letters of `addon` that `pick` selects, or else (with `from_log`) the
+    /// settled delivery `from_log` names; how it went and how many were queued.
+    async fn requeue(
+        &self,
+        addon: u64,
+        pick: impl Fn(&DeliveryJob) -> bool + Send + 'static,
+        from_log: Option<String>,
+        now: DateTime<Utc>,
+    ) -> Result<(Redelivery, usize), StoreError> {
+        let outcome = run_blocking(&self.db, move |db| {
+            let txn = db.begin_write().map_err(failed)?;
+            let mut jobs = Vec::new();
+            {
+                let mut dead = txn.open_table(DEAD).map_err(failed)?;
+                let mut picked = Vec::new();
+                for row in dead.range((addon, 0)..=(addon, u64::MAX)).map_err(failed)? {
+                    let (key, raw) = row.map_err(failed)?;
+                    let letter: DeadLetter =
+                        serde_json::from_str(raw.value()).map_err(|e| corrupt("dead letter", e))?;
+                    if pick(&letter.job) {
+                        picked.push((key.value(), letter.job));
+                    }
+                }
+                for (key, job) in picked {
+                    dead.remove(key).map_err(failed)?;
+                    jobs.push(fresh_job(job, true, now));
+                }
+            }
+            let outcome = match (&from_log, jobs.is_empty()) {
+                (Some(id), true) => {
+                    let event = id.split('.').next().and_then(|e| e.parse::<u64>().ok());
+                    let log = txn.open_table(LOG).map_err(failed)?;
+                    let record: Option<DeliveryRecord> = match event {
+                        Some(event) => log
+                            .get((addon, event))
+                            .map_err(failed)?
+                            .map(|raw| serde_json::from_str(raw.value()))
+                            .transpose()
+                            .map_err(|e| corrupt("delivery record", e))?,
+                        None => None,
+                    };
+                    match record.filter(|r| r.id == *id) {
+                        None => Redelivery::Unknown,
+                        Some(r)
+                            if matches!(
+                                r.status,
+                                DeliveryStatus::Delivered | DeliveryStatus::Dropped
+                            ) =>
+                        {
+                            jobs.push(fresh_job(job_of(&r), false, now));
+                            Redelivery::Queued
+                        }
+                        Some(_) => Redelivery::Pending,
+                    }
+                }
+                _ => Redelivery::Queued,
+            };
+            let queued = jobs.len();
+            for job in &jobs {
+                queue(
+                    &txn,
+                    job,
+                    now.timestamp_millis(),
+                    &DeliveryRecord::queued(job, now),
+                )?;
+            }
+            txn.commit().map_err(failed)?;
+            Ok((outcome, queued))
+        })
+        .await?;
+        if outcome.1 > 0 {
+            self.wake();
+        }
+        Ok(outcome)
+    }
+
+    pub(super) async fn redeliver(
+        &self,
+        addon: u64,
+        id: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Redelivery, StoreError> {
+        let wanted = id.to_string();
+        let pick = move |job: &DeliveryJob| job.delivery == wanted;
+        Ok(self
+            .requeue(addon, pick, Some(id.to_string()), now)
+            .await?
+            .0)
+    }
+
+    pub(super) async fn redeliver_dead(
+        &self,
+        addon: u64,
+        now: DateTime<Utc>,
+    ) -> Result<usize, StoreError> {
+        Ok(self.requeue(addon, |_| true, None, now).await?.1)
+    }
+
+    pub(super) async fn depth(&self, addons: &[u64]) -> Result<QueueDepth, StoreError> {
+        let addons: HashSet<u64> = addons.iter().copied().collect();
+        run_blocking(&self.db, move |db| {
+            let txn = db.begin_read().map_err(failed)?;
+            let backlog = txn
+                .open_table(OUTBOX)
+                .map_err(failed)?
+                .len()
+                .map_err(failed)?;
+            let dead = txn.open_table(DEAD).map_err(failed)?;
+            let mut dead_count = 0;
+            for row in dead.iter().map_err(failed)? {
+                let (key, _) = row.map_err(failed)?;
+                dead_count += u64::from(addons.contains(&key.value().0));
+            }
+            Ok(QueueDepth {
+                backlog,
+                dead: dead_count,
+            })
+        })
+        .await
+    }
+}

@@ -1,0 +1,378 @@
+//! The delivery queue on Redis (see `keys.rs` for the keys and `DELIVERY_GROUP`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use redis::aio::{ConnectionManager, MultiplexedConnection};
+use redis::streams::{
+    StreamAutoClaimOptions, StreamAutoClaimReply, StreamId, StreamRangeReply, StreamReadOptions,
+    StreamReadReply,
+};
+use redis::{AsyncCommands, AsyncConnectionConfig, Client, Script};
+use tokio::sync::Mutex;
+
+use super::{
+    corrupt, fresh_job, job_of, DeadLetter, QueueDepth, Receipt, Redelivery, Settlement, TakenJob,
+    LOG_LENGTH,
+};
+use crate::domain::delivery::{DeliveryJob, DeliveryRecord};
+use crate::store::keys::{Keys, DELIVERY_GROUP};
+use crate::store::StoreError;
+
+/// How long one blocking read waits for new jobs.
+const BLOCK: Duration = Duration::from_secs(1);
+
+/// The Redis delivery queue; cheap to clone.
+#[derive(Clone)]
+pub struct RedisDeliveries {
+    client: Client,
+    conn: ConnectionManager,
+    keys: Arc<Keys>,
+    scripts: Arc<Scripts>,
+    /// The connection blocking reads wait on: its own, so they hold up nothing else, with a
+    /// response timeout longer than the block (the shared connection's would cut them).
+    reader: Arc<Mutex<Option<MultiplexedConnection>>>,
+}
+
+struct Scripts {
+    settle: Script,
+    promote: Script,
+    redeliver: Script,
+}
+
+fn unavailable(e: redis::RedisError) -> StoreError {
+    StoreError::Unavailable(e.to_string())
+}
+
+fn rfc3339(time: DateTime<Utc>) -> String {
+    time.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// The job of one stream entry.
+fn taken(entry: &StreamId) -> Result<TakenJob, StoreError> {
+    let raw: String = entry
+        .get("job")
+        .ok_or_else(|| StoreError::Corrupt("delivery entry without job".into()))?;
+    Ok(TakenJob {
+        job: serde_json::from_str(&raw).map_err(|e| corrupt("delivery job", e))?,
+        receipt: Receipt::Stream(entry.id.clone()),
+    })
+}
+
+impl RedisDeliveries {
+    /// The queue of the installation `keys` names, on `client` (blocking reads) and `conn`.
+    pub fn new(client: Client, conn: ConnectionManager, keys: Arc<Keys>) -> Self {
+        Self {
+            client,
+            conn,
+            keys,
+            scripts: Arc::new(Scripts {
+                settle: Script::new(include_str!("settle.lua")),
+                promote: Script::new(include_str!("promote.lua")),
+                redeliver: Script::new(include_str!("redeliver.lua")),
+            }),
+            reader: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    /// Creates the consumer group (and the stream) unless it exists. From id 0: jobs queued
+    /// before the first worker started, or before a Redis that lost the group came back,
+    /// are read too.
+    async fn ensure_group(&self) -> Result<(), StoreError> {
+        let mut conn = self.conn.clone();
+        let created: Result<(), redis::RedisError> = conn
+            .xgroup_create_mkstream(self.keys.deliveries(), DELIVERY_GROUP, "0")
+            .await;
+        match created {
+            Err(e) if !e.to_string().contains("BUSYGROUP") => Err(unavailable(e)),
+            _ => Ok(()),
+        }
+    }
+
+    pub(super) async fn take(
+        &self,
+        consumer: &str,
+        max: usize,
+    ) -> Result<Vec<TakenJob>, StoreError> {
+        let mut reader = self.reader.lock().await;
+        let mut conn = match reader.take() {
+            Some(conn) => conn,
+            None => {
+                let config = AsyncConnectionConfig::new()
+                    .set_connection_timeout(Some(Duration::from_secs(1)))
+                    .set_response_timeout(Some(BLOCK + Duration::from_secs(3)));
+                self.client
+                    .get_multiplexed_async_connection_with_config(&config)
+                    .await
+                    .map_err(unavailable)?
+            }
+        };
+        let options = StreamReadOptions::default()
+            .group(DELIVERY_GROUP, consumer)
+            .count(max.max(1))
+            .block(BLOCK.as_millis() as usize);
+        let read: Result<Option<StreamReadReply>, _> = conn
+            .xread_options(&[self.keys.deliveries()], &[">"], &options)
+            .await;
+        match read {
+            Ok(reply) => {
+                *reader = Some(conn);
+                let entries = reply.into_iter().flat_map(|r| r.keys).flat_map(|k| k.ids);
+                entries.map(|entry| taken(&entry)).collect()
+            }
+            Err(e) if e.to_string().contains("NOGROUP") => {
+                *reader = Some(conn);
+                self.ensure_group().await?;
+                Ok(Vec::new())
+            }
+            // The connection is dropped: the next read opens another.
+            Err(e) => Err(unavailable(e)),
+        }
+    }
+
+    pub(super) async fn reclaim(
+        &self,
+        consumer: &str,
+        idle: Duration,
+        max: usize,
+    ) -> Result<Vec<TakenJob>, StoreError> {
+        let mut conn = self.conn.clone();
+        let options = StreamAutoClaimOptions::default().count(max.max(1));
+        let reply: Result<StreamAutoClaimReply, _> = conn
+            .xautoclaim_options(
+                self.keys.deliveries(),
+                DELIVERY_GROUP,
+                consumer,
+                idle.as_millis() as u64,
+                "0-0",
+                options,
+            )
+            .await;
+        match reply {
+            Ok(reply) => reply.claimed.iter().map(taken).collect(),
+            Err(e) if e.to_string().contains("NOGROUP") => {
+                self.ensure_group().await?;
+                Ok(Vec::new())
+            }
+            Err(e) => Err(unavailable(e)),
+        }
+    }
+
+    pub(super) async fn settle(
+        &self,
+        taken: &TakenJob,
+        settlement: &Settlement,
+    ) -> Result<bool, StoreError> {
+        let Receipt::Stream(entry) = &taken.receipt else {
+            return Err(StoreError::Corrupt("an outbox job settled on Redis".into()));
+        };
+        let encode = |job: &DeliveryJob| serde_json::to_string(job).map_err(|e| corrupt("job", e));
+        let encode_record = |record: &DeliveryRecord| {
+            serde_json::to_string(record).map_err(|e| corrupt("delivery record", e))
+        };
+        let (outcome, job, due, record, error) = match settlement {
+            Settlement::Delivered(record) => ("delivered", String::new(), 0, Some(record), ""),
+            Settlement::Retry { job, due, record } => {
+                ("retry", encode(job)?, *due, Some(record), "")
+            }
+            Settlement::Dead { job, record } => (
+                "dead",
+                encode(job)?,
+                0,
+                Some(record),
+                record.last_error.as_deref().unwrap_or(""),
+            ),
+            Settlement::Defer { due } => ("defer", encode(&taken.job)?, *due, None, ""),
+            Settlement::Dropped(record) => ("dropped", String::new(), 0, record.as_ref(), ""),
+        };
+        let record = record.map(encode_record).transpose()?.unwrap_or_default();
+        let addon = taken.job.addon;
+        let mut conn = self.conn.clone();
+        let settled: u8 = self
+            .scripts
+            .settle
+            .key(self.keys.deliveries())
+            .key(self.keys.delivery_retries())
+            .key(self.keys.delivery_dead(addon))
+            .key(self.keys.delivery_log(addon))
+            .key(self.keys.delivery_recent(addon))
+            .arg(DELIVERY_GROUP)
+            .arg(entry)
+            .arg(outcome)
+            .arg(job)
+            .arg(due)
+            .arg(record)
+            .arg(&taken.job.delivery)
+            .arg(taken.job.event)
+            .arg(error)
+            .arg(rfc3339(Utc::now()))
+            .arg(LOG_LENGTH)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(unavailable)?;
+        Ok(settled == 1)
+    }
+
+    pub(super) async fn promote_due(&self, now: i64) -> Result<usize, StoreError> {
+        let mut conn = self.conn.clone();
+        self.scripts
+            .promote
+            .key(self.keys.delivery_retries())
+            .key(self.keys.deliveries())
+            .arg(now)
+            .arg(500)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(unavailable)
+    }
+
+    pub(super) async fn records(
+        &self,
+        addon: u64,
+        limit: usize,
+    ) -> Result<Vec<DeliveryRecord>, StoreError> {
+        let mut conn = self.conn.clone();
+        let ids: Vec<String> = conn
+            .zrevrange(self.keys.delivery_recent(addon), 0, limit as isize - 1)
+            .await
+            .map_err(unavailable)?;
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let raw: Vec<Option<String>> = redis::cmd("HMGET")
+            .arg(self.keys.delivery_log(addon))
+            .arg(&ids)
+            .query_async(&mut conn)
+            .await
+            .map_err(unavailable)?;
+        raw.into_iter()
+            .flatten()
+            .map(|r| serde_json::from_str(&r).map_err(|e| corrupt("delivery record", e)))
+            .collect()
+    }
+
+    /// The dead letters of `addon` with their entry ids, oldest first.
+    async fn dead_entries(&self, addon: u64) -> Result<Vec<(String, DeadLetter)>, StoreError> {
+        let mut conn = self.conn.clone();
+        let reply: StreamRangeReply = conn
+            .xrange_all(self.keys.delivery_dead(addon))
+            .await
+            .map_err(unavailable)?;
+        reply
+            .ids
+            .iter()
+            .map(|entry| {
+                let job = taken(entry)?.job;
+                let error: String = entry.get("error").unwrap_or_default();
+                let at: String = entry.get("at").unwrap_or_default();
+                let dead_at = DateTime::parse_from_rfc3339(&at)
+                    .map_err(|e| corrupt("dead letter time", e))?
+                    .with_timezone(&Utc);
+                Ok((
+                    entry.id.clone(),
+                    DeadLetter {
+                        job,
+                        error,
+                        dead_at,
+                    },
+                ))
+            })
+            .collect()
+    }
+
+    pub(super) async fn dead_letters(&self, addon: u64) -> Result<Vec<DeadLetter>, StoreError> {
+        Ok(self
+            .dead_entries(addon)
+            .await?
+            .into_iter()
+            .map(|(_, letter)| letter)
+            .collect())
+    }
+
+    /// Runs the redeliver script for `job` (from dead-letter `entry`, or from the log).
+    async fn requeue(
+        &self,
+        entry: Option<&str>,
+        job: &DeliveryJob,
+        now: DateTime<Utc>,
+    ) -> Result<Redelivery, StoreError> {
+        let record = DeliveryRecord::queued(job, now);
+        let mut conn = self.conn.clone();
+        let outcome: i8 = self
+            .scripts
+            .redeliver
+            .key(self.keys.delivery_dead(job.addon))
+            .key(self.keys.deliveries())
+            .key(self.keys.delivery_log(job.addon))
+            .key(self.keys.delivery_recent(job.addon))
+            .arg(entry.unwrap_or(""))
+            .arg(serde_json::to_string(job).map_err(|e| corrupt("job", e))?)
+            .arg(&job.delivery)
+            .arg(serde_json::to_string(&record).map_err(|e| corrupt("delivery record", e))?)
+            .arg(job.event)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(unavailable)?;
+        Ok(match outcome {
+            1 => Redelivery::Queued,
+            0 => Redelivery::Pending,
+            _ => Redelivery::Unknown,
+        })
+    }
+
+    pub(super) async fn redeliver(
+        &self,
+        addon: u64,
+        id: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Redelivery, StoreError> {
+        let dead = self.dead_entries(addon).await?;
+        if let Some((entry, letter)) = dead.into_iter().find(|(_, l)| l.job.delivery == id) {
+            let job = fresh_job(letter.job, true, now);
+            return self.requeue(Some(&entry), &job, now).await;
+        }
+        let mut conn = self.conn.clone();
+        let raw: Option<String> = conn
+            .hget(self.keys.delivery_log(addon), id)
+            .await
+            .map_err(unavailable)?;
+        let Some(raw) = raw else {
+            return Ok(Redelivery::Unknown);
+        };
+        let record: DeliveryRecord =
+            serde_json::from_str(&raw).map_err(|e| corrupt("delivery record", e))?;
+        let job = fresh_job(job_of(&record), false, now);
+        self.requeue(None, &job, now).await
+    }
+
+    pub(super) async fn redeliver_dead(
+        &self,
+        addon: u64,
+        now: DateTime<Utc>,
+    ) -> Result<usize, StoreError> {
+        let mut queued = 0;
+        for (entry, letter) in self.dead_entries(addon).await? {
+            let job = fresh_job(letter.job, true, now);
+            if self.requeue(Some(&entry), &job, now).await? == Redelivery::Queued {
+                queued += 1;
+            }
+        }
+        Ok(queued)
+    }
+
+    pub(super) async fn depth(&self, addons: &[u64]) -> Result<QueueDepth, StoreError> {
+        let mut pipe = redis::pipe();
+        pipe.xlen(self.keys.deliveries())
+            .zcard(self.keys.delivery_retries());
+        for addon in addons {
+            pipe.xlen(self.keys.delivery_dead(*addon));
+        }
+        let mut conn = self.conn.clone();
+        let counts: Vec<u64> = pipe.query_async(&mut conn).await.map_err(unavailable)?;
+        Ok(QueueDepth {
+            backlog: counts.iter().take(2).sum(),
+            dead: counts.iter().skip(2).sum(),
+        })
+    }
+}
