@@ -159,7 +159,15 @@ impl DeliveryWorker {
             while attempts.try_join_next().is_some() {}
         }
         chores.shutdown().await;
-        while attempts.join_next().await.is_some() {}
+        // Attempts in flight finish and settle, for as long as one request may take; any
+        // still running then stay queued (Redis: claimed by another replica later).
+        let drain = async { while attempts.join_next().await.is_some() {} };
+        if tokio::time::timeout(self.settings.timeout + Duration::from_secs(1), drain)
+            .await
+            .is_err()
+        {
+            tracing::warn!("deliveries still in flight at shutdown are left for later");
+        }
     }
 
     /// Attempts one job and settles it; the permit is held throughout.

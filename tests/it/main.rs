@@ -10,6 +10,7 @@ mod constraint_sdks;
 mod constraints;
 mod context_fields;
 mod convergence;
+mod delivery;
 mod embedded_store;
 mod events;
 mod projects;

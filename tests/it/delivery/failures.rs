@@ -1,0 +1,215 @@
+//! Receivers that fail: retried until delivered (once), `Retry-After` honoured, dead letters
+//! after the last attempt and redelivery, a receiver down for half a minute, one that hangs.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::{deliveries, quick, touch, wait_status, webhook};
+use crate::common::receiver::{free_port, Answer, Receiver};
+use crate::common::{Backend, TestApp};
+use crate::conformance;
+
+conformance!(
+    a_failure_then_success_is_delivered_once,
+    retry_after_is_honoured,
+    dead_letters_after_the_last_attempt_can_be_redelivered,
+    a_receiver_down_for_30_seconds_gets_everything_once_up,
+    a_hanging_receiver_does_not_stall_other_addons
+);
+
+async fn a_failure_then_success_is_delivered_once(backend: &Backend) {
+    let app = TestApp::spawn_with(quick(backend)).await;
+    let receiver = Receiver::start().await;
+    receiver.answer_next([Answer::Status(500), Answer::Status(503)]);
+    let id = webhook(&app, &receiver.url("/"), &["feature-created"], json!({})).await;
+    app.create_toggle("flaky").await;
+    assert!(receiver.wait_accepted(1, Duration::from_secs(15)).await);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let received = receiver.received();
+    assert_eq!(
+        received.len(),
+        3,
+        "two failures, one success, nothing after"
+    );
+    assert!(received
+        .iter()
+        .all(|r| r.delivery() == received[0].delivery()));
+    assert!(received.iter().all(|r| r.body == received[0].body));
+    let record = wait_status(&app, id, &received[0].delivery(), "delivered").await;
+    assert_eq!(record["attempts"], 3);
+}
+
+async fn retry_after_is_honoured(backend: &Backend) {
+    let app = TestApp::spawn_with(quick(backend)).await;
+    let receiver = Receiver::start().await;
+    receiver.answer_next([Answer::RetryAfter(429, "2".into())]);
+    let id = webhook(&app, &receiver.url("/"), &["feature-created"], json!({})).await;
+    app.create_toggle("slow-down").await;
+    assert!(receiver.wait_received(1, Duration::from_secs(15)).await);
+    let delivery = receiver.received()[0].delivery();
+    let waiting = wait_status(&app, id, &delivery, "retrying").await;
+    assert_eq!(waiting["lastStatusCode"], 429);
+    assert!(waiting["nextAttemptAt"].is_string());
+    assert!(receiver.wait_accepted(1, Duration::from_secs(15)).await);
+    let received = receiver.received();
+    assert_eq!(received.len(), 2);
+    let waited = received[1].at - received[0].at;
+    // The backoff alone would retry after 25–50 ms.
+    assert!(waited >= Duration::from_secs(2), "retried after {waited:?}");
+}
+
+async fn dead_letters_after_the_last_attempt_can_be_redelivered(backend: &Backend) {
+    let mut settings = quick(backend);
+    settings.delivery_max_attempts = 3;
+    let app = TestApp::spawn_with(settings).await;
+    let receiver = Receiver::start().await;
+    receiver.answer_always(Answer::Status(500));
+    let id = webhook(&app, &receiver.url("/"), &["feature-created"], json!({})).await;
+    app.create_toggle("doomed-1").await;
+    app.create_toggle("doomed-2").await;
+    assert!(receiver.wait_received(6, Duration::from_secs(15)).await);
+    let first = receiver.received()[0].delivery();
+    let dead = wait_status(&app, id, &first, "dead").await;
+    assert_eq!(dead["attempts"], 3);
+    assert!(
+        dead["lastError"]
+            .as_str()
+            .is_some_and(|e| e.contains("3 attempts") && e.contains("500")),
+        "{dead}"
+    );
+    let letters = crate::common::eventually(Duration::from_secs(10), || async {
+        app.get(&format!("/api/admin/addons/{id}/deliveries/dead"))
+            .await
+            .json["deadLetters"]
+            .as_array()
+            .is_some_and(|l| l.len() == 2)
+    })
+    .await;
+    assert!(letters, "two dead letters");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(receiver.received().len(), 6, "no attempt after the last");
+
+    // A refusal a retry cannot fix (4xx) is dead at once.
+    receiver.answer_next([Answer::Status(410)]);
+    app.create_toggle("gone").await;
+    assert!(receiver.wait_received(7, Duration::from_secs(15)).await);
+    let gone = receiver.received()[6].delivery();
+    let record = wait_status(&app, id, &gone, "dead").await;
+    assert_eq!(record["attempts"], 1);
+    assert_eq!(record["lastStatusCode"], 410);
+
+    receiver.answer_always(Answer::Status(200));
+    let path = format!("/api/admin/addons/{id}/deliveries/{first}/redeliver");
+    let queued = app.post_empty(&path).await.expect(202).json;
+    assert_eq!(queued["redelivered"], 1);
+    wait_status(&app, id, &first, "delivered").await;
+    assert_eq!(receiver.accepted().len(), 1);
+    assert_eq!(
+        receiver.accepted()[0].delivery(),
+        first,
+        "same idempotency key"
+    );
+    let all = app
+        .post_empty(&format!("/api/admin/addons/{id}/deliveries/redeliver-dead"))
+        .await
+        .expect(202)
+        .json;
+    assert_eq!(all["redelivered"], 2);
+    assert!(receiver.wait_accepted(3, Duration::from_secs(15)).await);
+    let letters = app
+        .get(&format!("/api/admin/addons/{id}/deliveries/dead"))
+        .await
+        .expect(200)
+        .json;
+    assert_eq!(letters["deadLetters"], json!([]));
+
+    // A delivered delivery may be sent again; unknown ones and addons are 404.
+    app.post_empty(&path).await.expect(202);
+    assert!(receiver.wait_accepted(4, Duration::from_secs(15)).await);
+    app.post_empty(&format!(
+        "/api/admin/addons/{id}/deliveries/999.9/redeliver"
+    ))
+    .await
+    .expect(404);
+    app.get("/api/admin/addons/999/deliveries")
+        .await
+        .expect(404);
+    app.post_empty("/api/admin/addons/999/deliveries/redeliver-dead")
+        .await
+        .expect(404);
+
+    // One still waiting for its answer cannot be queued twice.
+    receiver.answer_always(Answer::Hang(Duration::from_millis(1500), 200));
+    app.create_toggle("in-flight").await;
+    assert!(receiver.wait_received(12, Duration::from_secs(15)).await);
+    let pending = receiver.received()[11].delivery();
+    let conflict = app
+        .post_empty(&format!(
+            "/api/admin/addons/{id}/deliveries/{pending}/redeliver"
+        ))
+        .await
+        .expect(409);
+    conflict.error_message();
+    wait_status(&app, id, &pending, "delivered").await;
+}
+
+async fn a_receiver_down_for_30_seconds_gets_everything_once_up(backend: &Backend) {
+    let mut settings = quick(backend);
+    settings.delivery_max_attempts = 100;
+    settings.delivery_backoff_max_ms = 2_000;
+    let app = TestApp::spawn_with(settings).await;
+    let port = free_port();
+    let id = webhook(
+        &app,
+        &format!("http://127.0.0.1:{port}/later"),
+        &["feature-created", "feature-updated"],
+        json!({}),
+    )
+    .await;
+    app.create_toggle("patient").await;
+    touch(&app, "patient", "again").await;
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let log = deliveries(&app, id).await;
+    assert_eq!(log.len(), 2);
+    for record in &log {
+        assert_eq!(record["status"], "retrying", "{record}");
+        assert!(
+            record["attempts"].as_u64().is_some_and(|a| a > 3),
+            "{record}"
+        );
+    }
+    let receiver = Receiver::start_on(port).await;
+    assert!(receiver.wait_accepted(2, Duration::from_secs(15)).await);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let received = receiver.received();
+    assert_eq!(received.len(), 2, "each once");
+    assert_ne!(received[0].delivery(), received[1].delivery());
+}
+
+async fn a_hanging_receiver_does_not_stall_other_addons(backend: &Backend) {
+    let mut settings = quick(backend);
+    settings.delivery_concurrency = 4;
+    settings.delivery_concurrency_per_addon = 2;
+    settings.delivery_timeout_ms = 20_000;
+    settings.delivery_visibility_timeout_ms = 60_000;
+    let app = TestApp::spawn_with(settings).await;
+    let hanging = Receiver::start().await;
+    hanging.answer_always(Answer::Hang(Duration::from_secs(60), 200));
+    let fast = Receiver::start().await;
+    webhook(&app, &hanging.url("/"), &["feature-created"], json!({})).await;
+    webhook(&app, &fast.url("/"), &["feature-created"], json!({})).await;
+    for i in 0..12 {
+        app.create_toggle(&format!("busy-{i}")).await;
+    }
+    assert!(
+        fast.wait_accepted(12, Duration::from_secs(20)).await,
+        "the fast receiver got {} of 12",
+        fast.accepted().len()
+    );
+    assert!(
+        hanging.received().len() <= 2,
+        "at most two attempts in flight to one addon, got {}",
+        hanging.received().len()
+    );
+}
