@@ -438,6 +438,7 @@ def phase_run(args, phase, urls, toggles, deliveries, pids, run_id):
     writers = Writers(urls, toggles, phase, run_id)
     counters_before = [delivery_counters(u) for u in urls]
     cpu_before = {k: cpu_seconds(p) for k, p in pids.items()}
+    driver_cpu_before = time.process_time()
     kill_state = {}
     killer = None
     if phase == "steady":
@@ -484,6 +485,7 @@ def phase_run(args, phase, urls, toggles, deliveries, pids, run_id):
     records = [rec for rec in deliveries.fetch() if rec[2].startswith(prefix)]
     counters_after = [delivery_counters(u) for u in urls]
     cpu_after = {k: cpu_seconds(p) for k, p in pids.items()}
+    driver_cpu = time.process_time() - driver_cpu_before
     try:
         backlog_end = redis_backlog(args.redis_port, args.key_prefix)
     except OSError:
@@ -508,6 +510,8 @@ def phase_run(args, phase, urls, toggles, deliveries, pids, run_id):
 
     lat = sorted((first_by_desc[d] - r["t_ack_ns"]) / 1e6 for d, r in acked.items() if d in first_by_desc)
     before_ack = sum(1 for x in lat if x < 0)
+    # The same from the moment the writer sent its request: an upper bound of commit → arrival.
+    lat_send = sorted((first_by_desc[d] - r["t_start_ns"]) / 1e6 for d, r in acked.items() if d in first_by_desc)
     wlat = sorted((r["t_ack_ns"] - r["t_start_ns"]) / 1e6 for r in acked.values())
     first_start = min(r["t_start_ns"] for r in rows) if rows else 0
     last_ack = max((r["t_ack_ns"] for r in acked.values()), default=first_start)
@@ -551,6 +555,9 @@ def phase_run(args, phase, urls, toggles, deliveries, pids, run_id):
         "lat_p50_ms": rnd(percentile(lat, 0.50)),
         "lat_p99_ms": rnd(percentile(lat, 0.99)),
         "lat_max_ms": rnd(lat[-1] if lat else None),
+        "from_send_p50_ms": rnd(percentile(lat_send, 0.50)),
+        "from_send_p99_ms": rnd(percentile(lat_send, 0.99)),
+        "from_send_max_ms": rnd(lat_send[-1] if lat_send else None),
         "write_p50_ms": rnd(percentile(wlat, 0.50)),
         "write_p99_ms": rnd(percentile(wlat, 0.99)),
         "span_s": rnd(span, 2),
@@ -562,6 +569,7 @@ def phase_run(args, phase, urls, toggles, deliveries, pids, run_id):
         "receiver_cpu_pct": cpu("receiver"),
         "replicas_cpu_pct": None if any(c is None for c in replica_cpu) else round(sum(replica_cpu), 1),
         "redis_cpu_pct": cpu("redis"),
+        "driver_cpu_pct": round(100 * driver_cpu / wall, 1),
     }
     if "kill_ns" in kill_state:
         k = kill_state["kill_ns"]
@@ -588,7 +596,7 @@ def print_table(results, capacity):
             ("missing", "missing"), ("before_ack", "before_ack"), ("p50_ms", "lat_p50_ms"),
             ("p99_ms", "lat_p99_ms"), ("max_ms", "lat_max_ms"), ("span_s", "span_s"),
             ("events/s", "delivered_per_s"), ("writes/s", "writes_per_s"),
-            ("write_p99_ms", "write_p99_ms"), ("rcv_cpu%", "receiver_cpu_pct")]
+            ("write_p99_ms", "write_p99_ms")]
     rows = [[h for h, _ in cols]] + [["-" if r.get(k) is None else str(r.get(k)) for _, k in cols] for r in results]
     widths = [max(len(row[i]) for row in rows) for i in range(len(cols))]
     out = sys.stderr
@@ -598,7 +606,11 @@ def print_table(results, capacity):
         print(f"receiver capacity (its own check, client on the same cores): {capacity:.0f} requests/s",
               file=out)
     for r in results:
-        notes = [f"outcomes {r['outcomes']}", f"cpu replicas {r['replicas_cpu_pct']}% redis {r['redis_cpu_pct']}%"]
+        notes = [f"latency from the request sent p50/p99/max {r['from_send_p50_ms']}/{r['from_send_p99_ms']}/"
+                 f"{r['from_send_max_ms']} ms",
+                 f"settled {r['outcomes']}",
+                 f"cpu: replicas {r['replicas_cpu_pct']}%, redis {r['redis_cpu_pct']}%, "
+                 f"receiver {r['receiver_cpu_pct']}%, writers {r['driver_cpu_pct']}%"]
         if r["unacked_delivered"] or r["unknown_delivered"] or r["events_with_two_ids"] or r["missing_acked"]:
             notes.append(f"unacked but delivered {r['unacked_delivered']}, unknown {r['unknown_delivered']}, "
                          f"events with two delivery ids {r['events_with_two_ids']}, acked but missing {r['missing_acked']}")
@@ -692,13 +704,14 @@ def run_main(args):
     with open(os.path.join(args.out, "deliveries.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["phase", "arrival_s", "delivery_id", "description", "event_id", "type",
-                    "acked", "latency_ms"])
+                    "acked", "after_ack_ms", "after_send_ms"])
         for res, ex in zip(results, extras):
             for t, did, desc, event, kind in ex["records"]:
                 a = ex["acked"].get(desc)
                 w.writerow([res["phase"], f"{(t - ex['first_start']) / 1e9:.6f}", did, desc, event,
                             kind, int(a is not None),
-                            f"{(t - a['t_ack_ns']) / 1e6:.3f}" if a else ""])
+                            f"{(t - a['t_ack_ns']) / 1e6:.3f}" if a else "",
+                            f"{(t - a['t_start_ns']) / 1e6:.3f}" if a else ""])
     with open(os.path.join(args.out, "duplicates.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["phase", "delivery_id", "copies", "first_arrival_s_after_kill_or_start", "description"])
