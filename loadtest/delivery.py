@@ -9,7 +9,9 @@
                                event id, event type], ...] (t_ns: CLOCK_MONOTONIC, the clock
                                the writers read too)
         POST /reset            forget every record (after the capacity check)
-      It prints "ready" once listening; it stops on SIGTERM or SIGINT.
+      With --delay-ms D it answers a POST D ms after it arrived (the arrival time is recorded at
+      once): a slow receiver, so that deliveries are in flight long enough for a kill to catch
+      some. It prints "ready" once listening; it stops on SIGTERM or SIGINT.
 
   delivery.py run --replicas URL,URL,... --receiver URL --redis-port P --key-prefix K [options]
       The driver: creates a pool of toggles, a webhook addon (feature-created, feature-updated)
@@ -54,7 +56,8 @@ def log(msg):
 # ---------------------------------------------------------------------------------------------
 
 class Receiver:
-    def __init__(self):
+    def __init__(self, delay_ms=0):
+        self.delay = delay_ms / 1000
         self.raw = []  # (t_ns, delivery id, body bytes), in arrival order
         self.parsed = []  # the same records, parsed: [t_ns, delivery, description, event, type]
 
@@ -107,6 +110,8 @@ class Receiver:
                 status, payload = "200 OK", b""
                 if method == "POST" and path not in ("/reset",):
                     self.raw.append((now, delivery, body))
+                    if self.delay:
+                        await asyncio.sleep(self.delay)
                 elif method == "POST" and path == "/reset":
                     self.raw.clear()
                     self.parsed.clear()
@@ -133,8 +138,8 @@ class Receiver:
             writer.close()
 
 
-async def receive_main(port):
-    receiver = Receiver()
+async def receive_main(port, delay_ms):
+    receiver = Receiver(delay_ms)
     server = await asyncio.start_server(receiver.handle, "127.0.0.1", port, backlog=1024)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -271,9 +276,11 @@ class Writers:
                 conn.request("PUT", f"/api/admin/features/{name}", body=body, headers={
                     "Authorization": ADMIN_AUTH, "Content-Type": "application/json"})
                 resp = conn.getresponse()
-                resp.read()
+                answer = resp.read()
                 row["t_ack_ns"] = time.monotonic_ns()
                 row["status"] = resp.status
+                if resp.status != 200:
+                    row["error"] = answer[:160].decode("utf-8", "replace")
             except (OSError, http.client.HTTPException) as e:
                 row["t_ack_ns"] = time.monotonic_ns()
                 row["error"] = type(e).__name__
@@ -493,9 +500,10 @@ def phase_run(args, phase, urls, toggles, deliveries, pids, run_id):
     committed = committed_events(urls, toggles, prefix)
 
     # Deliveries by description (first arrival) and by delivery id (duplicates).
-    first_by_desc, ids_by_desc, count_by_id, first_by_id = {}, {}, {}, {}
+    first_by_desc, ids_by_desc, count_by_id, first_by_id, last_by_id = {}, {}, {}, {}, {}
     for t, did, desc, event, kind in records:
         first_by_desc.setdefault(desc, t)
+        last_by_id[did] = t
         ids_by_desc.setdefault(desc, set()).add(did)
         count_by_id[did] = count_by_id.get(did, 0) + 1
         first_by_id.setdefault(did, (t, desc))
@@ -517,6 +525,8 @@ def phase_run(args, phase, urls, toggles, deliveries, pids, run_id):
     last_ack = max((r["t_ack_ns"] for r in acked.values()), default=first_start)
     last_delivery = max((t for t, *_ in records), default=first_start)
     span = (last_delivery - first_start) / 1e9
+    arrivals = sorted(first_by_desc.values())
+    span99 = (percentile(arrivals, 0.99) - first_start) / 1e9 if arrivals else None
     write_span = (last_ack - first_start) / 1e9
 
     outcomes = {}
@@ -562,7 +572,10 @@ def phase_run(args, phase, urls, toggles, deliveries, pids, run_id):
         "write_p99_ms": rnd(percentile(wlat, 0.99)),
         "span_s": rnd(span, 2),
         "delivered_per_s": rnd(len(delivered) / span if span > 0 else None),
+        "span99_s": rnd(span99, 2),
         "writes_per_s": rnd(len(acked) / write_span if write_span > 0 else None),
+        "deferred": outcomes.get("deferred", 0),
+        "retried": outcomes.get("retried", 0),
         "drained": drained,
         "backlog_end": backlog_end,
         "outcomes": " ".join(f"{k}={v}" for k, v in sorted(outcomes.items())) + (" (partial)" if partial else ""),
@@ -582,6 +595,7 @@ def phase_run(args, phase, urls, toggles, deliveries, pids, run_id):
         "records": records,
         "committed": committed,
         "dup_ids": {d: (n, (first_by_id[d][0] - (kill_state.get("kill_ns") or first_start)) / 1e9,
+                        (last_by_id[d] - (kill_state.get("kill_ns") or first_start)) / 1e9,
                         first_by_id[d][1]) for d, n in dup_ids.items()},
         "missing": missing,
         "first_start": first_start,
@@ -594,9 +608,9 @@ def print_table(results, capacity):
     cols = [("phase", "phase"), ("writes", "writes_acked"), ("errors", "write_errors"),
             ("committed", "committed"), ("delivered", "delivered"), ("dup", "duplicates"),
             ("missing", "missing"), ("before_ack", "before_ack"), ("p50_ms", "lat_p50_ms"),
-            ("p99_ms", "lat_p99_ms"), ("max_ms", "lat_max_ms"), ("span_s", "span_s"),
+            ("p99_ms", "lat_p99_ms"), ("max_ms", "lat_max_ms"), ("span_s", "span_s"), ("t99_s", "span99_s"),
             ("events/s", "delivered_per_s"), ("writes/s", "writes_per_s"),
-            ("write_p99_ms", "write_p99_ms")]
+            ("write_p99_ms", "write_p99_ms"), ("deferred", "deferred")]
     rows = [[h for h, _ in cols]] + [["-" if r.get(k) is None else str(r.get(k)) for _, k in cols] for r in results]
     widths = [max(len(row[i]) for row in rows) for i in range(len(cols))]
     out = sys.stderr
@@ -714,12 +728,13 @@ def run_main(args):
                             f"{(t - a['t_start_ns']) / 1e6:.3f}" if a else ""])
     with open(os.path.join(args.out, "duplicates.csv"), "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["phase", "delivery_id", "copies", "first_arrival_s_after_kill_or_start", "description"])
+        # Times in s after the kill (a phase without one: after its first write).
+        w.writerow(["phase", "delivery_id", "copies", "first_arrival_s", "last_arrival_s", "description"])
         for res, ex in zip(results, extras):
-            for did, (n, rel, desc) in sorted(ex["dup_ids"].items()):
-                w.writerow([res["phase"], did, n, f"{rel:.3f}", desc])
+            for did, (n, first, last, desc) in sorted(ex["dup_ids"].items()):
+                w.writerow([res["phase"], did, n, f"{first:.3f}", f"{last:.3f}", desc])
             for desc in ex["missing"]:
-                w.writerow([res["phase"], "MISSING", 0, "", desc])
+                w.writerow([res["phase"], "MISSING", 0, "", "", desc])
     print_table(results, capacity)
     if dead:
         log(f"dead letters of the addon: {dead}")
@@ -733,6 +748,7 @@ def main():
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("receive")
     r.add_argument("--port", type=int, required=True)
+    r.add_argument("--delay-ms", type=float, default=0)
     d = sub.add_parser("run")
     d.add_argument("--replicas", required=True, help="comma-separated base URLs")
     d.add_argument("--receiver", required=True, help="the receiver's base URL")
@@ -758,7 +774,7 @@ def main():
     d.add_argument("restart_cmd", nargs="*", help="after --: the command that restarts the replica")
     args = p.parse_args()
     if args.cmd == "receive":
-        asyncio.run(receive_main(args.port))
+        asyncio.run(receive_main(args.port, args.delay_ms))
         return 0
     return run_main(args)
 

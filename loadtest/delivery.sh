@@ -29,10 +29,15 @@
 #   --visibility-ms MS     --delivery-visibility-timeout-ms of the replicas (default: the
 #                          service's, 60000; 5000 with --kill)
 #   --delivery-concurrency N   passed to the replicas when given
-#   --drain-timeout S      longest wait for a phase's deliveries after its last write (default 60)
+#   --receiver-delay-ms D  the receiver answers D ms after a request arrived (default 0: at
+#                          once); with --kill, deliveries are then in flight when it strikes
+#   --drain-timeout S      longest wait for a phase's deliveries after its last write (default 60;
+#                          with --kill at least the visibility timeout + 30 s)
 #   --out DIR              keep logs and CSVs there (default: a new /tmp dir)
 #   --no-build             use the existing binary in $CARGO_TARGET_DIR/release
 #   --time-limit S         hard limit of the measurement (default 600)
+#   -- ARGS...             anything after -- is added to every replica's command line (for
+#                          example -- --delivery-concurrency-per-addon 8)
 # Environment overrides: CARGO_TARGET_DIR (default /tmp/fp-release), FLAGPOLE_BIN, REDIS_SERVER.
 # Only loopback traffic; everything started is stopped on exit, Ctrl-C or SIGTERM.
 # Needs cargo, curl, python3 (stdlib only), redis-server: apt-get install -y redis-server
@@ -55,9 +60,11 @@ RESTART=0
 RESTART_AFTER=2
 VISIBILITY_MS=""
 DELIVERY_CONCURRENCY=""
-DRAIN_TIMEOUT=60
+DRAIN_TIMEOUT=""
+RECEIVER_DELAY_MS=0
 TIME_LIMIT=600
 KILL_AFTER=15
+EXTRA_ARGS=()
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -74,6 +81,8 @@ while [ $# -gt 0 ]; do
     --visibility-ms) VISIBILITY_MS=$2; shift 2;;
     --delivery-concurrency) DELIVERY_CONCURRENCY=$2; shift 2;;
     --drain-timeout) DRAIN_TIMEOUT=$2; shift 2;;
+    --receiver-delay-ms) RECEIVER_DELAY_MS=$2; shift 2;;
+    --) shift; EXTRA_ARGS=("$@"); break;;
     --duration|--rounds|--warmup|--store) echo "unknown option $1 (see --help)" >&2; exit 2;;
     *) common_opt "$@"; shift "$OPT_SHIFT";;
   esac
@@ -85,7 +94,8 @@ check_number() {
   [[ $2 =~ $re ]] || { echo "$1 must be a ${3:+whole }number" >&2; exit 2; }
 }
 check_number --rate "$RATE"; check_number --seconds "$SECONDS_STEADY"
-check_number --restart-after "$RESTART_AFTER"; check_number --drain-timeout "$DRAIN_TIMEOUT"
+check_number --restart-after "$RESTART_AFTER"; check_number --drain-timeout "${DRAIN_TIMEOUT:-60}"
+check_number --receiver-delay-ms "$RECEIVER_DELAY_MS"
 check_number --writers "$WRITERS" int; check_number --burst "$BURST" int
 check_number --burst-writers "$BURST_WRITERS" int; check_number --replicas "$REPLICAS" int
 check_number --toggles "$TOGGLES" int; check_number --time-limit "$TIME_LIMIT" int
@@ -93,6 +103,11 @@ check_number --toggles "$TOGGLES" int; check_number --time-limit "$TIME_LIMIT" i
 [ "$KILL" = 0 ] || [ "$REPLICAS" -ge 2 ] || { echo "--kill needs at least 2 replicas" >&2; exit 2; }
 [ -z "$VISIBILITY_MS" ] || [[ $VISIBILITY_MS =~ ^[0-9]+$ ]] || { echo "--visibility-ms must be a whole number" >&2; exit 2; }
 [ "$KILL" = 0 ] || VISIBILITY_MS=${VISIBILITY_MS:-5000}
+# A job the killed replica held is claimed again only after the visibility timeout.
+if [ -z "$DRAIN_TIMEOUT" ]; then
+  DRAIN_TIMEOUT=60
+  [ "$KILL" = 0 ] || [ $((VISIBILITY_MS / 1000 + 30)) -le 60 ] || DRAIN_TIMEOUT=$((VISIBILITY_MS / 1000 + 30))
+fi
 need_tools "curl python3" curl python3
 need_tools redis-server "$REDIS_SERVER"
 make_out flagpole-delivery
@@ -136,7 +151,8 @@ redis_ping_py "$REDIS_PORT" || { echo "redis-server does not answer after 10 s" 
 echo "# redis-server pid $REDIS_PID on 127.0.0.1:$REDIS_PORT (appendonly yes, appendfsync everysec)" >&2
 
 # ---- the receiver ------------------------------------------------------------------------------
-python3 "$HERE/delivery.py" receive --port "$RECEIVER_PORT" > "$OUT/receiver.log" 2>&1 &
+python3 "$HERE/delivery.py" receive --port "$RECEIVER_PORT" --delay-ms "$RECEIVER_DELAY_MS" \
+  > "$OUT/receiver.log" 2>&1 &
 RECEIVER_PID=$!
 for _ in $(seq 100); do
   grep -q ready "$OUT/receiver.log" 2>/dev/null && break
@@ -145,7 +161,7 @@ for _ in $(seq 100); do
 done
 grep -q ready "$OUT/receiver.log" || { echo "the receiver is not ready after 10 s" >&2; exit 1; }
 RECEIVER_URL="http://127.0.0.1:$RECEIVER_PORT"
-echo "# receiver pid $RECEIVER_PID on $RECEIVER_URL" >&2
+echo "# receiver pid $RECEIVER_PID on $RECEIVER_URL (answers ${RECEIVER_DELAY_MS} ms after a request arrived)" >&2
 
 # ---- the replicas --------------------------------------------------------------------------------
 # replica_cmd PORT: the command line of a replica on PORT (into REPLICA_CMD)
@@ -154,6 +170,7 @@ replica_cmd() {
     --key-prefix delivery --auth insecure --delivery true)
   [ -z "$VISIBILITY_MS" ] || REPLICA_CMD+=(--delivery-visibility-timeout-ms "$VISIBILITY_MS")
   [ -z "$DELIVERY_CONCURRENCY" ] || REPLICA_CMD+=(--delivery-concurrency "$DELIVERY_CONCURRENCY")
+  REPLICA_CMD+=("${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"}")
 }
 URLS=()
 PID_ARGS="receiver=$RECEIVER_PID,redis=$REDIS_PID"
@@ -162,6 +179,7 @@ for i in $(seq "$REPLICAS"); do
   replica_cmd "$port"
   "${REPLICA_CMD[@]}" > "$OUT/flagpole-$i.log" 2>&1 &
   PIDS+=($!)
+  disown "$!"  # (no "Killed" notice from bash when --kill strikes; cleanup stops it by pid)
   URLS+=("http://127.0.0.1:$port")
   PID_ARGS="$PID_ARGS,replica-$i=$!"
 done
@@ -175,7 +193,7 @@ for i in "${!URLS[@]}"; do
   [ "$ready" = 1 ] || { echo "replica $((i + 1)) not healthy after 30 s" >&2; exit 1; }
   echo "# flagpole replica $((i + 1)) pid ${PIDS[$i]} on ${URLS[$i]}" >&2
 done
-echo "# replicas: --key-prefix delivery --delivery true${VISIBILITY_MS:+ --delivery-visibility-timeout-ms $VISIBILITY_MS}${DELIVERY_CONCURRENCY:+ --delivery-concurrency $DELIVERY_CONCURRENCY}" >&2
+echo "# replicas: --key-prefix delivery --delivery true${VISIBILITY_MS:+ --delivery-visibility-timeout-ms $VISIBILITY_MS}${DELIVERY_CONCURRENCY:+ --delivery-concurrency $DELIVERY_CONCURRENCY}${EXTRA_ARGS[*]+ ${EXTRA_ARGS[*]}}" >&2
 
 # ---- the measurement (bounded by --time-limit) -----------------------------------------------------
 DRIVER=(python3 "$HERE/delivery.py" run --replicas "$(IFS=,; echo "${URLS[*]}")"
@@ -183,6 +201,8 @@ DRIVER=(python3 "$HERE/delivery.py" run --replicas "$(IFS=,; echo "${URLS[*]}")"
   --rate "$RATE" --seconds "$SECONDS_STEADY" --writers "$WRITERS" --burst "$BURST"
   --burst-writers "$BURST_WRITERS" --toggles "$TOGGLES" --drain-timeout "$DRAIN_TIMEOUT"
   --pids "$PID_ARGS")
+# A slow receiver's capacity is not worth measuring.
+[[ $RECEIVER_DELAY_MS =~ ^0*(\.0*)?$ ]] || DRIVER+=(--check-seconds 0)
 if [ "$KILL" = 1 ]; then
   last=$((REPLICAS - 1))
   DRIVER+=(--kill-pid "${PIDS[$last]}" --kill-index "$last")
