@@ -3,17 +3,17 @@
 //! dropped. Also claims the jobs of replicas that died, moves due retries back into the queue
 //! and samples the queue's depth for the metrics.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::OwnedSemaphorePermit;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::backoff::backoff;
+use super::lanes::Lanes;
 use super::request::requests;
 use super::send::{client, send_all, Failure};
 use crate::config::Settings;
@@ -62,10 +62,8 @@ pub struct DeliveryWorker {
     http: reqwest::Client,
     /// This replica's name in the consumer group.
     consumer: String,
-    /// Attempts in flight, over all addons.
-    overall: Arc<Semaphore>,
-    /// Attempts in flight per addon.
-    per_addon: Mutex<HashMap<u64, Arc<Semaphore>>>,
+    /// Jobs held and attempts in flight, overall and per addon.
+    lanes: Lanes,
 }
 
 /// The result of one attempt: the settlement, and the provider and outcome for the metrics.
@@ -90,11 +88,16 @@ impl DeliveryWorker {
             store,
             snapshot,
             metrics,
-            overall: Arc::new(Semaphore::new(settings.concurrency)),
+            // A job waits for room at most a quarter of the visibility timeout, and its attempt
+            // is cut off at half of it: another replica never claims a job still held.
+            lanes: Lanes::new(
+                settings.concurrency,
+                settings.per_addon,
+                settings.visibility / 4,
+            ),
             settings,
             http,
             consumer: format!("{host}-{:016x}", random_id()),
-            per_addon: Mutex::new(HashMap::new()),
         })
     }
 
@@ -114,13 +117,13 @@ impl DeliveryWorker {
         let mut attempts = JoinSet::new();
         let mut failing = false;
         loop {
-            // Take only what can be attempted at once.
+            // Take only what may be held.
             let permit = tokio::select! {
                 _ = shutdown.cancelled() => break,
-                permit = self.overall.clone().acquire_owned() => permit,
+                permit = self.lanes.hold() => permit,
             };
-            let Ok(first) = permit else { break };
-            let room = self.overall.available_permits() + 1;
+            let Some(first) = permit else { break };
+            let room = self.lanes.room() + 1;
             let taken = tokio::select! {
                 _ = shutdown.cancelled() => break,
                 taken = self.queue.take(&self.consumer, room.min(64)) => taken,
@@ -135,9 +138,9 @@ impl DeliveryWorker {
                     for job in jobs {
                         let permit = match first.take() {
                             Some(p) => p,
-                            None => match self.overall.clone().acquire_owned().await {
-                                Ok(p) => p,
-                                Err(_) => break,
+                            None => match self.lanes.hold().await {
+                                Some(p) => p,
+                                None => break,
                             },
                         };
                         attempts.spawn(self.clone().process(job, permit));
@@ -170,7 +173,7 @@ impl DeliveryWorker {
         }
     }
 
-    /// Attempts one job and settles it; the permit is held throughout.
+    /// Attempts one job and settles it; the job counts as held throughout.
     async fn process(self: Arc<Self>, taken: TakenJob, _permit: OwnedSemaphorePermit) {
         let Some(attempted) = self.attempt(&taken.job).await else {
             // The store could not be read: the job stays queued (Redis: until the visibility
@@ -253,11 +256,10 @@ impl DeliveryWorker {
                 return Some(self.failed(job, provider, failure, job.sent, now));
             }
         };
-        let Ok(_slot) = self.addon_slots(job.addon).try_acquire_owned() else {
-            // The addon has as many attempts in flight as it may: try again a little later
-            // rather than hold a slot other addons could use.
-            let wait = self.settings.timeout.min(Duration::from_secs(5));
-            return Some(deferred(&provider, now, wait));
+        let _admission = match self.lanes.admit(job.addon).await {
+            Ok(admission) => admission,
+            // The addon has no room: put the job back rather than hold room others need.
+            Err(wait) => return Some(deferred(&provider, Utc::now(), wait)),
         };
         let skip = (job.sent as usize).min(requests.len());
         let deadline = Instant::now() + self.settings.visibility / 2;
@@ -338,24 +340,12 @@ impl DeliveryWorker {
         }
     }
 
-    /// The semaphore bounding attempts in flight to `addon`.
-    fn addon_slots(&self, addon: u64) -> Arc<Semaphore> {
-        let mut slots = match self.per_addon.lock() {
-            Ok(slots) => slots,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        slots
-            .entry(addon)
-            .or_insert_with(|| Arc::new(Semaphore::new(self.settings.per_addon)))
-            .clone()
-    }
-
     /// Moves due retries back into the queue, a few times a second.
     async fn promote_due(self: Arc<Self>, shutdown: CancellationToken) {
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => return,
-                _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
             }
             // Failures show in the take loop's log; the next round tries again.
             let _ = self.queue.promote_due(Utc::now().timestamp_millis()).await;
@@ -370,7 +360,7 @@ impl DeliveryWorker {
                 _ = shutdown.cancelled() => return,
                 _ = tokio::time::sleep(every) => {}
             }
-            let room = self.overall.available_permits();
+            let room = self.lanes.room();
             if room == 0 {
                 continue;
             }
@@ -380,12 +370,12 @@ impl DeliveryWorker {
                 .await;
             for job in claimed.unwrap_or_default() {
                 tracing::info!(delivery = %job.job.delivery, "claimed a delivery another replica left");
-                match self.overall.clone().try_acquire_owned() {
-                    Ok(permit) => {
+                match self.lanes.try_hold() {
+                    Some(permit) => {
                         tokio::spawn(self.clone().process(job, permit));
                     }
                     // Full after all: it is claimed again on a later round.
-                    Err(_) => break,
+                    None => break,
                 }
             }
         }

@@ -199,12 +199,13 @@ async fn a_hanging_receiver_does_not_stall_other_addons(backend: &Backend) {
     let fast = Receiver::start().await;
     webhook(&app, &hanging.url("/"), &["feature-created"], json!({})).await;
     webhook(&app, &fast.url("/"), &["feature-created"], json!({})).await;
-    for i in 0..12 {
+    // More jobs for the hanging receiver than a replica holds at once (4 × 4).
+    for i in 0..40 {
         app.create_toggle(&format!("busy-{i}")).await;
     }
     assert!(
-        fast.wait_accepted(12, Duration::from_secs(20)).await,
-        "the fast receiver got {} of 12",
+        fast.wait_accepted(40, Duration::from_secs(30)).await,
+        "the fast receiver got {} of 40",
         fast.accepted().len()
     );
     assert!(
