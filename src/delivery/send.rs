@@ -32,12 +32,13 @@ pub fn client(timeout: Duration) -> Result<reqwest::Client, reqwest::Error> {
         .build()
 }
 
-/// Sends `requests` in order until one fails or `deadline` passes; each one made is counted
-/// with `attempted`. Returns how many were accepted (2xx) and the failure that stopped it.
+/// Sends `requests` in order until one fails or `deadline` passes, each within `timeout`;
+/// each one made is counted with `attempted`. Returns how many were accepted (2xx) and the
+/// failure that stopped it.
 pub async fn send_all(
     client: &reqwest::Client,
     requests: &[DeliveryRequest],
-    deadline: Instant,
+    (timeout, deadline): (Duration, Instant),
     attempted: impl Fn(),
 ) -> (usize, Option<Failure>) {
     for (i, request) in requests.iter().enumerate() {
@@ -46,9 +47,10 @@ pub async fn send_all(
             return (i, Some(timed_out()));
         }
         attempted();
+        // A request's own timeout replaces the client's: give it the shorter of the two.
         let mut builder = client
             .post(&request.url)
-            .timeout(left)
+            .timeout(left.min(timeout))
             .body(request.body.clone());
         for (name, value) in &request.headers {
             builder = builder.header(name, value);

@@ -112,10 +112,14 @@ impl DeliveryWorker {
         }
         let mut chores = JoinSet::new();
         chores.spawn(self.clone().promote_due(shutdown.clone()));
-        chores.spawn(self.clone().reclaim(shutdown.clone()));
         chores.spawn(self.clone().sample_depth(shutdown.clone()));
         let mut attempts = JoinSet::new();
         let mut failing = false;
+        // Claims of jobs other replicas left: every quarter of the visibility timeout,
+        // scanning the pending jobs on from where the last round stopped.
+        let reclaim_every = (self.settings.visibility / 4).max(Duration::from_millis(100));
+        let mut last_reclaim = tokio::time::Instant::now();
+        let mut cursor = "0-0".to_string();
         loop {
             // Take only what may be held.
             let permit = tokio::select! {
@@ -123,10 +127,26 @@ impl DeliveryWorker {
                 permit = self.lanes.hold() => permit,
             };
             let Some(first) = permit else { break };
-            let room = self.lanes.room() + 1;
-            let taken = tokio::select! {
-                _ = shutdown.cancelled() => break,
-                taken = self.queue.take(&self.consumer, room.min(64)) => taken,
+            let room = (self.lanes.room() + 1).min(64);
+            let taken = if last_reclaim.elapsed() >= reclaim_every {
+                last_reclaim = tokio::time::Instant::now();
+                let visibility = self.settings.visibility;
+                let claimed = self
+                    .queue
+                    .reclaim(&self.consumer, visibility, room, &cursor)
+                    .await;
+                claimed.map(|(jobs, next)| {
+                    cursor = next;
+                    for job in &jobs {
+                        tracing::info!(delivery = %job.job.delivery, "claimed a delivery another replica left");
+                    }
+                    jobs
+                })
+            } else {
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    taken = self.queue.take(&self.consumer, room) => taken,
+                }
             };
             match taken {
                 Ok(jobs) => {
@@ -175,14 +195,17 @@ impl DeliveryWorker {
 
     /// Attempts one job and settles it; the job counts as held throughout.
     async fn process(self: Arc<Self>, taken: TakenJob, _permit: OwnedSemaphorePermit) {
-        let Some(attempted) = self.attempt(&taken.job).await else {
+        let Some(attempted) = self.attempt(&taken).await else {
             // The store could not be read: the job stays queued (Redis: until the visibility
             // timeout lets a replica claim it).
-            self.queue.release(&taken).await;
+            self.queue.release(&taken);
             return;
         };
+        // Settling is retried (a store outage) for as long as no other replica may claim the
+        // job, and tried at least once.
+        let give_up = taken.taken_at + self.settings.visibility * 9 / 10;
         let mut delay = Duration::from_millis(100);
-        for _ in 0..6 {
+        loop {
             match self.queue.settle(&taken, &attempted.settlement).await {
                 Ok(true) => {
                     self.metrics
@@ -202,18 +225,22 @@ impl DeliveryWorker {
                 }
                 Err(e) => {
                     tracing::warn!(delivery = %taken.job.delivery, error = %e, "cannot settle a delivery yet");
+                    if std::time::Instant::now() + delay >= give_up {
+                        break;
+                    }
                     tokio::time::sleep(delay).await;
-                    delay *= 2;
+                    delay = (delay * 2).min(Duration::from_secs(2));
                 }
             }
         }
         // Still unsettled: it is attempted again later (a delivered job may then be sent twice,
         // which its idempotency key lets the receiver see).
-        self.queue.release(&taken).await;
+        self.queue.release(&taken);
     }
 
-    /// One attempt at `job`; `None` when the store cannot be read.
-    async fn attempt(&self, job: &DeliveryJob) -> Option<Attempted> {
+    /// One attempt at a job; `None` when the store cannot be read.
+    async fn attempt(&self, taken: &TakenJob) -> Option<Attempted> {
+        let job = &taken.job;
         let now = Utc::now();
         if self.snapshot.state().version < job.version {
             // Queued by a commit this replica has not seen yet.
@@ -235,6 +262,11 @@ impl DeliveryWorker {
             let why = "the addon was disabled or no longer subscribes to this event";
             return Some(dropped(job, provider, why, now));
         }
+        let _admission = match self.lanes.admit(job.addon).await {
+            Ok(admission) => admission,
+            // The addon has no room: put the job back rather than hold room others need.
+            Err(wait) => return Some(deferred(&provider, Utc::now(), wait)),
+        };
         let event = match self.store.event(job.event).await {
             Ok(Some(event)) => event,
             Ok(None) => return Some(dropped(job, provider, "the event no longer exists", now)),
@@ -256,17 +288,17 @@ impl DeliveryWorker {
                 return Some(self.failed(job, provider, failure, job.sent, now));
             }
         };
-        let _admission = match self.lanes.admit(job.addon).await {
-            Ok(admission) => admission,
-            // The addon has no room: put the job back rather than hold room others need.
-            Err(wait) => return Some(deferred(&provider, Utc::now(), wait)),
-        };
         let skip = (job.sent as usize).min(requests.len());
-        let deadline = Instant::now() + self.settings.visibility / 2;
-        let (sent, failure) = send_all(&self.http, &requests[skip..], deadline, || {
-            self.metrics.deliveries.attempted(&provider)
-        })
-        .await;
+        // Waiting for room took at most a quarter of the visibility timeout; the attempt ends
+        // by three quarters, so no other replica claims the job while it runs.
+        let deadline = Instant::from_std(taken.taken_at + self.settings.visibility * 3 / 4);
+        let send = send_all(
+            &self.http,
+            &requests[skip..],
+            (self.settings.timeout, deadline),
+            || self.metrics.deliveries.attempted(&provider),
+        );
+        let (sent, failure) = send.await;
         let sent = job.sent + u32::try_from(sent).unwrap_or(u32::MAX);
         let now = Utc::now();
         Some(match failure {
@@ -349,35 +381,6 @@ impl DeliveryWorker {
             }
             // Failures show in the take loop's log; the next round tries again.
             let _ = self.queue.promote_due(Utc::now().timestamp_millis()).await;
-        }
-    }
-
-    /// Claims jobs other replicas took and never settled (they died), for this replica.
-    async fn reclaim(self: Arc<Self>, shutdown: CancellationToken) {
-        let every = (self.settings.visibility / 4).max(Duration::from_millis(100));
-        loop {
-            tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = tokio::time::sleep(every) => {}
-            }
-            let room = self.lanes.room();
-            if room == 0 {
-                continue;
-            }
-            let claimed = self
-                .queue
-                .reclaim(&self.consumer, self.settings.visibility, room)
-                .await;
-            for job in claimed.unwrap_or_default() {
-                tracing::info!(delivery = %job.job.delivery, "claimed a delivery another replica left");
-                match self.lanes.try_hold() {
-                    Some(permit) => {
-                        tokio::spawn(self.clone().process(job, permit));
-                    }
-                    // Full after all: it is claimed again on a later round.
-                    None => break,
-                }
-            }
         }
     }
 

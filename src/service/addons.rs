@@ -103,6 +103,13 @@ impl Service {
             );
             Ok(plan)
         })
-        .await
+        .await?;
+        // Its log and dead letters can no longer be reached; a failure only leaves them.
+        if let Ok(number) = id.parse::<u64>() {
+            if let Err(e) = self.store.deliveries().forget(number).await {
+                tracing::warn!(addon = id, error = %e, "the deleted addon's deliveries stay");
+            }
+        }
+        Ok(())
     }
 }

@@ -89,9 +89,15 @@ impl Keys {
 
     /// Stream, the dead letters of addon `addon`: fields `job` (JSON `DeliveryJob`), `error`,
     /// `at` (RFC 3339); appended by the settle script, entries deleted when redelivered; never
-    /// trimmed.
+    /// trimmed (deleted with the addon).
     pub fn delivery_dead(&self, addon: u64) -> String {
         format!("{}:delivery-dead:{addon}", self.tag)
+    }
+
+    /// Hash, delivery id → entry id of its dead letter in `delivery_dead`; HSET by the settle
+    /// script with the dead letter, HDEL by the redeliver script.
+    pub fn delivery_dead_index(&self, addon: u64) -> String {
+        format!("{}:delivery-dead-index:{addon}", self.tag)
     }
 
     /// Hash, delivery id → JSON `DeliveryRecord` of addon `addon`'s deliveries; written by the

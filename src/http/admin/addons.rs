@@ -102,9 +102,11 @@ async fn list_deliveries(
 async fn list_dead_letters(
     State(service): State<Service>,
     AppPath(id): AppPath<String>,
+    RawQuery(query): RawQuery,
 ) -> ApiResult<Json<Value>> {
-    let letters = service.dead_letters(&id).await?;
-    Ok(Json(json!({"deadLetters": letters})))
+    let limit = super::events::limit(query.as_deref())?;
+    let (letters, total) = service.dead_letters(&id, limit).await?;
+    Ok(Json(json!({"deadLetters": letters, "total": total})))
 }
 
 async fn redeliver(
@@ -119,10 +121,7 @@ async fn redeliver_dead(
     State(service): State<Service>,
     AppPath(id): AppPath<String>,
 ) -> ApiResult<Response> {
-    let redelivered = service.redeliver_dead(&id).await?;
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(json!({"redelivered": redelivered})),
-    )
-        .into_response())
+    let (redelivered, left) = service.redeliver_dead(&id).await?;
+    let body = json!({"redelivered": redelivered, "remaining": left});
+    Ok((StatusCode::ACCEPTED, Json(body)).into_response())
 }

@@ -55,13 +55,24 @@ fn due_key(due: i64) -> u64 {
     u64::try_from(due).unwrap_or(0)
 }
 
-/// Writes a record into its addon's log, dropping the oldest beyond `LOG_LENGTH`.
-fn write_record(txn: &WriteTransaction, record: &DeliveryRecord) -> Result<(), StoreError> {
+/// How long a job given back unsettled waits before it is taken again.
+const RELEASE_DELAY: Duration = Duration::from_secs(5);
+
+/// Writes a record into its addon's log; with `trim`, drops the oldest beyond `LOG_LENGTH`
+/// (settles trim; queueing does not, so a commit queueing many jobs stays cheap).
+fn write_record(
+    txn: &WriteTransaction,
+    record: &DeliveryRecord,
+    trim: bool,
+) -> Result<(), StoreError> {
     let raw = serde_json::to_string(record).map_err(|e| corrupt("delivery record", e))?;
     let mut log = txn.open_table(LOG).map_err(failed)?;
     let addon = record.addon_id;
     log.insert((addon, record.event_id), raw.as_str())
         .map_err(failed)?;
+    if !trim {
+        return Ok(());
+    }
     let beyond = log
         .range((addon, 0)..=(addon, u64::MAX))
         .map_err(failed)?
@@ -90,7 +101,7 @@ pub(crate) fn queue(
         .map_err(failed)?
         .insert((due_key(due), seq), raw.as_str())
         .map_err(failed)?;
-    write_record(txn, record)
+    write_record(txn, record, false)
 }
 
 /// The embedded delivery queue; cheap to clone.
@@ -129,27 +140,47 @@ impl EmbeddedDeliveries {
     async fn take_due(&self, max: usize) -> Result<(Vec<TakenJob>, Option<u64>), StoreError> {
         let busy: HashSet<u64> = self.in_flight().clone();
         let now = due_key(Utc::now().timestamp_millis());
+        let taken_at = std::time::Instant::now();
         let (jobs, next) = run_blocking(&self.db, move |db| {
-            let txn = db.begin_read().map_err(failed)?;
-            let table = txn.open_table(OUTBOX).map_err(failed)?;
             let mut jobs = Vec::new();
             let mut next = None;
-            for row in table.iter().map_err(failed)? {
-                let (key, raw) = row.map_err(failed)?;
-                let (due, seq) = key.value();
-                if busy.contains(&seq) {
-                    continue;
+            let mut unreadable = Vec::new();
+            {
+                let txn = db.begin_read().map_err(failed)?;
+                let table = txn.open_table(OUTBOX).map_err(failed)?;
+                for row in table.iter().map_err(failed)? {
+                    let (key, raw) = row.map_err(failed)?;
+                    let (due, seq) = key.value();
+                    if busy.contains(&seq) {
+                        continue;
+                    }
+                    if due > now || jobs.len() >= max {
+                        next = Some(due);
+                        break;
+                    }
+                    match serde_json::from_str::<DeliveryJob>(raw.value()) {
+                        Ok(job) => jobs.push(TakenJob {
+                            job,
+                            taken_at,
+                            receipt: Receipt::Outbox(due, seq),
+                        }),
+                        Err(e) => {
+                            tracing::error!(seq, error = %e, "an unreadable delivery job was dropped");
+                            unreadable.push((due, seq));
+                        }
+                    }
                 }
-                if due > now || jobs.len() >= max {
-                    next = Some(due);
-                    break;
+            }
+            // So that it cannot hold up the others for ever.
+            if !unreadable.is_empty() {
+                let txn = db.begin_write().map_err(failed)?;
+                {
+                    let mut table = txn.open_table(OUTBOX).map_err(failed)?;
+                    for key in unreadable {
+                        table.remove(key).map_err(failed)?;
+                    }
                 }
-                let job: DeliveryJob =
-                    serde_json::from_str(raw.value()).map_err(|e| corrupt("delivery job", e))?;
-                jobs.push(TakenJob {
-                    job,
-                    receipt: Receipt::Outbox(due, seq),
-                });
+                txn.commit().map_err(failed)?;
             }
             Ok((jobs, next))
         })
@@ -189,6 +220,10 @@ impl EmbeddedDeliveries {
                 "a stream job settled in the outbox".into(),
             ));
         };
+        let requeued = matches!(
+            settlement,
+            Settlement::Retry { .. } | Settlement::Defer { .. }
+        );
         let settlement = settlement.clone();
         let job = taken.job.clone();
         let settled = run_blocking(&self.db, move |db| {
@@ -235,20 +270,36 @@ impl EmbeddedDeliveries {
                 Settlement::Defer { .. } => None,
             };
             if let Some(record) = record {
-                write_record(&txn, record)?;
+                write_record(&txn, record, true)?;
             }
             txn.commit().map_err(failed)?;
             Ok(true)
         })
         .await;
-        self.in_flight().remove(&seq);
+        // Unsettled, it stays in flight: the caller still holds it (it retries, or releases).
+        if settled.is_ok() {
+            self.in_flight().remove(&seq);
+            if requeued {
+                // It may be due before the taker's next look.
+                self.wake();
+            }
+        }
         settled
     }
 
-    /// Forgets that a job is in flight: it is taken again when due.
+    /// Forgets, after `RELEASE_DELAY`, that a job is in flight: it is taken again then.
     pub(super) fn release(&self, taken: &TakenJob) {
         if let Receipt::Outbox(_, seq) = taken.receipt {
-            self.in_flight().remove(&seq);
+            let in_flight = self.in_flight.clone();
+            let queued = self.queued.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(RELEASE_DELAY).await;
+                match in_flight.lock() {
+                    Ok(mut set) => set.remove(&seq),
+                    Err(poisoned) => poisoned.into_inner().remove(&seq),
+                };
+                queued.notify_one();
+            });
         }
     }
 
@@ -272,46 +323,64 @@ impl EmbeddedDeliveries {
         .await
     }
 
-    pub(super) async fn dead_letters(&self, addon: u64) -> Result<Vec<DeadLetter>, StoreError> {
+    pub(super) async fn dead_letters(
+        &self,
+        addon: u64,
+        limit: usize,
+    ) -> Result<(Vec<DeadLetter>, u64), StoreError> {
         run_blocking(&self.db, move |db| {
             let txn = db.begin_read().map_err(failed)?;
             let dead = txn.open_table(DEAD).map_err(failed)?;
-            let rows = dead.range((addon, 0)..=(addon, u64::MAX)).map_err(failed)?;
-            rows.map(|row| {
+            let mut letters = Vec::new();
+            let mut total = 0;
+            for row in dead.range((addon, 0)..=(addon, u64::MAX)).map_err(failed)? {
                 let (_, raw) = row.map_err(failed)?;
-                serde_json::from_str(raw.value()).map_err(|e| corrupt("dead letter", e))
-            })
-            .collect()
+                total += 1;
+                if letters.len() < limit {
+                    letters.push(
+                        serde_json::from_str(raw.value()).map_err(|e| corrupt("dead letter", e))?,
+                    );
+                }
+            }
+            Ok((letters, total))
         })
         .await
     }
 
-    /// Requeues the dead letters of `addon` that `pick` selects, or else (with `from_log`) the
-    /// settled delivery `from_log` names; how it went and how many were queued.
+    /// Requeues the dead letters of `addon` that `pick` selects (at most `max`), or else
+    /// (with `from_log`) the settled delivery `from_log` names; how it went, how many were
+    /// queued and how many dead letters are left.
     async fn requeue(
         &self,
         addon: u64,
         pick: impl Fn(&DeliveryJob) -> bool + Send + 'static,
         from_log: Option<String>,
-        now: DateTime<Utc>,
-    ) -> Result<(Redelivery, usize), StoreError> {
+        (now, version, max): (DateTime<Utc>, u64, usize),
+    ) -> Result<(Redelivery, usize, u64), StoreError> {
         let outcome = run_blocking(&self.db, move |db| {
             let txn = db.begin_write().map_err(failed)?;
             let mut jobs = Vec::new();
+            let left;
             {
                 let mut dead = txn.open_table(DEAD).map_err(failed)?;
                 let mut picked = Vec::new();
+                let mut total = 0u64;
                 for row in dead.range((addon, 0)..=(addon, u64::MAX)).map_err(failed)? {
                     let (key, raw) = row.map_err(failed)?;
+                    total += 1;
+                    if picked.len() >= max {
+                        continue;
+                    }
                     let letter: DeadLetter =
                         serde_json::from_str(raw.value()).map_err(|e| corrupt("dead letter", e))?;
                     if pick(&letter.job) {
                         picked.push((key.value(), letter.job));
                     }
                 }
+                left = total - picked.len() as u64;
                 for (key, job) in picked {
                     dead.remove(key).map_err(failed)?;
-                    jobs.push(fresh_job(job, true, now));
+                    jobs.push(fresh_job(job, true, now, version));
                 }
             }
             let outcome = match (&from_log, jobs.is_empty()) {
@@ -335,7 +404,7 @@ impl EmbeddedDeliveries {
                                 DeliveryStatus::Delivered | DeliveryStatus::Dropped
                             ) =>
                         {
-                            jobs.push(fresh_job(job_of(&r), false, now));
+                            jobs.push(fresh_job(job_of(&r), false, now, version));
                             Redelivery::Queued
                         }
                         Some(_) => Redelivery::Pending,
@@ -353,7 +422,7 @@ impl EmbeddedDeliveries {
                 )?;
             }
             txn.commit().map_err(failed)?;
-            Ok((outcome, queued))
+            Ok((outcome, queued, left))
         })
         .await?;
         if outcome.1 > 0 {
@@ -367,11 +436,13 @@ impl EmbeddedDeliveries {
         addon: u64,
         id: &str,
         now: DateTime<Utc>,
+        version: u64,
     ) -> Result<Redelivery, StoreError> {
         let wanted = id.to_string();
         let pick = move |job: &DeliveryJob| job.delivery == wanted;
+        let context = (now, version, usize::MAX);
         Ok(self
-            .requeue(addon, pick, Some(id.to_string()), now)
+            .requeue(addon, pick, Some(id.to_string()), context)
             .await?
             .0)
     }
@@ -380,8 +451,28 @@ impl EmbeddedDeliveries {
         &self,
         addon: u64,
         now: DateTime<Utc>,
-    ) -> Result<usize, StoreError> {
-        Ok(self.requeue(addon, |_| true, None, now).await?.1)
+        version: u64,
+        max: usize,
+    ) -> Result<(usize, u64), StoreError> {
+        let (_, queued, left) = self
+            .requeue(addon, |_| true, None, (now, version, max))
+            .await?;
+        Ok((queued, left))
+    }
+
+    pub(super) async fn forget(&self, addon: u64) -> Result<(), StoreError> {
+        run_blocking(&self.db, move |db| {
+            let txn = db.begin_write().map_err(failed)?;
+            {
+                let range = (addon, 0)..=(addon, u64::MAX);
+                let mut log = txn.open_table(LOG).map_err(failed)?;
+                log.retain_in(range.clone(), |_, _| false).map_err(failed)?;
+                let mut dead = txn.open_table(DEAD).map_err(failed)?;
+                dead.retain_in(range, |_, _| false).map_err(failed)?;
+            }
+            txn.commit().map_err(failed)
+        })
+        .await
     }
 
     pub(super) async fn depth(&self, addons: &[u64]) -> Result<QueueDepth, StoreError> {

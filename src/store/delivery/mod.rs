@@ -31,6 +31,8 @@ pub const LOG_LENGTH: usize = 1000;
 #[derive(Debug, Clone)]
 pub struct TakenJob {
     pub job: DeliveryJob,
+    /// When this replica took it (the visibility timeout runs from here).
+    pub taken_at: std::time::Instant,
     receipt: Receipt,
 }
 
@@ -110,17 +112,19 @@ impl DeliveryQueue {
     }
 
     /// Takes over up to `max` jobs another consumer took more than `idle` ago and never
-    /// settled (it died, or lost its connection).
+    /// settled (it died, or lost its connection), scanning on from `cursor` (`0-0` at first);
+    /// returns them and where the next round goes on.
     pub async fn reclaim(
         &self,
         consumer: &str,
         idle: std::time::Duration,
         max: usize,
-    ) -> Result<Vec<TakenJob>, StoreError> {
+        cursor: &str,
+    ) -> Result<(Vec<TakenJob>, String), StoreError> {
         match self {
-            DeliveryQueue::Redis(q) => q.reclaim(consumer, idle, max).await,
+            DeliveryQueue::Redis(q) => q.reclaim(consumer, idle, max, cursor).await,
             // One process: a job in flight is never abandoned while the process lives.
-            DeliveryQueue::Embedded(_) => Ok(Vec::new()),
+            DeliveryQueue::Embedded(_) => Ok((Vec::new(), cursor.to_string())),
         }
     }
 
@@ -138,12 +142,13 @@ impl DeliveryQueue {
         }
     }
 
-    /// Gives a taken job back unsettled (this replica is stopping): it is due at once.
-    pub async fn release(&self, taken: &TakenJob) {
+    /// Gives a taken job back unsettled (the store could not be read or written): it is
+    /// attempted again after a while — Redis: claimed after the visibility timeout; embedded:
+    /// after `RELEASE_DELAY`.
+    pub fn release(&self, taken: &TakenJob) {
         if let DeliveryQueue::Embedded(q) = self {
             q.release(taken);
         }
-        // Redis: it stays pending and is reclaimed after the visibility timeout.
     }
 
     /// Moves jobs whose retry is due back into the queue; how many.
@@ -167,37 +172,54 @@ impl DeliveryQueue {
         }
     }
 
-    /// The addon's dead letters, oldest first.
-    pub async fn dead_letters(&self, addon: u64) -> Result<Vec<DeadLetter>, StoreError> {
+    /// The addon's oldest dead letters, at most `limit`, and how many it has.
+    pub async fn dead_letters(
+        &self,
+        addon: u64,
+        limit: usize,
+    ) -> Result<(Vec<DeadLetter>, u64), StoreError> {
         match self {
-            DeliveryQueue::Redis(q) => q.dead_letters(addon).await,
-            DeliveryQueue::Embedded(q) => q.dead_letters(addon).await,
+            DeliveryQueue::Redis(q) => q.dead_letters(addon, limit).await,
+            DeliveryQueue::Embedded(q) => q.dead_letters(addon, limit).await,
         }
     }
 
     /// Queues delivery `id` of `addon` again: a dead letter with its attempts reset, or a
-    /// delivery that was delivered or dropped, from scratch.
+    /// delivery that was delivered or dropped, from scratch. `version` is the configuration
+    /// version it is judged against at least (the one the caller knows of).
     pub async fn redeliver(
         &self,
         addon: u64,
         id: &str,
         now: DateTime<Utc>,
+        version: u64,
     ) -> Result<Redelivery, StoreError> {
         match self {
-            DeliveryQueue::Redis(q) => q.redeliver(addon, id, now).await,
-            DeliveryQueue::Embedded(q) => q.redeliver(addon, id, now).await,
+            DeliveryQueue::Redis(q) => q.redeliver(addon, id, now, version).await,
+            DeliveryQueue::Embedded(q) => q.redeliver(addon, id, now, version).await,
         }
     }
 
-    /// Queues every dead letter of `addon` again; how many.
+    /// Queues the oldest `max` dead letters of `addon` again; how many were queued and how
+    /// many are left.
     pub async fn redeliver_dead(
         &self,
         addon: u64,
         now: DateTime<Utc>,
-    ) -> Result<usize, StoreError> {
+        version: u64,
+        max: usize,
+    ) -> Result<(usize, u64), StoreError> {
         match self {
-            DeliveryQueue::Redis(q) => q.redeliver_dead(addon, now).await,
-            DeliveryQueue::Embedded(q) => q.redeliver_dead(addon, now).await,
+            DeliveryQueue::Redis(q) => q.redeliver_dead(addon, now, version, max).await,
+            DeliveryQueue::Embedded(q) => q.redeliver_dead(addon, now, version, max).await,
+        }
+    }
+
+    /// Deletes the log and the dead letters of a deleted addon.
+    pub async fn forget(&self, addon: u64) -> Result<(), StoreError> {
+        match self {
+            DeliveryQueue::Redis(q) => q.forget(addon).await,
+            DeliveryQueue::Embedded(q) => q.forget(addon).await,
         }
     }
 
@@ -212,13 +234,18 @@ impl DeliveryQueue {
 
 /// The job a redelivery queues: from scratch (no attempts, nothing sent), unless it comes from
 /// a dead letter, whose accepted requests are not sent again.
-fn fresh_job(mut job: DeliveryJob, keep_sent: bool, now: DateTime<Utc>) -> DeliveryJob {
+fn fresh_job(
+    mut job: DeliveryJob,
+    keep_sent: bool,
+    now: DateTime<Utc>,
+    version: u64,
+) -> DeliveryJob {
     job.attempts = 0;
     if !keep_sent {
         job.sent = 0;
     }
-    // Older than any snapshot: judged against whatever this replica holds.
-    job.version = 0;
+    // A fix of the addon made before the redelivery was asked for is seen by the attempt.
+    job.version = version;
     job.queued = now.timestamp_millis();
     job
 }

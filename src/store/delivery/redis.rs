@@ -50,14 +50,11 @@ fn rfc3339(time: DateTime<Utc>) -> String {
 }
 
 /// The job of one stream entry.
-fn taken(entry: &StreamId) -> Result<TakenJob, StoreError> {
+fn job_of_entry(entry: &StreamId) -> Result<DeliveryJob, StoreError> {
     let raw: String = entry
         .get("job")
         .ok_or_else(|| StoreError::Corrupt("delivery entry without job".into()))?;
-    Ok(TakenJob {
-        job: serde_json::from_str(&raw).map_err(|e| corrupt("delivery job", e))?,
-        receipt: Receipt::Stream(entry.id.clone()),
-    })
+    serde_json::from_str(&raw).map_err(|e| corrupt("delivery job", e))
 }
 
 impl RedisDeliveries {
@@ -118,8 +115,13 @@ impl RedisDeliveries {
         match read {
             Ok(reply) => {
                 *reader = Some(conn);
-                let entries = reply.into_iter().flat_map(|r| r.keys).flat_map(|k| k.ids);
-                entries.map(|entry| taken(&entry)).collect()
+                drop(reader);
+                let entries: Vec<StreamId> = reply
+                    .into_iter()
+                    .flat_map(|r| r.keys)
+                    .flat_map(|k| k.ids)
+                    .collect();
+                self.readable(&entries).await
             }
             Err(e) if e.to_string().contains("NOGROUP") => {
                 *reader = Some(conn);
@@ -131,12 +133,48 @@ impl RedisDeliveries {
         }
     }
 
+    /// The jobs of `entries`. An entry that cannot be read (written by another version, or
+    /// by hand) is acknowledged and deleted with an error log, so it cannot hold up the
+    /// others for ever.
+    async fn readable(&self, entries: &[StreamId]) -> Result<Vec<TakenJob>, StoreError> {
+        let taken_at = std::time::Instant::now();
+        let mut jobs = Vec::with_capacity(entries.len());
+        let mut unreadable = Vec::new();
+        for entry in entries {
+            match job_of_entry(entry) {
+                Ok(job) => jobs.push(TakenJob {
+                    job,
+                    taken_at,
+                    receipt: Receipt::Stream(entry.id.clone()),
+                }),
+                Err(e) => {
+                    tracing::error!(entry = %entry.id, error = %e, "an unreadable delivery job was dropped");
+                    unreadable.push(entry.id.clone());
+                }
+            }
+        }
+        if !unreadable.is_empty() {
+            let mut conn = self.conn.clone();
+            let _: () = redis::pipe()
+                .atomic()
+                .xack(self.keys.deliveries(), DELIVERY_GROUP, &unreadable)
+                .ignore()
+                .xdel(self.keys.deliveries(), &unreadable)
+                .ignore()
+                .query_async(&mut conn)
+                .await
+                .map_err(unavailable)?;
+        }
+        Ok(jobs)
+    }
+
     pub(super) async fn reclaim(
         &self,
         consumer: &str,
         idle: Duration,
         max: usize,
-    ) -> Result<Vec<TakenJob>, StoreError> {
+        cursor: &str,
+    ) -> Result<(Vec<TakenJob>, String), StoreError> {
         let mut conn = self.conn.clone();
         let options = StreamAutoClaimOptions::default().count(max.max(1));
         let reply: Result<StreamAutoClaimReply, _> = conn
@@ -145,15 +183,15 @@ impl RedisDeliveries {
                 DELIVERY_GROUP,
                 consumer,
                 idle.as_millis() as u64,
-                "0-0",
+                cursor,
                 options,
             )
             .await;
         match reply {
-            Ok(reply) => reply.claimed.iter().map(taken).collect(),
+            Ok(reply) => Ok((self.readable(&reply.claimed).await?, reply.next_stream_id)),
             Err(e) if e.to_string().contains("NOGROUP") => {
                 self.ensure_group().await?;
-                Ok(Vec::new())
+                Ok((Vec::new(), "0-0".into()))
             }
             Err(e) => Err(unavailable(e)),
         }
@@ -197,6 +235,7 @@ impl RedisDeliveries {
             .key(self.keys.delivery_dead(addon))
             .key(self.keys.delivery_log(addon))
             .key(self.keys.delivery_recent(addon))
+            .key(self.keys.delivery_dead_index(addon))
             .arg(DELIVERY_GROUP)
             .arg(entry)
             .arg(outcome)
@@ -252,18 +291,24 @@ impl RedisDeliveries {
             .collect()
     }
 
-    /// The dead letters of `addon` with their entry ids, oldest first.
-    async fn dead_entries(&self, addon: u64) -> Result<Vec<(String, DeadLetter)>, StoreError> {
+    /// The dead letters of `addon` with their entry ids, oldest first, from entry `start`
+    /// (`-`: the first), at most `limit`.
+    async fn dead_entries(
+        &self,
+        addon: u64,
+        start: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, DeadLetter)>, StoreError> {
         let mut conn = self.conn.clone();
         let reply: StreamRangeReply = conn
-            .xrange_all(self.keys.delivery_dead(addon))
+            .xrange_count(self.keys.delivery_dead(addon), start, "+", limit)
             .await
             .map_err(unavailable)?;
         reply
             .ids
             .iter()
             .map(|entry| {
-                let job = taken(entry)?.job;
+                let job = job_of_entry(entry)?;
                 let error: String = entry.get("error").unwrap_or_default();
                 let at: String = entry.get("at").unwrap_or_default();
                 let dead_at = DateTime::parse_from_rfc3339(&at)
@@ -281,13 +326,18 @@ impl RedisDeliveries {
             .collect()
     }
 
-    pub(super) async fn dead_letters(&self, addon: u64) -> Result<Vec<DeadLetter>, StoreError> {
-        Ok(self
-            .dead_entries(addon)
-            .await?
-            .into_iter()
-            .map(|(_, letter)| letter)
-            .collect())
+    pub(super) async fn dead_letters(
+        &self,
+        addon: u64,
+        limit: usize,
+    ) -> Result<(Vec<DeadLetter>, u64), StoreError> {
+        let letters = self.dead_entries(addon, "-", limit).await?;
+        let mut conn = self.conn.clone();
+        let total: u64 = conn
+            .xlen(self.keys.delivery_dead(addon))
+            .await
+            .map_err(unavailable)?;
+        Ok((letters.into_iter().map(|(_, l)| l).collect(), total))
     }
 
     /// Runs the redeliver script for `job` (from dead-letter `entry`, or from the log).
@@ -306,6 +356,7 @@ impl RedisDeliveries {
             .key(self.keys.deliveries())
             .key(self.keys.delivery_log(job.addon))
             .key(self.keys.delivery_recent(job.addon))
+            .key(self.keys.delivery_dead_index(job.addon))
             .arg(entry.unwrap_or(""))
             .arg(serde_json::to_string(job).map_err(|e| corrupt("job", e))?)
             .arg(&job.delivery)
@@ -326,23 +377,28 @@ impl RedisDeliveries {
         addon: u64,
         id: &str,
         now: DateTime<Utc>,
+        version: u64,
     ) -> Result<Redelivery, StoreError> {
-        let dead = self.dead_entries(addon).await?;
-        if let Some((entry, letter)) = dead.into_iter().find(|(_, l)| l.job.delivery == id) {
-            let job = fresh_job(letter.job, true, now);
-            return self.requeue(Some(&entry), &job, now).await;
-        }
         let mut conn = self.conn.clone();
-        let raw: Option<String> = conn
+        let (entry, raw): (Option<String>, Option<String>) = redis::pipe()
+            .hget(self.keys.delivery_dead_index(addon), id)
             .hget(self.keys.delivery_log(addon), id)
+            .query_async(&mut conn)
             .await
             .map_err(unavailable)?;
+        if let Some(entry) = entry {
+            let letter = self.dead_entries(addon, &entry, 1).await?;
+            if let Some((found, letter)) = letter.into_iter().find(|(e, _)| *e == entry) {
+                let job = fresh_job(letter.job, true, now, version);
+                return self.requeue(Some(&found), &job, now).await;
+            }
+        }
         let Some(raw) = raw else {
             return Ok(Redelivery::Unknown);
         };
         let record: DeliveryRecord =
             serde_json::from_str(&raw).map_err(|e| corrupt("delivery record", e))?;
-        let job = fresh_job(job_of(&record), false, now);
+        let job = fresh_job(job_of(&record), false, now, version);
         self.requeue(None, &job, now).await
     }
 
@@ -350,15 +406,34 @@ impl RedisDeliveries {
         &self,
         addon: u64,
         now: DateTime<Utc>,
-    ) -> Result<usize, StoreError> {
+        version: u64,
+        max: usize,
+    ) -> Result<(usize, u64), StoreError> {
         let mut queued = 0;
-        for (entry, letter) in self.dead_entries(addon).await? {
-            let job = fresh_job(letter.job, true, now);
+        for (entry, letter) in self.dead_entries(addon, "-", max).await? {
+            let job = fresh_job(letter.job, true, now, version);
             if self.requeue(Some(&entry), &job, now).await? == Redelivery::Queued {
                 queued += 1;
             }
         }
-        Ok(queued)
+        let mut conn = self.conn.clone();
+        let left: u64 = conn
+            .xlen(self.keys.delivery_dead(addon))
+            .await
+            .map_err(unavailable)?;
+        Ok((queued, left))
+    }
+
+    pub(super) async fn forget(&self, addon: u64) -> Result<(), StoreError> {
+        let mut conn = self.conn.clone();
+        conn.del::<_, ()>(&[
+            self.keys.delivery_dead(addon),
+            self.keys.delivery_dead_index(addon),
+            self.keys.delivery_log(addon),
+            self.keys.delivery_recent(addon),
+        ])
+        .await
+        .map_err(unavailable)
     }
 
     pub(super) async fn depth(&self, addons: &[u64]) -> Result<QueueDepth, StoreError> {

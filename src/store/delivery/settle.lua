@@ -3,7 +3,8 @@
 -- the log length). Does nothing, returning 0, when the entry is no longer pending in the
 -- group (another consumer claimed and settled it): a retry is never queued twice.
 -- KEYS[1] deliveries stream, KEYS[2] retries set, KEYS[3] the addon's dead-letter stream,
--- KEYS[4] the addon's log hash, KEYS[5] the addon's recent set.
+-- KEYS[4] the addon's log hash, KEYS[5] the addon's recent set, KEYS[6] the addon's dead-letter
+-- index (delivery id → dead-letter entry id).
 -- ARGV[1] group, ARGV[2] entry id, ARGV[3] outcome (delivered, retry, defer, dead, dropped),
 -- ARGV[4] the job's JSON (retry, defer, dead), ARGV[5] due epoch ms (retry, defer), ARGV[6] the
 -- record's JSON or '' for none, ARGV[7] delivery id, ARGV[8] event id, ARGV[9] error (dead),
@@ -16,7 +17,8 @@ local outcome = ARGV[3]
 if outcome == 'retry' or outcome == 'defer' then
   redis.call('ZADD', KEYS[2], ARGV[5], ARGV[4])
 elseif outcome == 'dead' then
-  redis.call('XADD', KEYS[3], '*', 'job', ARGV[4], 'error', ARGV[9], 'at', ARGV[10])
+  local entry = redis.call('XADD', KEYS[3], '*', 'job', ARGV[4], 'error', ARGV[9], 'at', ARGV[10])
+  redis.call('HSET', KEYS[6], ARGV[7], entry)
 end
 if ARGV[6] ~= '' then
   redis.call('HSET', KEYS[4], ARGV[7], ARGV[6])
