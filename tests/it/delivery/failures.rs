@@ -1,5 +1,6 @@
 //! Receivers that fail: retried until delivered (once), `Retry-After` honoured, dead letters
-//! after the last attempt and redelivery, a receiver down for half a minute, one that hangs.
+//! after the last attempt and redelivery, a receiver down for half a minute, one that hangs,
+//! one too slow for the request timeout; jobs of a disabled addon; Slack retries; metrics.
 
 use std::time::Duration;
 
@@ -15,7 +16,11 @@ conformance!(
     retry_after_is_honoured,
     dead_letters_after_the_last_attempt_can_be_redelivered,
     a_receiver_down_for_30_seconds_gets_everything_once_up,
-    a_hanging_receiver_does_not_stall_other_addons
+    a_hanging_receiver_does_not_stall_other_addons,
+    each_request_has_the_delivery_timeout,
+    jobs_of_a_disabled_addon_are_dropped,
+    a_slack_retry_resends_only_the_channels_that_failed,
+    delivery_metrics_are_exported
 );
 
 async fn a_failure_then_success_is_delivered_once(backend: &Backend) {
@@ -87,6 +92,16 @@ async fn dead_letters_after_the_last_attempt_can_be_redelivered(backend: &Backen
     })
     .await;
     assert!(letters, "two dead letters");
+    let listed = app
+        .get(&format!("/api/admin/addons/{id}/deliveries/dead?limit=1"))
+        .await
+        .expect(200)
+        .json;
+    assert_eq!(listed["total"], 2);
+    let letter = &listed["deadLetters"][0];
+    assert_eq!(letter["job"]["delivery"], first.as_str());
+    assert!(letter["error"].as_str().is_some_and(|e| e.contains("500")));
+    assert!(letter["deadAt"].is_string());
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(receiver.received().len(), 6, "no attempt after the last");
 
@@ -116,6 +131,7 @@ async fn dead_letters_after_the_last_attempt_can_be_redelivered(backend: &Backen
         .expect(202)
         .json;
     assert_eq!(all["redelivered"], 2);
+    assert_eq!(all["remaining"], 0);
     assert!(receiver.wait_accepted(3, Duration::from_secs(15)).await);
     let letters = app
         .get(&format!("/api/admin/addons/{id}/deliveries/dead"))
@@ -213,4 +229,152 @@ async fn a_hanging_receiver_does_not_stall_other_addons(backend: &Backend) {
         "at most two attempts in flight to one addon, got {}",
         hanging.received().len()
     );
+}
+
+async fn each_request_has_the_delivery_timeout(backend: &Backend) {
+    let mut settings = quick(backend);
+    settings.delivery_timeout_ms = 500;
+    settings.delivery_visibility_timeout_ms = 60_000;
+    let app = TestApp::spawn_with(settings).await;
+    let receiver = Receiver::start().await;
+    receiver.answer_next([Answer::Hang(Duration::from_secs(20), 200)]);
+    let id = webhook(&app, &receiver.url("/"), &["feature-created"], json!({})).await;
+    app.create_toggle("slowpoke").await;
+    // The first request is cut off after 0.5 s (not the 30 s attempt budget) and retried.
+    assert!(receiver.wait_accepted(1, Duration::from_secs(5)).await);
+    let received = receiver.received();
+    assert_eq!(received.len(), 2);
+    let record = wait_status(&app, id, &received[0].delivery(), "delivered").await;
+    assert_eq!(record["attempts"], 2);
+}
+
+async fn jobs_of_a_disabled_addon_are_dropped(backend: &Backend) {
+    let app = TestApp::spawn_with(quick(backend)).await;
+    let receiver = Receiver::start().await;
+    receiver.answer_always(Answer::Status(503));
+    let id = webhook(&app, &receiver.url("/"), &["feature-created"], json!({})).await;
+    app.create_toggle("never").await;
+    assert!(receiver.wait_received(1, Duration::from_secs(15)).await);
+    let delivery = receiver.received()[0].delivery();
+    let mut addon = app
+        .get(&format!("/api/admin/addons/{id}"))
+        .await
+        .expect(200)
+        .json;
+    addon["enabled"] = json!(false);
+    app.put(&format!("/api/admin/addons/{id}"), addon)
+        .await
+        .expect(200);
+    let record = wait_status(&app, id, &delivery, "dropped").await;
+    assert!(record["lastError"]
+        .as_str()
+        .is_some_and(|e| e.contains("disabled")));
+    receiver.answer_always(Answer::Status(200));
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert!(receiver.accepted().is_empty());
+}
+
+async fn a_slack_retry_resends_only_the_channels_that_failed(backend: &Backend) {
+    let app = TestApp::spawn_with(quick(backend)).await;
+    let receiver = Receiver::start().await;
+    app.post(
+        "/api/admin/addons",
+        json!({"provider": "slack", "parameters": {"url": receiver.url("/slack"),
+               "defaultChannel": "general"}, "events": ["feature-updated"]}),
+    )
+    .await
+    .expect(201);
+    app.create_toggle("split").await;
+    for channel in ["alpha", "beta"] {
+        app.post(
+            "/api/admin/features/split/tags",
+            json!({"type": "slack", "value": channel}),
+        )
+        .await
+        .expect(201);
+    }
+    receiver.answer_next([Answer::Status(200), Answer::Status(500)]);
+    touch(&app, "split", "now").await;
+    assert!(receiver.wait_accepted(2, Duration::from_secs(15)).await);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let channels: Vec<String> = receiver
+        .received()
+        .iter()
+        .map(|r| r.json()["channel"].as_str().expect("channel").to_string())
+        .collect();
+    assert_eq!(
+        channels,
+        ["#alpha", "#beta", "#beta"],
+        "alpha is not sent twice"
+    );
+}
+
+async fn delivery_metrics_are_exported(backend: &Backend) {
+    let mut settings = quick(backend);
+    settings.delivery_max_attempts = 2;
+    let app = TestApp::spawn_with(settings).await;
+    let receiver = Receiver::start().await;
+    receiver.answer_next([
+        Answer::Status(500),
+        Answer::Status(500),
+        Answer::Status(500),
+    ]);
+    webhook(&app, &receiver.url("/"), &["feature-created"], json!({})).await;
+    app.create_toggle("counted-dead").await;
+    assert!(receiver.wait_received(2, Duration::from_secs(15)).await);
+    app.create_toggle("counted-ok").await;
+    assert!(receiver.wait_accepted(1, Duration::from_secs(15)).await);
+    let metric = |text: &str, name: &str| -> f64 {
+        text.lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+    };
+    let scraped = crate::common::eventually(Duration::from_secs(10), || async {
+        let text = String::from_utf8(app.get("/internal-backstage/prometheus").await.bytes)
+            .expect("utf-8");
+        text.contains("outcome=\"dead\"") && text.contains("flagpole_addon_dead_letters 1")
+    })
+    .await;
+    assert!(scraped, "dead letter counted and sampled");
+    let text =
+        String::from_utf8(app.get("/internal-backstage/prometheus").await.bytes).expect("utf-8");
+    let labels = "{provider=\"webhook\",outcome=";
+    assert_eq!(
+        metric(
+            &text,
+            &format!("flagpole_addon_deliveries_total{labels}\"delivered\"}}")
+        ),
+        1.0
+    );
+    assert_eq!(
+        metric(
+            &text,
+            &format!("flagpole_addon_deliveries_total{labels}\"retried\"}}")
+        ),
+        2.0
+    );
+    assert_eq!(
+        metric(
+            &text,
+            &format!("flagpole_addon_deliveries_total{labels}\"dead\"}}")
+        ),
+        1.0
+    );
+    assert_eq!(
+        metric(
+            &text,
+            "flagpole_addon_delivery_attempts_total{provider=\"webhook\"}"
+        ),
+        4.0
+    );
+    assert_eq!(
+        metric(
+            &text,
+            "flagpole_addon_delivery_latency_seconds_count{provider=\"webhook\"}"
+        ),
+        1.0
+    );
+    assert_eq!(metric(&text, "flagpole_addon_delivery_backlog"), 0.0);
 }

@@ -210,3 +210,37 @@ async fn the_embedded_outbox_survives_a_crash() {
     assert_eq!(counts.len(), 5);
     assert!(counts.values().all(|n| *n == 1), "{counts:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_job_does_not_hold_up_the_others() {
+    let backend = Backend::redis();
+    let app = TestApp::spawn_with(quick(&backend)).await;
+    let receiver = Receiver::start().await;
+    webhook(&app, &receiver.url("/"), &["feature-created"], json!({})).await;
+    app.create_toggle("before").await;
+    assert!(receiver.wait_accepted(1, Duration::from_secs(15)).await);
+    // Written by another version, or by hand.
+    backend.redis_server().cli(&[
+        "XADD",
+        "{test}:deliveries",
+        "*",
+        "job",
+        "{\"not\": \"a job\"}",
+    ]);
+    backend
+        .redis_server()
+        .cli(&["XADD", "{test}:deliveries", "*", "other", "field"]);
+    for i in 0..3 {
+        app.create_toggle(&format!("after-{i}")).await;
+    }
+    assert!(receiver.wait_accepted(4, Duration::from_secs(15)).await);
+    let left = crate::common::eventually(Duration::from_secs(5), || async {
+        backend
+            .redis_server()
+            .cli_output(&["XLEN", "{test}:deliveries"])
+            .trim()
+            == "0"
+    })
+    .await;
+    assert!(left, "the unreadable entries are gone from the stream");
+}
