@@ -8,7 +8,7 @@ use crate::domain::delivery::DeliveryRecord;
 use crate::domain::DomainError;
 use crate::store::delivery::{DeadLetter, Redelivery};
 
-/// Dead letters one `redeliver-dead` request queues at most (each is one store call).
+/// Dead letters one `redeliver-all-dead` request queues at most (each is one store call).
 pub const REDELIVER_AT_ONCE: usize = 1000;
 
 impl Service {

@@ -26,7 +26,7 @@ pub fn router() -> Router<AppState> {
         .route("/addons/{id}/deliveries", get(list_deliveries))
         .route("/addons/{id}/deliveries/dead", get(list_dead_letters))
         .route(
-            "/addons/{id}/deliveries/redeliver-dead",
+            "/addons/{id}/deliveries/redeliver-all-dead",
             post(redeliver_dead),
         )
         .route(

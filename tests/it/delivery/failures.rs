@@ -126,7 +126,9 @@ async fn dead_letters_after_the_last_attempt_can_be_redelivered(backend: &Backen
         "same idempotency key"
     );
     let all = app
-        .post_empty(&format!("/api/admin/addons/{id}/deliveries/redeliver-dead"))
+        .post_empty(&format!(
+            "/api/admin/addons/{id}/deliveries/redeliver-all-dead"
+        ))
         .await
         .expect(202)
         .json;
@@ -151,7 +153,7 @@ async fn dead_letters_after_the_last_attempt_can_be_redelivered(backend: &Backen
     app.get("/api/admin/addons/999/deliveries")
         .await
         .expect(404);
-    app.post_empty("/api/admin/addons/999/deliveries/redeliver-dead")
+    app.post_empty("/api/admin/addons/999/deliveries/redeliver-all-dead")
         .await
         .expect(404);
 
