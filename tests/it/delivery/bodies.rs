@@ -20,14 +20,8 @@ conformance!(
     only_enabled_subscribed_addons_get_events
 );
 
-const KINDS: [&str; 6] = [
-    "feature-created",
-    "feature-updated",
-    "feature-archived",
-    "feature-revived",
-    "feature-stale-on",
-    "feature-stale-off",
-];
+/// Every kind addons deliver (the providers' list).
+const KINDS: [&str; 6] = flagpole::domain::addon::ADDON_EVENTS;
 
 async fn every_event_kind_is_delivered_as_its_event_record(backend: &Backend) {
     let app = TestApp::spawn_with(quick(backend)).await;
