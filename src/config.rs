@@ -125,7 +125,8 @@ pub struct Settings {
     pub delivery_backoff_max_ms: u64,
 
     /// A job taken by a replica and not settled within this many milliseconds (the replica
-    /// died) is claimed by another (Redis store). One attempt is cut off at half of it.
+    /// died) is claimed by another (Redis store). A job waits for room at most a quarter of
+    /// it and its attempt ends by three quarters of it: keep it well above the request timeout.
     #[arg(long, env = "FLAGPOLE_DELIVERY_VISIBILITY_TIMEOUT_MS", default_value_t = 60_000, value_parser = clap::value_parser!(u64).range(200..=3_600_000), help_heading = "Addon delivery")]
     pub delivery_visibility_timeout_ms: u64,
 

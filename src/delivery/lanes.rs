@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
 
 /// Jobs one replica holds, per attempt it may make at once.
 const HELD_PER_ATTEMPT: usize = 4;
@@ -39,6 +40,8 @@ pub struct Lanes {
     addon_held: usize,
     /// How long a job waits for room before it is put back.
     wait_limit: Duration,
+    /// Cancelled when the replica stops: jobs waiting for room are put back at once.
+    closing: CancellationToken,
     lanes: Mutex<HashMap<u64, Arc<Lane>>>,
 }
 
@@ -57,6 +60,14 @@ pub struct Admission {
     _slot: OwnedSemaphorePermit,
     _in_flight: OwnedSemaphorePermit,
     started: Instant,
+}
+
+impl Admission {
+    /// The attempt's requests start now (what came before, such as reading the event, is not
+    /// part of the addon's typical attempt time).
+    pub fn sending(&mut self) {
+        self.started = Instant::now();
+    }
 }
 
 impl Drop for Admission {
@@ -83,12 +94,18 @@ impl Lanes {
             held: Arc::new(Semaphore::new(held)),
             in_flight: Arc::new(Semaphore::new(concurrency)),
             per_addon,
+            closing: CancellationToken::new(),
             addon_held: (per_addon * ADDON_HELD_PER_ATTEMPT)
                 .min(held / 2)
                 .max(per_addon),
             wait_limit,
             lanes: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Puts back, from now on, every job that waits for room (the replica stops).
+    pub fn close(&self) {
+        self.closing.cancel();
     }
 
     /// Waits for room to hold one more job.
@@ -138,7 +155,11 @@ impl Lanes {
             let in_flight = self.in_flight.clone().acquire_owned().await.ok()?;
             Some((slot, in_flight))
         });
-        match wait.await {
+        let waited = tokio::select! {
+            _ = self.closing.cancelled() => return Err(PUT_BACK_MIN),
+            waited = wait => waited,
+        };
+        match waited {
             Ok(Some((slot, in_flight))) => Ok(Admission {
                 hold,
                 _slot: slot,

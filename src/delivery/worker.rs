@@ -89,7 +89,7 @@ impl DeliveryWorker {
             snapshot,
             metrics,
             // A job waits for room at most a quarter of the visibility timeout, and its attempt
-            // is cut off at half of it: another replica never claims a job still held.
+            // ends by three quarters of it: another replica does not claim a job still held.
             lanes: Lanes::new(
                 settings.concurrency,
                 settings.per_addon,
@@ -101,8 +101,8 @@ impl DeliveryWorker {
         })
     }
 
-    /// Delivers until `shutdown`, then lets the attempts in flight finish (each is bounded by
-    /// half the visibility timeout) and settles them.
+    /// Delivers until `shutdown`, then puts back the jobs waiting for room and lets the
+    /// attempts in flight finish and settle (for about one request timeout).
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
         while !self.snapshot.is_ready() {
             tokio::select! {
@@ -182,10 +182,11 @@ impl DeliveryWorker {
             while attempts.try_join_next().is_some() {}
         }
         chores.shutdown().await;
+        self.lanes.close();
         // Attempts in flight finish and settle, for as long as one request may take; any
         // still running then stay queued (Redis: claimed by another replica later).
         let drain = async { while attempts.join_next().await.is_some() {} };
-        if tokio::time::timeout(self.settings.timeout + Duration::from_secs(1), drain)
+        if tokio::time::timeout(self.settings.timeout + Duration::from_secs(2), drain)
             .await
             .is_err()
         {
@@ -262,7 +263,7 @@ impl DeliveryWorker {
             let why = "the addon was disabled or no longer subscribes to this event";
             return Some(dropped(job, provider, why, now));
         }
-        let _admission = match self.lanes.admit(job.addon).await {
+        let mut admission = match self.lanes.admit(job.addon).await {
             Ok(admission) => admission,
             // The addon has no room: put the job back rather than hold room others need.
             Err(wait) => return Some(deferred(&provider, Utc::now(), wait)),
@@ -289,6 +290,7 @@ impl DeliveryWorker {
             }
         };
         let skip = (job.sent as usize).min(requests.len());
+        admission.sending();
         // Waiting for room took at most a quarter of the visibility timeout; the attempt ends
         // by three quarters, so no other replica claims the job while it runs.
         let deadline = Instant::from_std(taken.taken_at + self.settings.visibility * 3 / 4);

@@ -17,7 +17,7 @@ use crate::domain::delivery::{delivery_id, DeliveryJob, DeliveryRecord};
 use crate::domain::event::{Event, NewEvent};
 
 /// (collection, key) → JSON document.
-const RECORDS: TableDefinition<(&str, &str), &str> = TableDefinition::new("records");
+pub(crate) const RECORDS: TableDefinition<(&str, &str), &str> = TableDefinition::new("records");
 /// Named numbers: `version`, `head` (id of the latest commit), `event_seq`.
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// version → `LoggedChanges` as JSON (the last `CHANGE_LOG_LENGTH` versions).

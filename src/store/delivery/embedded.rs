@@ -19,8 +19,8 @@ use super::{
     LOG_LENGTH,
 };
 use crate::domain::delivery::{DeliveryJob, DeliveryRecord, DeliveryStatus};
-use crate::store::embedded::run_blocking;
-use crate::store::StoreError;
+use crate::store::embedded::{run_blocking, RECORDS};
+use crate::store::{Collection, StoreError};
 
 /// (due epoch ms, sequence number) → JSON `DeliveryJob`: jobs waiting or in flight.
 const OUTBOX: TableDefinition<(u64, u64), &str> = TableDefinition::new("delivery_outbox");
@@ -232,6 +232,19 @@ impl EmbeddedDeliveries {
                 let mut outbox = txn.open_table(OUTBOX).map_err(failed)?;
                 if outbox.remove((due, seq)).map_err(failed)?.is_none() {
                     return Ok(false);
+                }
+                // Nothing of an addon deleted meanwhile is written: the job only leaves.
+                let addon = job.addon.to_string();
+                let records = txn.open_table(RECORDS).map_err(failed)?;
+                let exists = records
+                    .get((Collection::Addons.as_str(), addon.as_str()))
+                    .map_err(failed)?
+                    .is_some();
+                drop(records);
+                if !exists {
+                    drop(outbox);
+                    txn.commit().map_err(failed)?;
+                    return Ok(true);
                 }
                 match &settlement {
                     Settlement::Retry { job, due, .. } => {

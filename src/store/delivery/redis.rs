@@ -18,7 +18,7 @@ use super::{
 };
 use crate::domain::delivery::{DeliveryJob, DeliveryRecord};
 use crate::store::keys::{Keys, DELIVERY_GROUP};
-use crate::store::StoreError;
+use crate::store::{Collection, StoreError};
 
 /// How long one blocking read waits for new jobs.
 const BLOCK: Duration = Duration::from_secs(1);
@@ -121,7 +121,7 @@ impl RedisDeliveries {
                     .flat_map(|r| r.keys)
                     .flat_map(|k| k.ids)
                     .collect();
-                self.readable(&entries).await
+                Ok(self.readable(&entries).await)
             }
             Err(e) if e.to_string().contains("NOGROUP") => {
                 *reader = Some(conn);
@@ -136,7 +136,7 @@ impl RedisDeliveries {
     /// The jobs of `entries`. An entry that cannot be read (written by another version, or
     /// by hand) is acknowledged and deleted with an error log, so it cannot hold up the
     /// others for ever.
-    async fn readable(&self, entries: &[StreamId]) -> Result<Vec<TakenJob>, StoreError> {
+    async fn readable(&self, entries: &[StreamId]) -> Vec<TakenJob> {
         let taken_at = std::time::Instant::now();
         let mut jobs = Vec::with_capacity(entries.len());
         let mut unreadable = Vec::new();
@@ -155,17 +155,20 @@ impl RedisDeliveries {
         }
         if !unreadable.is_empty() {
             let mut conn = self.conn.clone();
-            let _: () = redis::pipe()
+            let removed: Result<(), _> = redis::pipe()
                 .atomic()
                 .xack(self.keys.deliveries(), DELIVERY_GROUP, &unreadable)
                 .ignore()
                 .xdel(self.keys.deliveries(), &unreadable)
                 .ignore()
                 .query_async(&mut conn)
-                .await
-                .map_err(unavailable)?;
+                .await;
+            // The readable jobs go on; the others come back with a later claim.
+            if let Err(e) = removed {
+                tracing::warn!(error = %e, "cannot remove unreadable delivery jobs yet");
+            }
         }
-        Ok(jobs)
+        jobs
     }
 
     pub(super) async fn reclaim(
@@ -188,7 +191,7 @@ impl RedisDeliveries {
             )
             .await;
         match reply {
-            Ok(reply) => Ok((self.readable(&reply.claimed).await?, reply.next_stream_id)),
+            Ok(reply) => Ok((self.readable(&reply.claimed).await, reply.next_stream_id)),
             Err(e) if e.to_string().contains("NOGROUP") => {
                 self.ensure_group().await?;
                 Ok((Vec::new(), "0-0".into()))
@@ -236,6 +239,7 @@ impl RedisDeliveries {
             .key(self.keys.delivery_log(addon))
             .key(self.keys.delivery_recent(addon))
             .key(self.keys.delivery_dead_index(addon))
+            .key(self.keys.collection(Collection::Addons))
             .arg(DELIVERY_GROUP)
             .arg(entry)
             .arg(outcome)
@@ -247,6 +251,7 @@ impl RedisDeliveries {
             .arg(error)
             .arg(rfc3339(Utc::now()))
             .arg(LOG_LENGTH)
+            .arg(addon)
             .invoke_async(&mut conn)
             .await
             .map_err(unavailable)?;

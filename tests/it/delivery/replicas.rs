@@ -244,3 +244,32 @@ async fn an_unreadable_job_does_not_hold_up_the_others() {
     .await;
     assert!(left, "the unreadable entries are gone from the stream");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_addon_leaves_nothing_behind() {
+    let backend = Backend::redis();
+    let mut settings = quick(&backend);
+    settings.delivery_timeout_ms = 1_000;
+    settings.delivery_max_attempts = 1;
+    let app = TestApp::spawn_with(settings).await;
+    let receiver = Receiver::start().await;
+    let id = webhook(&app, &receiver.url("/"), &["feature-created"], json!({})).await;
+    app.create_toggle("delivered").await;
+    assert!(receiver.wait_accepted(1, Duration::from_secs(15)).await);
+    // An attempt that fails for good after the addon is deleted.
+    receiver.answer_always(Answer::Hang(Duration::from_secs(3), 200));
+    app.create_toggle("in-flight").await;
+    assert!(receiver.wait_received(2, Duration::from_secs(15)).await);
+    app.delete(&format!("/api/admin/addons/{id}"))
+        .await
+        .expect(200);
+    tokio::time::sleep(Duration::from_millis(2_000)).await;
+    let keys = backend
+        .redis_server()
+        .cli_output(&["KEYS", &format!("{{test}}:delivery-*:{id}")]);
+    assert_eq!(keys.trim(), "", "left behind: {keys}");
+    let backlog = backend
+        .redis_server()
+        .cli_output(&["XLEN", "{test}:deliveries"]);
+    assert_eq!(backlog.trim(), "0");
+}
