@@ -22,6 +22,36 @@ pub enum AuthMode {
     Insecure,
     /// No identification: every admin call acts as `unknown`. Local development only.
     None,
+    /// API tokens: admin calls need an admin token; client calls need a client or admin token
+    /// (unless `--client-auth open`).
+    Token,
+}
+
+/// Whether the client API asks for a token in `--auth token` mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ClientAuth {
+    /// A client or admin token.
+    Token,
+    /// No token: the client API is open (as in the other modes).
+    Open,
+}
+
+/// A secret given in the settings; never shown by `Debug` (settings may be logged).
+#[derive(Clone, PartialEq, Eq)]
+pub struct SecretString(pub String);
+
+impl std::fmt::Debug for SecretString {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("\"*****\"")
+    }
+}
+
+fn parse_token(value: &str) -> Result<SecretString, String> {
+    let value = value.trim();
+    if value.len() < 16 || value.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("a token has at least 16 characters and no spaces".into());
+    }
+    Ok(SecretString(value.to_string()))
 }
 
 /// Flagpole's settings.
@@ -52,6 +82,32 @@ pub struct Settings {
     /// How admin callers identify themselves.
     #[arg(long, env = "FLAGPOLE_AUTH", value_enum, default_value = "insecure")]
     pub auth: AuthMode,
+
+    /// With `--auth token`: whether the client API (`/api/client/*`) needs a client or admin
+    /// token (`token`) or is open (`open`).
+    #[arg(
+        long,
+        env = "FLAGPOLE_CLIENT_AUTH",
+        value_enum,
+        default_value = "token"
+    )]
+    pub client_auth: ClientAuth,
+
+    /// An admin token this replica accepts besides the stored ones (what a Kubernetes Secret
+    /// provides to bootstrap an installation); acts as `admin-token`.
+    #[arg(long, env = "FLAGPOLE_ADMIN_TOKEN", hide_env_values = true, value_parser = parse_token)]
+    pub admin_token: Option<SecretString>,
+
+    /// A client token this replica accepts besides the stored ones (for simple setups); sees
+    /// every project.
+    #[arg(long, env = "FLAGPOLE_CLIENT_TOKEN", hide_env_values = true, value_parser = parse_token)]
+    pub client_token: Option<SecretString>,
+
+    /// The key sessions (`POST /api/admin/login`, insecure mode) are signed with; set the same
+    /// on every replica. Unset: a random key per process (a session then works on the replica
+    /// that issued it, until it restarts).
+    #[arg(long, env = "FLAGPOLE_SESSION_SECRET", hide_env_values = true, value_parser = parse_token)]
+    pub session_secret: Option<SecretString>,
 
     /// Fallback interval of the snapshot's version check, in milliseconds (pub/sub normally
     /// announces new versions at once).

@@ -19,9 +19,9 @@ pub enum ApiError {
         message: String,
         details: Vec<FieldError>,
     },
-    /// 401: the caller did not identify itself.
-    #[error("You have to identify yourself in order to use Flagpole: send HTTP basic auth")]
-    Unauthorized,
+    /// 401: the caller did not identify itself (as the challenge asks).
+    #[error("{}", .0.message())]
+    Unauthorized(Challenge),
     /// 403: not allowed (spec §7: also a toggle name already in use).
     #[error("{0}")]
     Forbidden(String),
@@ -51,8 +51,38 @@ pub enum ApiError {
     Unavailable(String),
 }
 
+/// How a 401 asks the caller to identify itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Challenge {
+    /// HTTP basic auth or a session (`--auth insecure`).
+    Basic,
+    /// An API token (`--auth token`, and the client API with `--client-auth token`).
+    Token,
+    /// The token was valid once: it expired.
+    Expired,
+}
+
+impl Challenge {
+    fn message(self) -> &'static str {
+        match self {
+            Challenge::Basic => {
+                "You have to identify yourself in order to use Flagpole: send HTTP basic auth, or log in"
+            }
+            Challenge::Token => {
+                "You need to provide a valid API token in the Authorization header"
+            }
+            Challenge::Expired => "The API token has expired",
+        }
+    }
+}
+
 #[derive(Serialize)]
 struct ErrorBody<'a> {
+    /// On 401, the reference's `type` (`unsecure`, `token`) and login `path`.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    kind: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path: Option<&'static str>,
     message: &'a str,
     details: Vec<FieldError>,
 }
@@ -74,7 +104,7 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             Self::BadRequest { .. } => StatusCode::BAD_REQUEST,
-            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -101,20 +131,30 @@ impl IntoResponse for ApiError {
         if let Self::Internal(cause) = &self {
             tracing::error!(%cause, "request failed");
         }
+        let (kind, path) = match &self {
+            Self::Unauthorized(Challenge::Basic) => (Some("unsecure"), Some("/api/admin/login")),
+            Self::Unauthorized(_) => (Some("token"), None),
+            _ => (None, None),
+        };
         let mut response = (
             status,
             Json(ErrorBody {
+                kind,
+                path,
                 message: &message,
                 details,
             }),
         )
             .into_response();
         match self {
-            Self::Unauthorized => {
-                response.headers_mut().insert(
-                    header::WWW_AUTHENTICATE,
-                    HeaderValue::from_static("Basic realm=\"flagpole\""),
-                );
+            Self::Unauthorized(challenge) => {
+                let scheme = match challenge {
+                    Challenge::Basic => "Basic realm=\"flagpole\"",
+                    Challenge::Token | Challenge::Expired => "Bearer realm=\"flagpole\"",
+                };
+                response
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(scheme));
             }
             Self::Unavailable(_) => {
                 response

@@ -2,6 +2,7 @@
 //! workers of one replica; the binary and the tests both call it.
 #![forbid(unsafe_code)]
 
+pub mod auth;
 pub mod config;
 pub mod delivery;
 pub mod domain;
@@ -124,10 +125,11 @@ pub async fn run(
         usage_stop.clone(),
     ));
 
+    let auth = Arc::new(auth::Authenticator::new(&settings, snapshot.clone()));
     let app = http::app(AppState {
+        auth,
         service,
         snapshot,
-        auth: settings.auth,
         metrics,
         usage,
         trust_proxy: settings.trust_proxy,

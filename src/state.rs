@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use axum::extract::FromRef;
 
-use crate::config::AuthMode;
+use crate::auth::Authenticator;
 use crate::service::Service;
 use crate::snapshot::Snapshot;
 use crate::telemetry::metrics::Metrics;
@@ -15,7 +15,8 @@ use crate::usage::UsageRecorder;
 pub struct AppState {
     pub service: Service,
     pub snapshot: Arc<Snapshot>,
-    pub auth: AuthMode,
+    /// Identifies admin and client callers.
+    pub auth: Arc<Authenticator>,
     pub metrics: Arc<Metrics>,
     pub usage: Arc<UsageRecorder>,
     /// Whether `X-Forwarded-For` names the client (`--trust-proxy`).
@@ -36,9 +37,9 @@ impl FromRef<AppState> for Arc<Snapshot> {
     }
 }
 
-impl FromRef<AppState> for AuthMode {
+impl FromRef<AppState> for Arc<Authenticator> {
     fn from_ref(state: &AppState) -> Self {
-        state.auth
+        state.auth.clone()
     }
 }
 

@@ -45,6 +45,9 @@ pub enum EventKind {
     AddonConfigCreated,
     AddonConfigUpdated,
     AddonConfigDeleted,
+    ApiTokenCreated,
+    ApiTokenUpdated,
+    ApiTokenDeleted,
 }
 
 impl EventKind {

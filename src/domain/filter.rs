@@ -64,6 +64,19 @@ impl FeatureFilter {
         })
     }
 
+    /// The filter narrowed to `projects` (a token's scope): its projects intersected with
+    /// them, or them when it names none; `None` when nothing can match.
+    pub fn within(mut self, projects: &[String]) -> Option<Self> {
+        if self.projects.is_empty() {
+            self.projects = projects.to_vec();
+        } else {
+            self.projects.retain(|p| projects.contains(p));
+        }
+        self.projects.sort();
+        self.projects.dedup();
+        (!self.projects.is_empty()).then_some(self)
+    }
+
     /// True when the filter lets every toggle through.
     pub fn is_empty(&self) -> bool {
         self.tags.is_empty() && self.projects.is_empty() && self.name_prefix.is_none()

@@ -1,6 +1,7 @@
 //! Plain types and rules of the toggle domain. Imports neither axum nor redis.
 
 pub mod addon;
+pub mod api_token;
 pub mod constraint;
 pub mod context_field;
 pub mod delivery;

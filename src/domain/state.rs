@@ -6,6 +6,7 @@ use std::sync::Arc;
 use imbl::OrdMap;
 
 use super::addon::AddonConfig;
+use super::api_token::ApiToken;
 use super::context_field::ContextField;
 use super::project::Project;
 use super::strategy::StrategyDefinition;
@@ -32,6 +33,8 @@ pub struct ConfigState {
     pub context_fields: OrdMap<String, Arc<ContextField>>,
     /// Addon configurations by id (decimal).
     pub addons: OrdMap<String, Arc<AddonConfig>>,
+    /// API tokens by the hex SHA-256 of their secret.
+    pub api_tokens: OrdMap<String, Arc<ApiToken>>,
     /// Id sequences (e.g. `tag`), advanced by the writes that allocate ids.
     pub counters: OrdMap<String, u64>,
 }

@@ -7,15 +7,15 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::{header, request::Parts, HeaderMap};
 use axum::middleware::Next;
 use axum::response::Response;
-use axum_extra::headers::authorization::Basic;
-use axum_extra::headers::{Authorization, HeaderMapExt};
+use std::sync::Arc;
+
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
-use crate::config::AuthMode;
+use crate::auth::Authenticator;
 use crate::domain::filter::FeatureFilter;
 use crate::domain::DomainError;
-use crate::error::ApiError;
+use crate::error::{ApiError, Challenge};
 use crate::service::Actor;
 
 /// A JSON request body. Lenient about Content-Type (any JSON type, with or without
@@ -153,27 +153,14 @@ impl FilterQuery {
     }
 }
 
-/// Middleware on the admin routes: identifies the caller per `AuthMode` and stores the
-/// resulting [`Actor`] in the request, or answers 401.
+/// Middleware on the admin routes: identifies the caller (see `auth::Authenticator`) and
+/// stores the resulting [`Actor`] in the request, or answers 401/403.
 pub async fn authenticate_admin(
-    axum::extract::State(mode): axum::extract::State<AuthMode>,
+    axum::extract::State(auth): axum::extract::State<Arc<Authenticator>>,
     mut req: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    let actor = match mode {
-        AuthMode::None => Actor("unknown".into()),
-        AuthMode::Insecure => {
-            // The insecure method: the basic-auth username is the identity; the password is
-            // not checked. API tokens will plug in here.
-            let username = req
-                .headers()
-                .typed_get::<Authorization<Basic>>()
-                .map(|auth| auth.username().trim().to_string())
-                .filter(|name| !name.is_empty())
-                .ok_or(ApiError::Unauthorized)?;
-            Actor(username)
-        }
-    };
+    let actor = auth.admin(req.headers())?;
     req.extensions_mut().insert(actor);
     Ok(next.run(req).await)
 }
@@ -186,6 +173,6 @@ impl<S: Send + Sync> FromRequestParts<S> for Actor {
             .extensions
             .get::<Actor>()
             .cloned()
-            .ok_or(ApiError::Unauthorized)
+            .ok_or(ApiError::Unauthorized(Challenge::Basic))
     }
 }

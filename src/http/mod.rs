@@ -11,7 +11,9 @@ use axum::{middleware, Router};
 use tower::Layer;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::normalize_path::{NormalizePath, NormalizePathLayer};
-use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
+use tower_http::sensitive_headers::{
+    SetSensitiveRequestHeadersLayer, SetSensitiveResponseHeadersLayer,
+};
 use tower_http::trace::TraceLayer;
 
 use crate::error::ApiError;
@@ -29,12 +31,14 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
         metrics: state.metrics.clone(),
         usage: state.usage.clone(),
         trust_proxy: state.trust_proxy,
+        auth: state.auth.clone(),
     };
     let metrics = state.metrics.clone();
     let router = Router::new()
         .merge(index::router())
         .nest("/api/admin", admin)
         .merge(admin_spec_paths)
+        .merge(admin::open_router())
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(CatchPanicLayer::custom(|_| {
@@ -42,8 +46,13 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
         }))
         .layer(middleware::from_fn_with_state(metrics, track_requests))
         .layer(TraceLayer::new_for_http())
+        // Tokens, basic-auth passwords and sessions never reach a log line.
+        .layer(SetSensitiveResponseHeadersLayer::new([
+            axum::http::header::SET_COOKIE,
+        ]))
         .layer(SetSensitiveRequestHeadersLayer::new([
             axum::http::header::AUTHORIZATION,
+            axum::http::header::COOKIE,
         ]))
         .with_state(state)
         .merge(client::router(client));

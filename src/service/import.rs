@@ -257,6 +257,7 @@ fn same_base(state: &ConfigState, base: &ConfigState) -> bool {
         projects,
         context_fields,
         addons,
+        api_tokens,
         counters,
     } = base;
     state.version == *version
@@ -269,6 +270,7 @@ fn same_base(state: &ConfigState, base: &ConfigState) -> bool {
         && state.projects.ptr_eq(projects)
         && state.context_fields.ptr_eq(context_fields)
         && state.addons.ptr_eq(addons)
+        && state.api_tokens.ptr_eq(api_tokens)
         && state.counters.ptr_eq(counters)
 }
 
@@ -285,6 +287,7 @@ fn same_records(a: &ConfigState, b: &ConfigState) -> bool {
         projects,
         context_fields,
         addons,
+        api_tokens,
         counters,
     } = b;
     a.features == *features
@@ -295,6 +298,7 @@ fn same_records(a: &ConfigState, b: &ConfigState) -> bool {
         && a.projects == *projects
         && a.context_fields == *context_fields
         && a.addons == *addons
+        && a.api_tokens == *api_tokens
         && a.counters == *counters
 }
 

@@ -3,6 +3,7 @@
 //! conflict it refreshes and decides again.
 
 pub mod addons;
+pub mod api_tokens;
 pub mod context_fields;
 mod deliveries;
 mod group_commit;

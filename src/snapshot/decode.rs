@@ -90,6 +90,14 @@ pub fn apply_record(
         (Collection::Addons, None) => {
             state.addons.remove(key);
         }
+        (Collection::ApiTokens, Some(v)) => {
+            state
+                .api_tokens
+                .insert(key_owned, parse(collection, key, v)?);
+        }
+        (Collection::ApiTokens, None) => {
+            state.api_tokens.remove(key);
+        }
         (Collection::Counters, Some(v)) => {
             let n = v
                 .parse()

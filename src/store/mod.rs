@@ -26,12 +26,13 @@ pub enum Collection {
     Projects,
     ContextFields,
     Addons,
+    ApiTokens,
     Counters,
 }
 
 impl Collection {
     /// Every collection, in a fixed order.
-    pub const ALL: [Collection; 9] = [
+    pub const ALL: [Collection; 10] = [
         Collection::Features,
         Collection::Archive,
         Collection::Strategies,
@@ -40,6 +41,7 @@ impl Collection {
         Collection::Projects,
         Collection::ContextFields,
         Collection::Addons,
+        Collection::ApiTokens,
         Collection::Counters,
     ];
 
@@ -54,6 +56,7 @@ impl Collection {
             Collection::Projects => "projects",
             Collection::ContextFields => "context_fields",
             Collection::Addons => "addons",
+            Collection::ApiTokens => "api_tokens",
             Collection::Counters => "counters",
         }
     }

@@ -1,6 +1,7 @@
 //! The admin API. Every route requires an identified caller (see `extract::authenticate_admin`).
 
 mod addons;
+mod api_tokens;
 mod archive;
 mod context;
 mod events;
@@ -12,6 +13,7 @@ mod state;
 mod strategies;
 mod tag_types;
 mod tags;
+mod user;
 
 use axum::Router;
 
@@ -33,6 +35,13 @@ pub fn router(import_limit: usize) -> Router<AppState> {
         .merge(context::router())
         .merge(state::router(import_limit))
         .merge(addons::router())
+        .merge(api_tokens::router())
+        .merge(user::router())
+}
+
+/// The admin routes that need no identity: login and logout.
+pub fn open_router() -> Router<AppState> {
+    user::open_router()
 }
 
 /// Admin operations the spec places outside `/api/admin` (its `PUT /api/projects/:id`,

@@ -90,12 +90,16 @@ pub async fn list_client_features(
     headers: HeaderMap,
 ) -> Response<Body> {
     let snapshot = &api.snapshot;
+    let scope = match api.auth.client(&headers) {
+        Ok(scope) => scope,
+        Err(e) => return e.into_response(),
+    };
     if !snapshot.is_ready() {
         return ApiError::Unavailable("The configuration has not been loaded yet".into())
             .into_response();
     }
     // The common case — no filter, document built — borrows everything from the snapshot.
-    if query.as_deref().unwrap_or("").is_empty() {
+    if scope.is_none() && query.as_deref().unwrap_or("").is_empty() {
         if let Some(response) = &*snapshot.client().unfiltered() {
             record_poll(&api, &headers, "", response);
             return respond(response, &headers, &api.metrics.client_counts);
@@ -105,6 +109,12 @@ pub async fn list_client_features(
         None | Some("") => Some(FeatureFilter::default()),
         // spec §4.1 allows only 20x/304 here: a malformed filter matches no toggle.
         Some(q) => FilterQuery::parse(q).ok().and_then(|f| f.filter().ok()),
+    };
+    // A token scoped to projects sees only theirs: its document is the filtered one (so its
+    // cache entry and ETag are those of the filter it amounts to).
+    let filter = match &scope {
+        Some(projects) => filter.and_then(|f| f.within(projects)),
+        None => filter,
     };
     let response = match filter {
         Some(filter) => match snapshot.client().response(&filter).await {
@@ -147,7 +157,9 @@ fn record_poll(api: &ClientApi, headers: &HeaderMap, query: &str, response: &Cli
 pub async fn get_client_feature(
     State(api): State<Arc<ClientApi>>,
     AppPath(name): AppPath<String>,
+    headers: HeaderMap,
 ) -> ApiResult<Response<Body>> {
+    let scope = api.auth.client(&headers)?;
     if !api.snapshot.is_ready() {
         return Err(ApiError::Unavailable(
             "The configuration has not been loaded yet".into(),
@@ -157,6 +169,11 @@ pub async fn get_client_feature(
     let toggle = state
         .features
         .get(&name)
+        .filter(|t| {
+            scope
+                .as_ref()
+                .is_none_or(|projects| projects.contains(&t.project))
+        })
         .ok_or_else(|| ApiError::NotFound(format!("Could not find feature \"{name}\"")))?;
     Ok(Json(ClientToggle::new(toggle)).into_response())
 }

@@ -10,17 +10,21 @@ use std::sync::Arc;
 use axum::routing::{get, post};
 use axum::Router;
 
+use crate::auth::Authenticator;
 use crate::snapshot::Snapshot;
 use crate::telemetry::metrics::Metrics;
 use crate::usage::UsageRecorder;
 
-/// What the client routes need: the snapshot, the response counters and the usage aggregate.
+/// What the client routes need: the snapshot, the response counters, the usage aggregate and
+/// the authenticator.
 pub struct ClientApi {
     pub snapshot: Arc<Snapshot>,
     pub metrics: Arc<Metrics>,
     pub usage: Arc<UsageRecorder>,
     /// Whether `X-Forwarded-For` names the client (`--trust-proxy`).
     pub trust_proxy: bool,
+    /// Asks for client tokens (`--auth token`), and tells a token's projects.
+    pub auth: Arc<Authenticator>,
 }
 
 /// The client routes, with their own state and no per-request layers.

@@ -108,6 +108,7 @@ pub async fn register_client(
     State(api): State<Arc<ClientApi>>,
     req: Request<Body>,
 ) -> ApiResult<StatusCode> {
+    api.auth.client(req.headers())?;
     let (bytes, headers, ip, declared) = read(req, api.trust_proxy).await?;
     match Registration::parse(&bytes, &headers) {
         Ok(registration) => {
@@ -127,6 +128,7 @@ pub async fn record_client_metrics(
     State(api): State<Arc<ClientApi>>,
     req: Request<Body>,
 ) -> ApiResult<StatusCode> {
+    api.auth.client(req.headers())?;
     let (bytes, headers, ip, declared) = read(req, api.trust_proxy).await?;
     match MetricsReport::parse(&bytes, &headers) {
         Ok(report) => {

@@ -1,0 +1,227 @@
+//! Who is calling. Admin callers: HTTP basic auth or a session (`--auth insecure`), anyone
+//! (`none`), or an admin API token (`token`; admin tokens are accepted in `insecure` too).
+//! Client callers (`/api/client/*`): a client or admin token in `token` mode unless
+//! `--client-auth open`, else nobody is asked. Tokens are checked against the configuration
+//! snapshot in memory — a map keyed by the SHA-256 of the secret — so no request, and no flood
+//! of bad tokens, ever reaches the store.
+
+pub mod session;
+
+use std::sync::Arc;
+
+use axum::http::{header, HeaderMap};
+use axum_extra::headers::authorization::Basic;
+use axum_extra::headers::{Authorization, HeaderMapExt};
+use chrono::Utc;
+
+use crate::config::{AuthMode, ClientAuth, Settings};
+use crate::domain::api_token::{hash_secret, TokenType};
+use crate::error::{ApiError, Challenge};
+use crate::service::Actor;
+use crate::snapshot::Snapshot;
+use session::SessionKey;
+
+/// What a valid token lets its holder do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Credential {
+    Admin(String),
+    /// A client token; `None`: every project.
+    Client(Option<Vec<String>>),
+}
+
+/// The projects a client caller sees: `None` for all.
+pub type ClientScope = Option<Vec<String>>;
+
+/// Identifies callers per the settings.
+pub struct Authenticator {
+    mode: AuthMode,
+    client_auth: ClientAuth,
+    /// Tokens from the settings (`--admin-token`, `--client-token`): SHA-256 and credential.
+    configured: Vec<(String, Credential)>,
+    snapshot: Arc<Snapshot>,
+    /// Signs the sessions of the insecure mode.
+    pub sessions: SessionKey,
+    /// Whether session cookies are marked `Secure` (the public URL is https).
+    pub secure_cookies: bool,
+}
+
+/// The token of a request: the raw `Authorization` value, or what follows `Bearer`; none for
+/// basic auth.
+fn token_of(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?.trim();
+    let (scheme, rest) = value.split_once(' ').unwrap_or((value, ""));
+    if scheme.eq_ignore_ascii_case("basic") {
+        None
+    } else if scheme.eq_ignore_ascii_case("bearer") {
+        Some(rest.trim()).filter(|t| !t.is_empty())
+    } else {
+        Some(value).filter(|t| !t.is_empty())
+    }
+}
+
+/// The value of cookie `name`, if sent.
+fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value)
+}
+
+/// Equality whose time does not depend on where two strings differ.
+fn same(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |diff, (x, y)| diff | (x ^ y))
+            == 0
+}
+
+impl Authenticator {
+    /// The authenticator the settings describe, checking stored tokens in `snapshot`.
+    pub fn new(settings: &Settings, snapshot: Arc<Snapshot>) -> Self {
+        let mut configured = Vec::new();
+        if let Some(token) = &settings.admin_token {
+            configured.push((
+                hash_secret(&token.0),
+                Credential::Admin("admin-token".into()),
+            ));
+        }
+        if let Some(token) = &settings.client_token {
+            configured.push((hash_secret(&token.0), Credential::Client(None)));
+        }
+        Self {
+            mode: settings.auth,
+            client_auth: settings.client_auth,
+            configured,
+            snapshot,
+            sessions: SessionKey::new(settings.session_secret.as_ref().map(|s| s.0.as_str())),
+            secure_cookies: settings
+                .public_url
+                .as_ref()
+                .is_some_and(|u| u.scheme() == "https"),
+        }
+    }
+
+    /// The mode admin callers identify in.
+    pub fn mode(&self) -> AuthMode {
+        self.mode
+    }
+
+    /// What `secret` lets its holder do, or how the caller is challenged.
+    fn credential(&self, secret: &str) -> Result<Credential, Challenge> {
+        let hash = hash_secret(secret);
+        if let Some((_, credential)) = self.configured.iter().find(|(h, _)| same(h, &hash)) {
+            return Ok(credential.clone());
+        }
+        self.snapshot.peek(|state| {
+            let token = state.api_tokens.get(&hash).ok_or(Challenge::Token)?;
+            if token.expired(Utc::now()) {
+                return Err(Challenge::Expired);
+            }
+            Ok(match token.kind {
+                TokenType::Admin => Credential::Admin(token.username.clone()),
+                TokenType::Client => Credential::Client(token.scope().map(<[String]>::to_vec)),
+            })
+        })
+    }
+
+    /// The admin caller of a request, or 401 (not identified) / 403 (a client token).
+    pub fn admin(&self, headers: &HeaderMap) -> Result<Actor, ApiError> {
+        let challenge = match self.mode {
+            AuthMode::None => return Ok(Actor("unknown".into())),
+            AuthMode::Insecure => Challenge::Basic,
+            AuthMode::Token => Challenge::Token,
+        };
+        if let Some(secret) = token_of(headers) {
+            return match self.credential(secret) {
+                Ok(Credential::Admin(username)) => Ok(Actor(username)),
+                Ok(Credential::Client(_)) => Err(ApiError::Forbidden(
+                    "A client token cannot use the admin API; use an admin token".into(),
+                )),
+                Err(Challenge::Token) => Err(ApiError::Unauthorized(challenge)),
+                Err(other) => Err(ApiError::Unauthorized(other)),
+            };
+        }
+        if self.mode == AuthMode::Insecure {
+            // The insecure method: the basic-auth username is the identity, the password is
+            // not checked; or the user of a session.
+            if let Some(auth) = headers.typed_get::<Authorization<Basic>>() {
+                let username = auth.username().trim();
+                if !username.is_empty() {
+                    return Ok(Actor(username.to_string()));
+                }
+            }
+            if let Some(user) = cookie(headers, session::COOKIE)
+                .and_then(|value| self.sessions.verify(value, Utc::now()))
+            {
+                return Ok(Actor(user));
+            }
+        }
+        Err(ApiError::Unauthorized(challenge))
+    }
+
+    /// The projects a client caller sees, or 401 when a token is required and missing,
+    /// unknown or expired.
+    pub fn client(&self, headers: &HeaderMap) -> Result<ClientScope, ApiError> {
+        if self.mode != AuthMode::Token || self.client_auth == ClientAuth::Open {
+            return Ok(None);
+        }
+        let secret = token_of(headers).ok_or(ApiError::Unauthorized(Challenge::Token))?;
+        match self.credential(secret) {
+            Ok(Credential::Admin(_)) => Ok(None),
+            Ok(Credential::Client(scope)) => Ok(scope),
+            Err(challenge) => Err(ApiError::Unauthorized(challenge)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (k, v) in pairs {
+            map.append(
+                header::HeaderName::from_bytes(k.as_bytes()).expect("name"),
+                HeaderValue::from_str(v).expect("value"),
+            );
+        }
+        map
+    }
+
+    #[test]
+    fn tokens_come_raw_or_as_bearer_never_from_basic_auth() {
+        assert_eq!(token_of(&headers(&[("authorization", "abc")])), Some("abc"));
+        assert_eq!(
+            token_of(&headers(&[("authorization", "Bearer  abc ")])),
+            Some("abc")
+        );
+        assert_eq!(
+            token_of(&headers(&[("authorization", "Basic YWRtaW46")])),
+            None
+        );
+        assert_eq!(token_of(&headers(&[("authorization", "Bearer")])), None);
+        assert_eq!(token_of(&headers(&[])), None);
+    }
+
+    #[test]
+    fn cookies_are_found_by_name() {
+        let h = headers(&[("cookie", "a=1; flagpole-session=xyz"), ("cookie", "b=2")]);
+        assert_eq!(cookie(&h, "flagpole-session"), Some("xyz"));
+        assert_eq!(cookie(&h, "b"), Some("2"));
+        assert_eq!(cookie(&h, "c"), None);
+    }
+
+    #[test]
+    fn equality_is_exact() {
+        assert!(same("abc", "abc"));
+        assert!(!same("abc", "abd"));
+        assert!(!same("abc", "ab"));
+    }
+}

@@ -1,0 +1,100 @@
+//! The caller: `POST /api/admin/login` (insecure mode: a session for an email, API-FACTS §9.1),
+//! `GET /api/admin/user`, and `GET /logout`.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use chrono::Utc;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::auth::session::{COOKIE, LIFETIME_SECS};
+use crate::auth::Authenticator;
+use crate::config::AuthMode;
+use crate::domain::fields::{refuse_unsupported, ExtraFields};
+use crate::domain::ValidationErrors;
+use crate::error::{ApiError, ApiResult};
+use crate::http::extract::AppJson;
+use crate::service::Actor;
+use crate::state::AppState;
+
+/// `GET /api/admin/user`, behind the admin authentication.
+pub fn router() -> Router<AppState> {
+    Router::new().route("/user", get(current_user))
+}
+
+/// Login and logout, which need no identity.
+pub fn open_router() -> Router<AppState> {
+    Router::new()
+        .route("/api/admin/login", post(login))
+        .route("/logout", get(logout))
+}
+
+#[derive(Deserialize)]
+struct Login {
+    email: Option<String>,
+    #[serde(flatten)]
+    extra: ExtraFields,
+}
+
+/// Longest email accepted (RFC 5321's path limit).
+const EMAIL_MAX: usize = 254;
+
+fn user(name: &str) -> Value {
+    json!({"username": name})
+}
+
+async fn current_user(actor: Actor) -> Json<Value> {
+    Json(user(&actor.0))
+}
+
+/// The `Set-Cookie` value of a session cookie with `value` that lasts `max_age` seconds.
+fn session_cookie(auth: &Authenticator, value: &str, max_age: i64) -> ApiResult<HeaderValue> {
+    let secure = if auth.secure_cookies { "; Secure" } else { "" };
+    HeaderValue::from_str(&format!(
+        "{COOKIE}={value}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age}{secure}"
+    ))
+    .map_err(|e| ApiError::Internal(format!("session cookie: {e}")))
+}
+
+async fn login(
+    State(auth): State<Arc<Authenticator>>,
+    AppJson(body): AppJson<Login>,
+) -> ApiResult<Response> {
+    if auth.mode() != AuthMode::Insecure {
+        return Err(ApiError::NotFound(
+            "Logging in by email is only offered with --auth insecure".into(),
+        ));
+    }
+    let mut errors = ValidationErrors::default();
+    refuse_unsupported(&body.extra, "", &[], &mut errors);
+    let email = body.email.unwrap_or_default().trim().to_string();
+    let plausible = email.len() <= EMAIL_MAX
+        && email
+            .split_once('@')
+            .is_some_and(|(l, d)| !l.is_empty() && !d.is_empty())
+        && !email
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || c == ';');
+    if !plausible {
+        errors.push("email", "\"email\" must be an email address");
+    }
+    errors.into_result(()).map_err(ApiError::from)?;
+    let expires = Utc::now() + chrono::Duration::seconds(LIFETIME_SECS);
+    let cookie = session_cookie(&auth, &auth.sessions.issue(&email, expires), LIFETIME_SECS)?;
+    let mut response = Json(json!({"username": email, "email": email})).into_response();
+    response.headers_mut().insert(header::SET_COOKIE, cookie);
+    Ok(response)
+}
+
+async fn logout(State(auth): State<Arc<Authenticator>>) -> ApiResult<Response> {
+    let mut response = (StatusCode::FOUND, [(header::LOCATION, "/")]).into_response();
+    response
+        .headers_mut()
+        .insert(header::SET_COOKIE, session_cookie(&auth, "", 0)?);
+    Ok(response)
+}
