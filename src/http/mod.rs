@@ -45,7 +45,7 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
             ApiError::Internal("handler panicked".into()).into_response()
         }))
         .layer(middleware::from_fn_with_state(metrics, track_requests))
-        .layer(TraceLayer::new_for_http())
+        .layer(TraceLayer::new_for_http().make_span_with(request_span))
         // Tokens, basic-auth passwords and sessions never reach a log line.
         .layer(SetSensitiveResponseHeadersLayer::new([
             axum::http::header::SET_COOKIE,
@@ -57,6 +57,19 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
         .with_state(state)
         .merge(client::router(client));
     NormalizePathLayer::trim_trailing_slash().layer(router)
+}
+
+/// Paths that carry a secret in their last segment (`/api/admin/api-tokens/:secret`).
+const SECRET_PATHS: [&str; 1] = ["/api/admin/api-tokens/"];
+
+/// The span of a request, as tower-http's default but with secrets in the path masked.
+fn request_span(req: &Request) -> tracing::Span {
+    let path = req.uri().path();
+    let shown = match SECRET_PATHS.iter().find(|p| path.starts_with(*p)) {
+        Some(prefix) => format!("{prefix}*****"),
+        None => req.uri().to_string(),
+    };
+    tracing::debug_span!("request", method = %req.method(), uri = %shown, version = ?req.version())
 }
 
 async fn unknown_route(req: Request) -> ApiError {

@@ -4,6 +4,7 @@ mod common;
 
 mod addons;
 mod api_basics;
+mod auth;
 mod binary;
 mod client_api;
 mod constraint_sdks;
