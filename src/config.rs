@@ -103,6 +103,20 @@ pub struct Settings {
     #[arg(long, env = "FLAGPOLE_CLIENT_TOKEN", hide_env_values = true, value_parser = parse_token)]
     pub client_token: Option<SecretString>,
 
+    /// Origins browsers may call the API from (CORS), comma-separated; unset: none (no CORS
+    /// headers are sent).
+    #[arg(long, env = "FLAGPOLE_CORS_ORIGIN", value_delimiter = ',', value_parser = parse_origin)]
+    pub cors_origin: Vec<axum::http::HeaderValue>,
+
+    /// Largest body of an admin request, in KiB (the state import has its own limit); larger
+    /// ones get 413.
+    #[arg(long, env = "FLAGPOLE_ADMIN_BODY_LIMIT_KIB", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    pub admin_body_limit_kib: u64,
+
+    /// Longest an admin request may take, in milliseconds; then 503.
+    #[arg(long, env = "FLAGPOLE_REQUEST_TIMEOUT_MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
+    pub request_timeout_ms: u64,
+
     /// The key sessions (`POST /api/admin/login`, insecure mode) are signed with; set the same
     /// on every replica. Unset: a random key per process (a session then works on the replica
     /// that issued it, until it restarts).
@@ -205,6 +219,15 @@ pub enum ImportMode {
     Overwrite,
     /// Like `overwrite`, and remove what the document does not list.
     Drop,
+}
+
+fn parse_origin(value: &str) -> Result<axum::http::HeaderValue, String> {
+    let value = value.trim();
+    let url = url::Url::parse(value).map_err(|e| format!("{value}: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.path() != "/" || url.query().is_some() {
+        return Err(format!("{value}: an origin is scheme://host[:port]"));
+    }
+    axum::http::HeaderValue::from_str(value.trim_end_matches('/')).map_err(|e| e.to_string())
 }
 
 fn parse_key_prefix(value: &str) -> Result<String, String> {

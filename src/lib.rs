@@ -133,8 +133,7 @@ pub async fn run(
         metrics,
         usage,
         trust_proxy: settings.trust_proxy,
-        import_body_limit: usize::try_from(settings.import_body_limit_mib << 20)
-            .unwrap_or(usize::MAX),
+        edge: state::EdgeSettings::from_settings(&settings),
     });
     tracing::info!(address = %listener.local_addr()?, "listening");
     let served = axum::serve(

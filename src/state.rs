@@ -21,8 +21,34 @@ pub struct AppState {
     pub usage: Arc<UsageRecorder>,
     /// Whether `X-Forwarded-For` names the client (`--trust-proxy`).
     pub trust_proxy: bool,
+    /// Body and time limits, CORS.
+    pub edge: EdgeSettings,
+}
+
+/// The limits and CORS origins of the HTTP edge.
+#[derive(Clone, Debug)]
+pub struct EdgeSettings {
     /// Largest state import body, in bytes (`--import-body-limit-mib`).
     pub import_body_limit: usize,
+    /// Largest other admin body, in bytes (`--admin-body-limit-kib`).
+    pub admin_body_limit: usize,
+    /// Longest an admin request may take (`--request-timeout-ms`).
+    pub request_timeout: std::time::Duration,
+    /// Origins allowed by CORS (`--cors-origin`); empty: no CORS.
+    pub cors_origins: Vec<axum::http::HeaderValue>,
+}
+
+impl EdgeSettings {
+    /// The edge settings among `settings`.
+    pub fn from_settings(settings: &crate::config::Settings) -> Self {
+        let bytes = |n: u64, shift: u32| usize::try_from(n << shift).unwrap_or(usize::MAX);
+        Self {
+            import_body_limit: bytes(settings.import_body_limit_mib, 20),
+            admin_body_limit: bytes(settings.admin_body_limit_kib, 10),
+            request_timeout: std::time::Duration::from_millis(settings.request_timeout_ms),
+            cors_origins: settings.cors_origin.clone(),
+        }
+    }
 }
 
 impl FromRef<AppState> for Service {

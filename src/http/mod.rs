@@ -3,9 +3,10 @@
 pub mod admin;
 pub mod client;
 pub mod extract;
+mod hardening;
 mod index;
 
-use axum::extract::Request;
+use axum::extract::{DefaultBodyLimit, Request};
 use axum::response::IntoResponse;
 use axum::{middleware, Router};
 use tower::Layer;
@@ -23,9 +24,20 @@ use crate::telemetry::metrics::track_requests;
 /// The whole application. `NormalizePath` wraps the router (as a router layer it would run
 /// after routing) so that `POST /api/admin/features/` reaches the same handler.
 pub fn app(state: AppState) -> NormalizePath<Router> {
+    let edge = state.edge.clone();
     let authenticate = middleware::from_fn_with_state(state.clone(), extract::authenticate_admin);
-    let admin = admin::router(state.import_body_limit).route_layer(authenticate.clone());
-    let admin_spec_paths = admin::spec_paths_router().route_layer(authenticate);
+    // Every admin route: identified (except login and logout), bounded in body and time.
+    let protect = |router: Router<AppState>| {
+        router
+            .layer(DefaultBodyLimit::max(edge.admin_body_limit))
+            .layer(middleware::from_fn_with_state(
+                edge.request_timeout,
+                hardening::time_limit,
+            ))
+    };
+    let admin = protect(admin::router(edge.import_body_limit).route_layer(authenticate.clone()));
+    let admin_spec_paths = protect(admin::spec_paths_router().route_layer(authenticate));
+    let admin_open = protect(admin::open_router());
     let client = client::ClientApi {
         snapshot: state.snapshot.clone(),
         metrics: state.metrics.clone(),
@@ -38,13 +50,15 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
         .merge(index::router())
         .nest("/api/admin", admin)
         .merge(admin_spec_paths)
-        .merge(admin::open_router())
+        .merge(admin_open)
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(CatchPanicLayer::custom(|_| {
             ApiError::Internal("handler panicked".into()).into_response()
         }))
         .layer(middleware::from_fn_with_state(metrics, track_requests))
+        // Every response but the client API's (the hot path has no layers).
+        .layer(middleware::from_fn(hardening::security_headers))
         .layer(TraceLayer::new_for_http().make_span_with(request_span))
         // Tokens, basic-auth passwords and sessions never reach a log line.
         .layer(SetSensitiveResponseHeadersLayer::new([
@@ -56,6 +70,11 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
         ]))
         .with_state(state)
         .merge(client::router(client));
+    // Only when configured: it would cost the client path a layer.
+    let router = match hardening::cors(&edge.cors_origins) {
+        Some(cors) => router.layer(cors),
+        None => router,
+    };
     NormalizePathLayer::trim_trailing_slash().layer(router)
 }
 

@@ -1,0 +1,101 @@
+//! The edge's protections: security headers on admin responses, body limits (413 with the JSON
+//! body), the admin time limit (503), CORS only for the configured origins.
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::common::{send, without_auth, Backend, TestApp};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_responses_carry_security_headers_and_bodies_are_bounded() {
+    let backend = Backend::embedded();
+    let mut settings = backend.settings();
+    settings.admin_body_limit_kib = 4;
+    let app = TestApp::spawn_with(settings).await;
+    let listed = app.get("/api/admin/features").await.expect(200);
+    for (name, value) in [
+        ("x-content-type-options", "nosniff"),
+        ("x-frame-options", "DENY"),
+        ("referrer-policy", "no-referrer"),
+        ("cache-control", "no-store"),
+    ] {
+        assert_eq!(listed.header(name).as_deref(), Some(value), "{name}");
+    }
+    assert!(listed.header("content-security-policy").is_some());
+    let refused = app.get("/api/admin/nothing-here").await.expect(404);
+    assert_eq!(refused.header("x-frame-options").as_deref(), Some("DENY"));
+    let client = app.client_features("", None).await.expect(200);
+    assert_eq!(
+        client.header("x-frame-options"),
+        None,
+        "the hot path stays bare"
+    );
+
+    let big = "x".repeat(5 * 1024);
+    let too_large = app
+        .post(
+            "/api/admin/features",
+            json!({"name": "big", "description": big, "strategies": [{"name": "default"}]}),
+        )
+        .await
+        .expect(413);
+    too_large.error_message();
+    // The state import keeps its own, larger limit.
+    let toggles: Vec<_> = (0..100)
+        .map(|i| json!({"name": format!("t{i}"), "description": "y".repeat(100), "strategies": [{"name": "default"}]}))
+        .collect();
+    app.post("/api/admin/state/import", json!({"features": toggles}))
+        .await
+        .expect(202);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_admin_request_gets_a_503() {
+    let backend = Backend::embedded();
+    let mut settings = without_auth(backend.settings());
+    settings.request_timeout_ms = 100;
+    let app = TestApp::spawn_with(settings).await;
+    let toggles: Vec<_> = (0..4000)
+        .map(|i| json!({"name": format!("slow-{i}"), "strategies": [{"name": "default"}]}))
+        .collect();
+    let reply = app
+        .post("/api/admin/state/import", json!({"features": toggles}))
+        .await
+        .expect(503);
+    assert!(reply.error_message().contains("longer than 100 ms"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cors_answers_only_the_configured_origins() {
+    let backend = Backend::embedded();
+    let mut settings = backend.settings();
+    settings.cors_origin = vec!["https://ui.example.com".parse().expect("origin")];
+    let app = TestApp::spawn_with(settings).await;
+    let preflight = |origin: &'static str| {
+        send(
+            app.anonymous(Method::OPTIONS, "/api/client/features")
+                .header("Origin", origin)
+                .header("Access-Control-Request-Method", "GET")
+                .header("Access-Control-Request-Headers", "authorization"),
+        )
+    };
+    let allowed = preflight("https://ui.example.com").await;
+    assert_eq!(
+        allowed.header("access-control-allow-origin").as_deref(),
+        Some("https://ui.example.com")
+    );
+    let other = preflight("https://evil.example.com").await;
+    assert_eq!(other.header("access-control-allow-origin"), None);
+    let plain = TestApp::spawn(&Backend::embedded()).await;
+    let none = send(
+        plain
+            .anonymous(Method::GET, "/api/client/features")
+            .header("Origin", "https://ui.example.com"),
+    )
+    .await;
+    assert_eq!(
+        none.header("access-control-allow-origin"),
+        None,
+        "off by default"
+    );
+}
