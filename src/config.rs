@@ -103,6 +103,20 @@ pub struct Settings {
     #[arg(long, env = "FLAGPOLE_CLIENT_TOKEN", hide_env_values = true, value_parser = parse_token)]
     pub client_token: Option<SecretString>,
 
+    /// Requests per second one caller (a token, or a client IP without one) may make to the
+    /// client features path, with bursts of twice that; 0: no limit. Shared by the replicas
+    /// through Redis.
+    #[arg(long, env = "FLAGPOLE_RATE_LIMIT_CLIENT", default_value_t = 0.0, value_parser = parse_rate)]
+    pub rate_limit_client: f64,
+
+    /// The same for client registrations and metrics.
+    #[arg(long, env = "FLAGPOLE_RATE_LIMIT_USAGE", default_value_t = 0.0, value_parser = parse_rate)]
+    pub rate_limit_usage: f64,
+
+    /// The same for the admin API.
+    #[arg(long, env = "FLAGPOLE_RATE_LIMIT_ADMIN", default_value_t = 0.0, value_parser = parse_rate)]
+    pub rate_limit_admin: f64,
+
     /// Origins browsers may call the API from (CORS), comma-separated; unset: none (no CORS
     /// headers are sent).
     #[arg(long, env = "FLAGPOLE_CORS_ORIGIN", value_delimiter = ',', value_parser = parse_origin)]
@@ -219,6 +233,13 @@ pub enum ImportMode {
     Overwrite,
     /// Like `overwrite`, and remove what the document does not list.
     Drop,
+}
+
+fn parse_rate(value: &str) -> Result<f64, String> {
+    match value.trim().parse::<f64>() {
+        Ok(rate) if rate.is_finite() && (0.0..=1e7).contains(&rate) => Ok(rate),
+        _ => Err("a rate is a number of requests per second from 0 to 10,000,000".into()),
+    }
 }
 
 fn parse_origin(value: &str) -> Result<axum::http::HeaderValue, String> {

@@ -46,6 +46,9 @@ pub enum ApiError {
     /// 500: a fault of ours; the cause is logged, never returned.
     #[error("internal error")]
     Internal(String),
+    /// 429: the caller's rate limit is used up; retry after the duration.
+    #[error("Too many requests; retry in {} s", .0.as_secs().max(1))]
+    TooManyRequests(std::time::Duration),
     /// 503: the store is unreachable or the replica is not ready; retry later.
     #[error("{0}")]
     Unavailable(String),
@@ -113,6 +116,7 @@ impl ApiError {
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Internal(_) | Self::StoreUnreachable(_) => StatusCode::INTERNAL_SERVER_ERROR,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 }
@@ -160,6 +164,12 @@ impl IntoResponse for ApiError {
                 response
                     .headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            Self::TooManyRequests(wait) => {
+                let seconds = wait.as_secs_f64().ceil().max(1.0) as u64;
+                if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
+                    response.headers_mut().insert(header::RETRY_AFTER, value);
+                }
             }
             Self::PayloadTooLarge(_) => {
                 // The rest of the body is never read, so the connection cannot carry another

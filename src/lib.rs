@@ -126,8 +126,18 @@ pub async fn run(
     ));
 
     let auth = Arc::new(auth::Authenticator::new(&settings, snapshot.clone()));
+    let shared_buckets = match &store {
+        Store::Redis(redis) => Some(redis.rate_buckets()),
+        Store::Embedded(_) => None,
+    };
+    let limiter = Arc::new(auth::rate_limit::RateLimiter::new(
+        &settings,
+        shared_buckets,
+    ));
+    workers.spawn(limiter.clone().run_sync(shutdown.clone()));
     let app = http::app(AppState {
         auth,
+        limiter,
         service,
         snapshot,
         metrics,

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use axum::extract::FromRef;
 
+use crate::auth::rate_limit::RateLimiter;
 use crate::auth::Authenticator;
 use crate::service::Service;
 use crate::snapshot::Snapshot;
@@ -17,6 +18,8 @@ pub struct AppState {
     pub snapshot: Arc<Snapshot>,
     /// Identifies admin and client callers.
     pub auth: Arc<Authenticator>,
+    /// Per-caller rate limits.
+    pub limiter: Arc<RateLimiter>,
     pub metrics: Arc<Metrics>,
     pub usage: Arc<UsageRecorder>,
     /// Whether `X-Forwarded-For` names the client (`--trust-proxy`).

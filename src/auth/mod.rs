@@ -5,6 +5,7 @@
 //! snapshot in memory — a map keyed by the SHA-256 of the secret — so no request, and no flood
 //! of bad tokens, ever reaches the store.
 
+pub mod rate_limit;
 pub mod session;
 
 use std::sync::Arc;

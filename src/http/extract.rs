@@ -3,10 +3,11 @@
 
 use axum::body::Bytes;
 use axum::extract::rejection::PathRejection;
-use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Request};
 use axum::http::{header, request::Parts, HeaderMap};
 use axum::middleware::Next;
 use axum::response::Response;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
@@ -175,4 +176,23 @@ impl<S: Send + Sync> FromRequestParts<S> for Actor {
             .cloned()
             .ok_or(ApiError::Unauthorized(Challenge::Basic))
     }
+}
+
+/// The client's IP: the connection's peer, or the first `X-Forwarded-For` entry when the
+/// proxy in front is trusted.
+pub fn client_ip(req: &Request, trust_proxy: bool) -> Option<String> {
+    if trust_proxy {
+        let forwarded = req
+            .headers()
+            .get("x-forwarded-for")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(',').next())
+            .and_then(|v| v.trim().parse::<IpAddr>().ok());
+        if let Some(ip) = forwarded {
+            return Some(ip.to_string());
+        }
+    }
+    req.extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|info| info.0.ip().to_string())
 }

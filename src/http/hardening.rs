@@ -9,7 +9,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
+use crate::auth::rate_limit::{caller, LimitGroup};
 use crate::error::ApiError;
+use crate::http::extract::client_ip;
+use crate::state::AppState;
 
 /// Headers every admin response carries: no sniffing, no framing, no referrer, no caching of
 /// private data, and no active content.
@@ -47,6 +50,18 @@ pub async fn time_limit(State(limit): State<Duration>, req: Request, next: Next)
         ))
         .into_response(),
     }
+}
+
+/// Answers 429 when the caller (its token, or its address) used up its admin rate limit.
+pub async fn admin_rate_limit(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    if state.limiter.limits(LimitGroup::Admin) {
+        let ip = client_ip(&req, state.trust_proxy);
+        let caller = caller(req.headers(), ip.as_deref());
+        if let Err(wait) = state.limiter.check(LimitGroup::Admin, &caller) {
+            return ApiError::TooManyRequests(wait).into_response();
+        }
+    }
+    next.run(req).await
 }
 
 /// CORS for `origins`, or `None` when there are none.

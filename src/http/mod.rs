@@ -27,8 +27,10 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
     let edge = state.edge.clone();
     let authenticate = middleware::from_fn_with_state(state.clone(), extract::authenticate_admin);
     // Every admin route: identified (except login and logout), bounded in body and time.
+    let limit_admin = middleware::from_fn_with_state(state.clone(), hardening::admin_rate_limit);
     let protect = |router: Router<AppState>| {
         router
+            .layer(limit_admin.clone())
             .layer(DefaultBodyLimit::max(edge.admin_body_limit))
             .layer(middleware::from_fn_with_state(
                 edge.request_timeout,
@@ -44,6 +46,7 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
         usage: state.usage.clone(),
         trust_proxy: state.trust_proxy,
         auth: state.auth.clone(),
+        limiter: state.limiter.clone(),
     };
     let metrics = state.metrics.clone();
     let router = Router::new()

@@ -111,6 +111,13 @@ impl Keys {
         format!("{}:delivery-recent:{addon}", self.tag)
     }
 
+    /// Hash, one rate-limit token bucket: `t` = epoch ms of its last report, `v` = tokens;
+    /// written by the rate-limit script of every replica; expires when it would be full again.
+    /// `key` is a token's SHA-256 prefix or a client IP.
+    pub fn rate_bucket(&self, group: &str, key: &str) -> String {
+        format!("{}:rate:{group}:{key}", self.tag)
+    }
+
     /// Hash, the evaluations counted in one minute (minutes since the epoch): field
     /// `<toggle>|<app>|y` and `…|n` = yes/no counts, `<toggle>|<app>|v|<variant>` = variant
     /// counts (each part escaped, see `store::usage::redis::field`); EXPIREAT 65 minutes after

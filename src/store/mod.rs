@@ -6,6 +6,7 @@
 pub mod delivery;
 pub mod embedded;
 pub mod keys;
+pub mod rate_limit;
 pub mod redis;
 pub mod usage;
 

@@ -76,6 +76,11 @@ impl RedisStore {
         })
     }
 
+    /// The shared rate-limit buckets of this installation.
+    pub fn rate_buckets(&self) -> super::rate_limit::SharedBuckets {
+        super::rate_limit::SharedBuckets::new(self.conn.clone(), self.keys.clone())
+    }
+
     /// The delivery queue of this installation.
     pub fn deliveries(&self) -> RedisDeliveries {
         RedisDeliveries::new(self.client.clone(), self.conn.clone(), self.keys.clone())

@@ -4,12 +4,13 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{RawQuery, State};
+use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Response, StatusCode};
 use axum::response::IntoResponse;
 use axum::Json;
 
 use super::ClientApi;
+use crate::auth::rate_limit::LimitGroup;
 use crate::domain::filter::FeatureFilter;
 use crate::domain::usage::REPORT_NAME_MAX;
 use crate::domain::views::ClientToggle;
@@ -86,14 +87,15 @@ fn respond(
 /// All active toggles in the client format (spec §4.1).
 pub async fn list_client_features(
     State(api): State<Arc<ClientApi>>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
+    req: Request,
 ) -> Response<Body> {
-    let snapshot = &api.snapshot;
-    let scope = match api.auth.client(&headers) {
+    let scope = match api.admit(&req, LimitGroup::ClientFeatures) {
         Ok(scope) => scope,
         Err(e) => return e.into_response(),
     };
+    let query = req.uri().query().map(str::to_string);
+    let headers = req.headers();
+    let snapshot = &api.snapshot;
     if !snapshot.is_ready() {
         return ApiError::Unavailable("The configuration has not been loaded yet".into())
             .into_response();
@@ -157,9 +159,9 @@ fn record_poll(api: &ClientApi, headers: &HeaderMap, query: &str, response: &Cli
 pub async fn get_client_feature(
     State(api): State<Arc<ClientApi>>,
     AppPath(name): AppPath<String>,
-    headers: HeaderMap,
+    req: Request,
 ) -> ApiResult<Response<Body>> {
-    let scope = api.auth.client(&headers)?;
+    let scope = api.admit(&req, LimitGroup::ClientFeatures)?;
     if !api.snapshot.is_ready() {
         return Err(ApiError::Unavailable(
             "The configuration has not been loaded yet".into(),

@@ -10,7 +10,9 @@ use std::sync::Arc;
 use axum::routing::{get, post};
 use axum::Router;
 
-use crate::auth::Authenticator;
+use crate::auth::rate_limit::{self, LimitGroup, RateLimiter};
+use crate::auth::{Authenticator, ClientScope};
+use crate::error::ApiError;
 use crate::snapshot::Snapshot;
 use crate::telemetry::metrics::Metrics;
 use crate::usage::UsageRecorder;
@@ -25,6 +27,28 @@ pub struct ClientApi {
     pub trust_proxy: bool,
     /// Asks for client tokens (`--auth token`), and tells a token's projects.
     pub auth: Arc<Authenticator>,
+    /// Per-caller rate limits.
+    pub limiter: Arc<RateLimiter>,
+}
+
+impl ClientApi {
+    /// The caller's scope, once it is identified (when tokens are required) and within its
+    /// rate limit for `group`.
+    pub fn admit(
+        &self,
+        req: &axum::extract::Request,
+        group: LimitGroup,
+    ) -> Result<ClientScope, ApiError> {
+        let scope = self.auth.client(req.headers())?;
+        if self.limiter.limits(group) {
+            let ip = crate::http::extract::client_ip(req, self.trust_proxy);
+            let caller = rate_limit::caller(req.headers(), ip.as_deref());
+            self.limiter
+                .check(group, &caller)
+                .map_err(ApiError::TooManyRequests)?;
+        }
+        Ok(scope)
+    }
 }
 
 /// The client routes, with their own state and no per-request layers.

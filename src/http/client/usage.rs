@@ -1,14 +1,14 @@
 //! `POST /api/client/register` and `POST /api/client/metrics` (API-FACTS §1): validated, added
 //! to the replica's usage aggregate, answered 202. Nothing touches the store per request.
 
-use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use axum::body::{to_bytes, Body};
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderName, StatusCode};
 
 use super::ClientApi;
+use crate::auth::rate_limit::LimitGroup;
 use crate::domain::usage::{ClientHeaders, MetricsReport, Registration};
 use crate::domain::DomainError;
 use crate::error::{ApiError, ApiResult};
@@ -22,7 +22,6 @@ const UNLEASH_APPNAME: HeaderName = HeaderName::from_static("unleash-appname");
 const SERVICE_APPNAME: HeaderName = HeaderName::from_static("service-appname");
 const UNLEASH_INSTANCEID: HeaderName = HeaderName::from_static("unleash-instanceid");
 const SERVICE_INSTANCEID: HeaderName = HeaderName::from_static("service-instanceid");
-const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 
 /// The first of two headers that is present and readable.
 fn header<'a>(headers: &'a HeaderMap, first: &HeaderName, second: &HeaderName) -> Option<&'a str> {
@@ -42,31 +41,12 @@ pub fn client_identity(headers: &HeaderMap) -> (Option<&str>, Option<&str>) {
     )
 }
 
-/// The client's IP: the connection's peer, or the first `X-Forwarded-For` entry when the
-/// proxy in front is trusted.
-fn client_ip(req: &Request, trust_proxy: bool) -> Option<String> {
-    if trust_proxy {
-        let forwarded = req
-            .headers()
-            .get(X_FORWARDED_FOR)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(',').next())
-            .and_then(|v| v.trim().parse::<IpAddr>().ok());
-        if let Some(ip) = forwarded {
-            return Some(ip.to_string());
-        }
-    }
-    req.extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|info| info.0.ip().to_string())
-}
-
 /// Reads a bounded body and the request's identity headers and client IP.
 async fn read(
     req: Request,
     trust_proxy: bool,
 ) -> ApiResult<(bytes::Bytes, ClientHeaders, Option<String>, Option<String>)> {
-    let ip = client_ip(&req, trust_proxy);
+    let ip = crate::http::extract::client_ip(&req, trust_proxy);
     let declared = declares_other_media_type(req.headers());
     let (app, instance) = client_identity(req.headers());
     let headers = ClientHeaders {
@@ -108,7 +88,7 @@ pub async fn register_client(
     State(api): State<Arc<ClientApi>>,
     req: Request<Body>,
 ) -> ApiResult<StatusCode> {
-    api.auth.client(req.headers())?;
+    api.admit(&req, LimitGroup::ClientUsage)?;
     let (bytes, headers, ip, declared) = read(req, api.trust_proxy).await?;
     match Registration::parse(&bytes, &headers) {
         Ok(registration) => {
@@ -128,7 +108,7 @@ pub async fn record_client_metrics(
     State(api): State<Arc<ClientApi>>,
     req: Request<Body>,
 ) -> ApiResult<StatusCode> {
-    api.auth.client(req.headers())?;
+    api.admit(&req, LimitGroup::ClientUsage)?;
     let (bytes, headers, ip, declared) = read(req, api.trust_proxy).await?;
     match MetricsReport::parse(&bytes, &headers) {
         Ok(report) => {

@@ -5,6 +5,7 @@
 mod hardening;
 mod logs;
 mod matrix;
+mod rate_limits;
 mod sessions;
 mod tokens;
 
