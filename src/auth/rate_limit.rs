@@ -11,7 +11,7 @@
 //! higher). On the embedded store the buckets are local.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -144,9 +144,7 @@ impl RateLimiter {
     }
 
     fn shard(&self, group: LimitGroup, key: &str) -> &Shard {
-        let mut hasher = self.hasher.build_hasher();
-        key.hash(&mut hasher);
-        &self.buckets[group.index()][hasher.finish() as usize % SHARDS]
+        &self.buckets[group.index()][self.hasher.hash_one(key) as usize % SHARDS]
     }
 
     /// Lets a request of `key` through, or says how long to wait.

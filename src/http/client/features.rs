@@ -103,8 +103,8 @@ pub async fn list_client_features(
     // The common case — no filter, document built — borrows everything from the snapshot.
     if scope.is_none() && query.as_deref().unwrap_or("").is_empty() {
         if let Some(response) = &*snapshot.client().unfiltered() {
-            record_poll(&api, &headers, "", response);
-            return respond(response, &headers, &api.metrics.client_counts);
+            record_poll(&api, headers, "", response);
+            return respond(response, headers, &api.metrics.client_counts);
         }
     }
     let filter = match query.as_deref() {
@@ -128,8 +128,8 @@ pub async fn list_client_features(
         },
         None => no_match(),
     };
-    record_poll(&api, &headers, query.as_deref().unwrap_or(""), &response);
-    respond(&response, &headers, &api.metrics.client_counts)
+    record_poll(&api, headers, query.as_deref().unwrap_or(""), &response);
+    respond(&response, headers, &api.metrics.client_counts)
 }
 
 /// Longest query string whose poll is recorded (filters longer than this are not from SDKs).
