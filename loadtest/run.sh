@@ -21,6 +21,10 @@
 #                      (default: a new /tmp/flagpole-loadtest.XXXXXX)
 #   --no-build         use the existing binary in $CARGO_TARGET_DIR/release
 #   --time-limit S     hard limit for the whole bench.sh run (default 1800)
+#   --tokens           run flagpole with --auth token: the admin API with an admin token, the
+#                      client requests with a client token (Authorization header)
+#   --rate-limit R     also limit each caller of the client features path to R requests/s
+#                      (--rate-limit-client; set it above the load so that nothing is refused)
 #   --writes-per-second R   measure twice in one run: first without writes, then with the
 #                      bench kit's steady_writer.py changing a random toggle R times a second
 #                      (the configuration keeps changing while the fleet polls)
@@ -50,6 +54,10 @@ TIME_LIMIT=1800
 KILL_AFTER=15     # run_bg: SIGKILL this long after --time-limit
 EXTRA=()
 WRITE_RATE=""
+TOKENS=0
+RATE_LIMIT=""
+FP_ARGS=()
+CLIENT_ARGS=()
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -57,6 +65,8 @@ while [ $# -gt 0 ]; do
     --modes) MODES=$2; shift 2;;
     --ceiling-body) CEILING_BODY=$2; shift 2;;
     --writes-per-second) WRITE_RATE=$2; shift 2;;
+    --tokens) TOKENS=1; shift;;
+    --rate-limit) RATE_LIMIT=$2; shift 2;;
     --) shift; EXTRA=("$@"); break;;
     *) common_opt "$@"; shift "$OPT_SHIFT";;   # --duration --rounds --warmup --store --out --no-build --time-limit -h
   esac
@@ -82,7 +92,18 @@ if [ "$STORE" = redis ]; then
 fi
 start_store redis_ping_py flagpole-loadtest
 
-start_flagpole "${STORE_ARGS[@]}"
+if [ "$TOKENS" = 1 ]; then
+  ADMIN_TOKEN="loadtest-admin-token-$RANDOM$RANDOM"
+  CLIENT_TOKEN="loadtest-client-token-$RANDOM$RANDOM"
+  FP_ARGS+=(--auth token --admin-token "$ADMIN_TOKEN" --client-token "$CLIENT_TOKEN")
+  ADMIN_HEADER="Authorization: $ADMIN_TOKEN"
+  CLIENT_ARGS+=(--client-header "Authorization: $CLIENT_TOKEN")
+fi
+if [ -n "$RATE_LIMIT" ]; then
+  [[ $RATE_LIMIT =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "--rate-limit must be a number" >&2; exit 2; }
+  FP_ARGS+=(--rate-limit-client "$RATE_LIMIT")
+fi
+start_flagpole "${STORE_ARGS[@]}" "${FP_ARGS[@]+"${FP_ARGS[@]}"}"
 
 # ---- 3. bench ------------------------------------------------------------------------------
 # bench.sh stops its own ceiling on exit; timeout bounds the whole run (loading included).
@@ -100,6 +121,7 @@ bench() {
     --duration "$DURATION" \
     --rounds "$ROUNDS" \
     --warmup "$WARMUP" \
+    "${CLIENT_ARGS[@]+"${CLIENT_ARGS[@]}"}" \
     "$@" \
     "${EXTRA[@]+"${EXTRA[@]}"}"
 }
