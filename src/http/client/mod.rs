@@ -39,15 +39,19 @@ impl ClientApi {
         req: &axum::extract::Request,
         group: LimitGroup,
     ) -> Result<ClientScope, ApiError> {
-        let scope = self.auth.client(req.headers())?;
+        let caller = self.auth.client(req.headers())?;
         if self.limiter.limits(group) {
-            let ip = crate::http::extract::client_ip(req, self.trust_proxy);
-            let caller = rate_limit::caller(req.headers(), ip.as_deref());
-            self.limiter
-                .check(group, &caller)
-                .map_err(ApiError::TooManyRequests)?;
+            let checked = match &caller.token_hash {
+                Some(hash) => self.limiter.check(group, rate_limit::token_key(hash)),
+                None => {
+                    let ip = crate::http::extract::client_ip(req, self.trust_proxy);
+                    let key = rate_limit::caller(req.headers(), ip.as_deref());
+                    self.limiter.check(group, &key)
+                }
+            };
+            checked.map_err(ApiError::TooManyRequests)?;
         }
-        Ok(scope)
+        Ok(caller.scope)
     }
 }
 
