@@ -33,6 +33,14 @@ enum Credential {
 /// The projects a client caller sees: `None` for all.
 pub type ClientScope = Option<Vec<String>>;
 
+/// A client caller: what it sees, and the SHA-256 of its token when it had to send one (its
+/// rate-limit key).
+#[derive(Debug, Clone, Default)]
+pub struct ClientCaller {
+    pub scope: ClientScope,
+    pub token_hash: Option<String>,
+}
+
 /// Identifies callers per the settings.
 pub struct Authenticator {
     mode: AuthMode,
@@ -112,14 +120,14 @@ impl Authenticator {
         self.mode
     }
 
-    /// What `secret` lets its holder do, or how the caller is challenged.
-    fn credential(&self, secret: &str) -> Result<Credential, Challenge> {
-        let hash = hash_secret(secret);
-        if let Some((_, credential)) = self.configured.iter().find(|(h, _)| same(h, &hash)) {
+    /// What the secret whose SHA-256 is `hash` lets its holder do, or how the caller is
+    /// challenged.
+    fn credential(&self, hash: &str) -> Result<Credential, Challenge> {
+        if let Some((_, credential)) = self.configured.iter().find(|(h, _)| same(h, hash)) {
             return Ok(credential.clone());
         }
         self.snapshot.peek(|state| {
-            let token = state.api_tokens.get(&hash).ok_or(Challenge::Token)?;
+            let token = state.api_tokens.get(hash).ok_or(Challenge::Token)?;
             if token.expired(Utc::now()) {
                 return Err(Challenge::Expired);
             }
@@ -138,7 +146,7 @@ impl Authenticator {
             AuthMode::Token => Challenge::Token,
         };
         if let Some(secret) = token_of(headers) {
-            return match self.credential(secret) {
+            return match self.credential(&hash_secret(secret)) {
                 Ok(Credential::Admin(username)) => Ok(Actor(username)),
                 Ok(Credential::Client(_)) => Err(ApiError::Forbidden(
                     "A client token cannot use the admin API; use an admin token".into(),
@@ -165,18 +173,23 @@ impl Authenticator {
         Err(ApiError::Unauthorized(challenge))
     }
 
-    /// The projects a client caller sees, or 401 when a token is required and missing,
-    /// unknown or expired.
-    pub fn client(&self, headers: &HeaderMap) -> Result<ClientScope, ApiError> {
+    /// The client caller of a request, or 401 when a token is required and missing, unknown
+    /// or expired.
+    pub fn client(&self, headers: &HeaderMap) -> Result<ClientCaller, ApiError> {
         if self.mode != AuthMode::Token || self.client_auth == ClientAuth::Open {
-            return Ok(None);
+            return Ok(ClientCaller::default());
         }
         let secret = token_of(headers).ok_or(ApiError::Unauthorized(Challenge::Token))?;
-        match self.credential(secret) {
-            Ok(Credential::Admin(_)) => Ok(None),
-            Ok(Credential::Client(scope)) => Ok(scope),
-            Err(challenge) => Err(ApiError::Unauthorized(challenge)),
-        }
+        let hash = hash_secret(secret);
+        let scope = match self.credential(&hash) {
+            Ok(Credential::Admin(_)) => None,
+            Ok(Credential::Client(scope)) => scope,
+            Err(challenge) => return Err(ApiError::Unauthorized(challenge)),
+        };
+        Ok(ClientCaller {
+            scope,
+            token_hash: Some(hash),
+        })
     }
 }
 
