@@ -46,12 +46,17 @@ impl std::fmt::Debug for SecretString {
     }
 }
 
-fn parse_token(value: &str) -> Result<SecretString, String> {
-    let value = value.trim();
-    if value.len() < 16 || value.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err("a token has at least 16 characters and no spaces".into());
+/// Takes any value: clap's refusal would print it (it is a secret). `Settings::check` says
+/// what is wrong without it.
+fn parse_token(value: &str) -> Result<SecretString, std::convert::Infallible> {
+    Ok(SecretString(value.trim().to_string()))
+}
+
+impl SecretString {
+    /// Whether it is usable as a token: at least 16 characters, no spaces or controls.
+    fn is_acceptable(&self) -> bool {
+        self.0.len() >= 16 && !self.0.chars().any(|c| c.is_whitespace() || c.is_control())
     }
-    Ok(SecretString(value.to_string()))
 }
 
 /// Flagpole's settings.
@@ -148,8 +153,9 @@ pub struct Settings {
     #[arg(long, env = "FLAGPOLE_METRICS_FLUSH_INTERVAL_MS", default_value_t = 5000, value_parser = clap::value_parser!(u64).range(10..=600_000))]
     pub metrics_flush_interval_ms: u64,
 
-    /// Take the client IP from the first `X-Forwarded-For` entry (only behind a proxy or load
-    /// balancer that sets it); otherwise the connection's address is used.
+    /// Take the client IP from the last `X-Forwarded-For` entry, the one the proxy or load
+    /// balancer in front added (only behind one that sets it; earlier entries are the
+    /// client's word); otherwise the connection's address is used.
     #[arg(long, env = "FLAGPOLE_TRUST_PROXY", default_value_t = false)]
     pub trust_proxy: bool,
 
@@ -259,6 +265,22 @@ fn parse_key_prefix(value: &str) -> Result<String, String> {
 }
 
 impl Settings {
+    /// Refuses settings clap cannot judge without showing a secret.
+    pub fn check(&self) -> Result<(), String> {
+        for (name, value) in [
+            ("--admin-token", &self.admin_token),
+            ("--client-token", &self.client_token),
+            ("--session-secret", &self.session_secret),
+        ] {
+            if value.as_ref().is_some_and(|v| !v.is_acceptable()) {
+                return Err(format!(
+                    "{name} must have at least 16 characters and no spaces (its value is not shown)"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Settings for tests and embedding: the defaults, as if no flag or variable were given.
     pub fn defaults() -> Self {
         Self::parse_from(["flagpole"])

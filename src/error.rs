@@ -47,8 +47,12 @@ pub enum ApiError {
     #[error("internal error")]
     Internal(String),
     /// 429: the caller's rate limit is used up; retry after the duration.
-    #[error("Too many requests; retry in {} s", .0.as_secs().max(1))]
+    #[error("Too many requests; retry in {} s", retry_seconds(*.0))]
     TooManyRequests(std::time::Duration),
+    /// 504: the request took too long; what it does may still complete (not to be retried
+    /// blindly).
+    #[error("{0}")]
+    TimedOut(String),
     /// 503: the store is unreachable or the replica is not ready; retry later.
     #[error("{0}")]
     Unavailable(String),
@@ -117,6 +121,7 @@ impl ApiError {
             Self::Internal(_) | Self::StoreUnreachable(_) => StatusCode::INTERNAL_SERVER_ERROR,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
+            Self::TimedOut(_) => StatusCode::GATEWAY_TIMEOUT,
         }
     }
 }
@@ -166,8 +171,7 @@ impl IntoResponse for ApiError {
                     .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             }
             Self::TooManyRequests(wait) => {
-                let seconds = wait.as_secs_f64().ceil().max(1.0) as u64;
-                if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
+                if let Ok(value) = HeaderValue::from_str(&retry_seconds(wait).to_string()) {
                     response.headers_mut().insert(header::RETRY_AFTER, value);
                 }
             }
@@ -232,6 +236,11 @@ impl From<ServiceError> for ApiError {
             ),
         }
     }
+}
+
+/// Whole seconds to wait, rounded up (`Retry-After` has no fractions).
+fn retry_seconds(wait: std::time::Duration) -> u64 {
+    wait.as_secs_f64().ceil().max(1.0) as u64
 }
 
 /// The result type of handlers.

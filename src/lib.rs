@@ -36,6 +36,9 @@ pub enum RunError {
     Store(#[from] StoreError),
     #[error("server failed: {0}")]
     Serve(#[from] std::io::Error),
+    /// A setting is unusable.
+    #[error("{0}")]
+    Settings(String),
     /// The delivery worker cannot start.
     #[error("{0}")]
     Delivery(String),
@@ -65,6 +68,7 @@ pub async fn run(
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> Result<(), RunError> {
+    settings.check().map_err(RunError::Settings)?;
     let store = open_store(&settings).await?;
     tracing::info!(backend = store.backend_name(), "store opened");
     let snapshot = Arc::new(Snapshot::new(store.clone()));
@@ -125,7 +129,9 @@ pub async fn run(
         usage_stop.clone(),
     ));
 
-    let auth = Arc::new(auth::Authenticator::new(&settings, snapshot.clone()));
+    let auth = Arc::new(
+        auth::Authenticator::new(&settings, snapshot.clone()).map_err(RunError::Settings)?,
+    );
     let shared_buckets = match &store {
         Store::Redis(redis) => Some(redis.rate_buckets()),
         Store::Embedded(_) => None,

@@ -91,7 +91,7 @@ fn same(a: &str, b: &str) -> bool {
 
 impl Authenticator {
     /// The authenticator the settings describe, checking stored tokens in `snapshot`.
-    pub fn new(settings: &Settings, snapshot: Arc<Snapshot>) -> Self {
+    pub fn new(settings: &Settings, snapshot: Arc<Snapshot>) -> Result<Self, String> {
         let mut configured = Vec::new();
         if let Some(token) = &settings.admin_token {
             configured.push((
@@ -102,17 +102,17 @@ impl Authenticator {
         if let Some(token) = &settings.client_token {
             configured.push((hash_secret(&token.0), Credential::Client(None)));
         }
-        Self {
+        Ok(Self {
             mode: settings.auth,
             client_auth: settings.client_auth,
             configured,
             snapshot,
-            sessions: SessionKey::new(settings.session_secret.as_ref().map(|s| s.0.as_str())),
+            sessions: SessionKey::new(settings.session_secret.as_ref().map(|s| s.0.as_str()))?,
             secure_cookies: settings
                 .public_url
                 .as_ref()
                 .is_some_and(|u| u.scheme() == "https"),
-        }
+        })
     }
 
     /// The mode admin callers identify in.
@@ -120,16 +120,25 @@ impl Authenticator {
         self.mode
     }
 
-    /// What the secret whose SHA-256 is `hash` lets its holder do, or how the caller is
-    /// challenged.
-    fn credential(&self, hash: &str) -> Result<Credential, Challenge> {
+    /// What the secret whose SHA-256 is `hash` lets its holder do; else 401 with `challenge`
+    /// (or the expiry), or 503 while the stored tokens are not loaded yet.
+    fn credential(&self, hash: &str, challenge: Challenge) -> Result<Credential, ApiError> {
         if let Some((_, credential)) = self.configured.iter().find(|(h, _)| same(h, hash)) {
             return Ok(credential.clone());
         }
+        if !self.snapshot.is_ready() {
+            // An SDK may take a 401 as final; the token may well be valid.
+            return Err(ApiError::Unavailable(
+                "The configuration (and its API tokens) has not been loaded yet".into(),
+            ));
+        }
         self.snapshot.peek(|state| {
-            let token = state.api_tokens.get(hash).ok_or(Challenge::Token)?;
+            let token = state
+                .api_tokens
+                .get(hash)
+                .ok_or(ApiError::Unauthorized(challenge))?;
             if token.expired(Utc::now()) {
-                return Err(Challenge::Expired);
+                return Err(ApiError::Unauthorized(Challenge::Expired));
             }
             Ok(match token.kind {
                 TokenType::Admin => Credential::Admin(token.username.clone()),
@@ -138,21 +147,21 @@ impl Authenticator {
         })
     }
 
-    /// The admin caller of a request, or 401 (not identified) / 403 (a client token).
-    pub fn admin(&self, headers: &HeaderMap) -> Result<Actor, ApiError> {
+    /// The admin caller of a request, with the SHA-256 of the token it was identified by (its
+    /// rate-limit key), or 401 (not identified) / 403 (a client token).
+    pub fn admin(&self, headers: &HeaderMap) -> Result<(Actor, Option<String>), ApiError> {
         let challenge = match self.mode {
-            AuthMode::None => return Ok(Actor("unknown".into())),
+            AuthMode::None => return Ok((Actor("unknown".into()), None)),
             AuthMode::Insecure => Challenge::Basic,
             AuthMode::Token => Challenge::Token,
         };
         if let Some(secret) = token_of(headers) {
-            return match self.credential(&hash_secret(secret)) {
-                Ok(Credential::Admin(username)) => Ok(Actor(username)),
-                Ok(Credential::Client(_)) => Err(ApiError::Forbidden(
+            let hash = hash_secret(secret);
+            return match self.credential(&hash, challenge)? {
+                Credential::Admin(username) => Ok((Actor(username), Some(hash))),
+                Credential::Client(_) => Err(ApiError::Forbidden(
                     "A client token cannot use the admin API; use an admin token".into(),
                 )),
-                Err(Challenge::Token) => Err(ApiError::Unauthorized(challenge)),
-                Err(other) => Err(ApiError::Unauthorized(other)),
             };
         }
         if self.mode == AuthMode::Insecure {
@@ -161,13 +170,13 @@ impl Authenticator {
             if let Some(auth) = headers.typed_get::<Authorization<Basic>>() {
                 let username = auth.username().trim();
                 if !username.is_empty() {
-                    return Ok(Actor(username.to_string()));
+                    return Ok((Actor(username.to_string()), None));
                 }
             }
             if let Some(user) = cookie(headers, session::COOKIE)
                 .and_then(|value| self.sessions.verify(value, Utc::now()))
             {
-                return Ok(Actor(user));
+                return Ok((Actor(user), None));
             }
         }
         Err(ApiError::Unauthorized(challenge))
@@ -181,10 +190,9 @@ impl Authenticator {
         }
         let secret = token_of(headers).ok_or(ApiError::Unauthorized(Challenge::Token))?;
         let hash = hash_secret(secret);
-        let scope = match self.credential(&hash) {
-            Ok(Credential::Admin(_)) => None,
-            Ok(Credential::Client(scope)) => scope,
-            Err(challenge) => return Err(ApiError::Unauthorized(challenge)),
+        let scope = match self.credential(&hash, Challenge::Token)? {
+            Credential::Admin(_) => None,
+            Credential::Client(scope) => scope,
         };
         Ok(ClientCaller {
             scope,

@@ -16,23 +16,27 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use axum::http::HeaderMap;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Settings;
-use crate::domain::api_token::hash_secret;
 use crate::store::rate_limit::SharedBuckets;
 
 /// How often a replica reports to the shared buckets.
 pub const SYNC_EVERY: Duration = Duration::from_millis(200);
 /// A replica that reported to a bucket within this time shares its tokens.
 const REPORTERS_WINDOW: Duration = Duration::from_secs(2);
-/// A bucket not used for this long is forgotten (it is full again by then).
-const IDLE: Duration = Duration::from_secs(60);
-/// Callers tracked per group and shard; beyond, new callers are not limited (memory stays
-/// bounded under a flood of distinct tokens or addresses).
-const MAX_PER_SHARD: usize = 16_384;
+/// A bucket not used for this long is forgotten (and reported no more); a caller that comes
+/// back starts with a full bucket on this replica.
+const IDLE: Duration = Duration::from_secs(5);
+/// Callers tracked per group and shard; beyond, new callers share one overflow bucket (memory
+/// stays bounded under a flood of distinct addresses).
+const MAX_PER_SHARD: usize = 4_096;
 const SHARDS: usize = 16;
+/// The bucket callers share when the table is full.
+const OVERFLOW: &str = "~overflow";
+/// Keys per report script call, and per report cycle of one group (the rest wait a cycle).
+const REPORT_BATCH: usize = 500;
+const REPORT_MAX: usize = 5_000;
 
 /// The parts of the API limited apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,8 +93,8 @@ pub struct RateLimiter {
     limits: [Option<Limit>; 3],
     buckets: [Vec<Shard>; 3],
     shared: Option<SharedBuckets>,
-    /// The shared buckets answered the last report.
-    shared_ok: AtomicBool,
+    /// Per group: the shared buckets answered its last report.
+    shared_ok: [AtomicBool; 3],
     /// This replica's id in the shared buckets.
     replica: u64,
     hasher: foldhash::fast::RandomState,
@@ -103,22 +107,16 @@ fn lock(shard: &Shard) -> MutexGuard<'_, HashMap<String, Bucket>> {
     }
 }
 
-/// The rate-limit key of a token, from its SHA-256 (hex): a prefix of it (an address has a
-/// `.` or a `:`, so the two never meet).
+/// The rate-limit key of a verified token, from its SHA-256 (hex): a prefix of it (an address
+/// has a `.` or a `:`, so the two never meet). Unverified credentials are never keys: a caller
+/// could make up a new one per request.
 pub fn token_key(hash: &str) -> &str {
     hash.get(..16).unwrap_or(hash)
 }
 
-/// Who a request comes from: its credentials (their SHA-256, a prefix of it), or else its
-/// client IP.
-pub fn caller(headers: &HeaderMap, ip: Option<&str>) -> String {
-    match headers
-        .get(axum::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-    {
-        Some(credential) => token_key(&hash_secret(credential)).to_string(),
-        None => ip.unwrap_or("unknown").to_string(),
-    }
+/// A uniform draw in [0, 1).
+fn draw() -> f64 {
+    (crate::store::random_id() % 1_000_000) as f64 / 1_000_000.0
 }
 
 impl RateLimiter {
@@ -139,7 +137,7 @@ impl RateLimiter {
             ],
             buckets: [shards(), shards(), shards()],
             shared,
-            shared_ok: AtomicBool::new(true),
+            shared_ok: Default::default(),
             replica: crate::store::random_id(),
             hasher: foldhash::fast::RandomState::default(),
         }
@@ -154,44 +152,52 @@ impl RateLimiter {
         &self.buckets[group.index()][self.hasher.hash_one(key) as usize % SHARDS]
     }
 
-    /// Lets a request of `key` through, or says how long to wait.
+    /// Lets a request of `key` (a verified token's key, or a client IP) through, or says how
+    /// long to wait.
     pub fn check(&self, group: LimitGroup, key: &str) -> Result<(), Duration> {
         let Some(limit) = self.limits[group.index()] else {
             return Ok(());
         };
         let now = Instant::now();
         // Shared buckets refill by their reports; a local one (no Redis, or Redis down) here.
-        let local = self.shared.is_none() || !self.shared_ok.load(Ordering::Relaxed);
+        let local = self.shared.is_none() || !self.shared_ok[group.index()].load(Ordering::Relaxed);
         let mut shard = lock(self.shard(group, key));
-        if !shard.contains_key(key) {
-            if shard.len() >= MAX_PER_SHARD {
-                return Ok(());
-            }
-            shard.insert(
-                key.to_string(),
-                Bucket {
-                    tokens: limit.burst,
-                    refilled: now,
-                    used: 0,
-                    touched: now,
-                },
-            );
-        }
-        let Some(bucket) = shard.get_mut(key) else {
-            return Ok(());
+        let key = if shard.contains_key(key) || shard.len() < MAX_PER_SHARD {
+            key
+        } else {
+            OVERFLOW
         };
+        let bucket = shard.entry(key.to_string()).or_insert(Bucket {
+            tokens: limit.burst,
+            refilled: now,
+            used: 0,
+            touched: now,
+        });
         if local {
             let elapsed = now.duration_since(bucket.refilled).as_secs_f64();
             bucket.tokens = (bucket.tokens + elapsed * limit.per_second).min(limit.burst);
         }
         bucket.refilled = now;
         bucket.touched = now;
-        if bucket.tokens >= 1.0 {
+        // A share below one token (a small burst over many replicas) is spent by a draw, so
+        // that the replicas together admit about what the bucket holds.
+        let admit = if bucket.tokens >= 1.0 {
+            true
+        } else if bucket.tokens > 0.0 {
+            let won = draw() < bucket.tokens;
+            if !won {
+                bucket.tokens = 0.0;
+            }
+            won
+        } else {
+            false
+        };
+        if admit {
             bucket.tokens -= 1.0;
             bucket.used += 1;
             Ok(())
         } else {
-            let wait = (1.0 - bucket.tokens) / limit.per_second;
+            let wait = (1.0 - bucket.tokens.max(0.0)) / limit.per_second;
             Err(Duration::from_secs_f64(wait.clamp(0.001, 3600.0)))
         }
     }
@@ -199,7 +205,7 @@ impl RateLimiter {
     /// Reports to the shared buckets every `SYNC_EVERY` (and forgets idle callers) until
     /// `shutdown`.
     pub async fn run_sync(self: std::sync::Arc<Self>, shutdown: CancellationToken) {
-        let mut failing = false;
+        let mut failing = [false; 3];
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => return,
@@ -209,34 +215,45 @@ impl RateLimiter {
                 let Some(limit) = self.limits[group.index()] else {
                     continue;
                 };
+                let failed = &mut failing[group.index()];
                 match self.sync(group, limit).await {
-                    Ok(()) => {
-                        if failing {
-                            tracing::info!("rate limits shared again");
-                            failing = false;
+                    // Nothing to report: nothing learnt about the shared buckets.
+                    Ok(false) => {}
+                    Ok(true) => {
+                        if *failed {
+                            tracing::info!(group = group.name(), "rate limits shared again");
+                            *failed = false;
                         }
-                        self.shared_ok.store(true, Ordering::Relaxed);
+                        self.shared_ok[group.index()].store(true, Ordering::Relaxed);
                     }
                     Err(e) => {
-                        if !failing {
-                            tracing::warn!(error = %e, "rate limits cannot be shared; limiting per replica");
-                            failing = true;
+                        if !*failed {
+                            tracing::warn!(group = group.name(), error = %e, "rate limits cannot be shared; limiting per replica");
+                            *failed = true;
                         }
-                        self.shared_ok.store(false, Ordering::Relaxed);
+                        self.shared_ok[group.index()].store(false, Ordering::Relaxed);
                     }
                 }
             }
         }
     }
 
-    /// One report of `group`: what each caller used, and the tokens its bucket has left.
-    async fn sync(&self, group: LimitGroup, limit: Limit) -> Result<(), crate::store::StoreError> {
+    /// One report of `group`: what each recent caller used, and the tokens its bucket has
+    /// left. `Ok(false)`: there was nothing to report (or no shared buckets).
+    async fn sync(
+        &self,
+        group: LimitGroup,
+        limit: Limit,
+    ) -> Result<bool, crate::store::StoreError> {
         let now = Instant::now();
         let mut used = Vec::new();
         for shard in &self.buckets[group.index()] {
             let mut map = lock(shard);
             map.retain(|_, b| now.duration_since(b.touched) < IDLE || b.used > 0);
             for (key, bucket) in map.iter_mut() {
+                if used.len() >= REPORT_MAX {
+                    break;
+                }
                 // Buckets that are not full refill through the report too.
                 if bucket.used > 0 || bucket.tokens < limit.burst {
                     used.push((key.clone(), std::mem::take(&mut bucket.used)));
@@ -244,33 +261,32 @@ impl RateLimiter {
             }
         }
         let Some(shared) = &self.shared else {
-            return Ok(());
+            return Ok(false);
         };
+        if used.is_empty() {
+            return Ok(false);
+        }
         let context = (group.name(), self.replica, REPORTERS_WINDOW);
-        let tokens = match shared
-            .report(context, limit.per_second, limit.burst, &used)
-            .await
-        {
-            Ok(tokens) => tokens,
-            Err(e) => {
-                // Lost reports only make the shared buckets fuller: the limiter fails open.
-                return Err(e);
-            }
-        };
-        for ((key, _), (left, reporters)) in used.iter().zip(tokens) {
-            let mut map = lock(self.shard(group, key));
-            if let Some(bucket) = map.get_mut(key) {
-                // This replica's share; what it let through since the report was taken is
-                // still to be charged.
-                let share = if left > 0.0 {
-                    left / f64::from(reporters)
-                } else {
-                    left
-                };
-                bucket.tokens = share - f64::from(bucket.used);
+        for batch in used.chunks(REPORT_BATCH) {
+            // Lost reports only make the shared buckets fuller: the limiter fails open.
+            let tokens = shared
+                .report(context, limit.per_second, limit.burst, batch)
+                .await?;
+            for ((key, _), (left, reporters)) in batch.iter().zip(tokens) {
+                let mut map = lock(self.shard(group, key));
+                if let Some(bucket) = map.get_mut(key) {
+                    // This replica's share; what it let through since the report was taken is
+                    // still to be charged.
+                    let share = if left > 0.0 {
+                        left / f64::from(reporters)
+                    } else {
+                        left
+                    };
+                    bucket.tokens = share - f64::from(bucket.used);
+                }
             }
         }
-        Ok(())
+        Ok(true)
     }
 }
 
@@ -307,14 +323,33 @@ mod tests {
     }
 
     #[test]
-    fn callers_are_their_token_or_their_address() {
-        let mut headers = HeaderMap::new();
-        assert_eq!(caller(&headers, Some("10.0.0.1")), "10.0.0.1");
-        headers.insert(
-            axum::http::header::AUTHORIZATION,
-            axum::http::HeaderValue::from_static("secret-token"),
-        );
-        let key = caller(&headers, Some("10.0.0.1"));
-        assert!(key.len() == 16 && !key.contains("secret"));
+    fn a_share_below_one_token_admits_about_that_share() {
+        let limiter = limiter(1.0);
+        let mut admitted = 0;
+        for i in 0..2000 {
+            let key = format!("k{i}");
+            // A bucket holding a third of a token, as each of three replicas sees one token.
+            limiter
+                .check(LimitGroup::ClientFeatures, &key)
+                .expect("full at first");
+            limiter
+                .check(LimitGroup::ClientFeatures, &key)
+                .expect("burst of two");
+            {
+                let mut shard = lock(limiter.shard(LimitGroup::ClientFeatures, &key));
+                if let Some(bucket) = shard.get_mut(&key) {
+                    bucket.tokens = 1.0 / 3.0;
+                    bucket.refilled = Instant::now() + Duration::from_secs(3600);
+                }
+            }
+            if limiter.check(LimitGroup::ClientFeatures, &key).is_ok() {
+                admitted += 1;
+            }
+            assert!(
+                limiter.check(LimitGroup::ClientFeatures, &key).is_err(),
+                "spent"
+            );
+        }
+        assert!((500..=830).contains(&admitted), "{admitted} of 2000");
     }
 }

@@ -18,22 +18,17 @@ pub const LIFETIME_SECS: i64 = 2 * 24 * 60 * 60;
 pub struct SessionKey(Vec<u8>);
 
 impl SessionKey {
-    /// A key from a configured secret (shared by replicas), or a random one of this process.
-    pub fn new(secret: Option<&str>) -> Self {
+    /// A key from a configured secret (shared by replicas), or a random one of this process;
+    /// fails when the operating system has no randomness to give (a guessable key would let
+    /// anyone forge sessions).
+    pub fn new(secret: Option<&str>) -> Result<Self, String> {
         match secret {
-            Some(secret) => Self(secret.as_bytes().to_vec()),
+            Some(secret) => Ok(Self(secret.as_bytes().to_vec())),
             None => {
                 let mut key = vec![0u8; 32];
-                // Without randomness the key is the process's start time: sessions then stay
-                // valid only until a restart, which is the same promise.
-                if getrandom::fill(&mut key).is_err() {
-                    key = Utc::now()
-                        .timestamp_nanos_opt()
-                        .unwrap_or(0)
-                        .to_le_bytes()
-                        .to_vec();
-                }
-                Self(key)
+                getrandom::fill(&mut key)
+                    .map_err(|e| format!("no randomness for the session key: {e}"))?;
+                Ok(Self(key))
             }
         }
     }
@@ -78,11 +73,12 @@ mod tests {
 
     #[test]
     fn sessions_verify_only_with_their_key_until_they_expire() {
-        let key = SessionKey::new(Some("k1"));
+        let key = SessionKey::new(Some("k1")).expect("key");
         let now = Utc::now();
         let cookie = key.issue("ann@example.com", now + chrono::Duration::hours(1));
         assert_eq!(key.verify(&cookie, now).as_deref(), Some("ann@example.com"));
-        assert_eq!(SessionKey::new(Some("k2")).verify(&cookie, now), None);
+        let other = SessionKey::new(Some("k2")).expect("key");
+        assert_eq!(other.verify(&cookie, now), None);
         assert_eq!(key.verify(&cookie, now + chrono::Duration::hours(2)), None);
         let (payload, signature) = cookie.split_once('.').expect("two parts");
         let forged = URL_SAFE_NO_PAD.encode(r#"{"u":"root","e":99999999999}"#);

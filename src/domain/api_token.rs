@@ -14,6 +14,8 @@ use super::state::ConfigState;
 pub const ALL_PROJECTS: &str = "*";
 /// Longest token username.
 const USERNAME_MAX: usize = 100;
+/// Hex characters of the SHA-256 that make a token's id.
+pub const ID_LENGTH: usize = 16;
 /// Characters of a secret kept to recognise its token in listings (not enough to guess it).
 const SHOWN_PREFIX: usize = 6;
 
@@ -189,6 +191,12 @@ impl TokenExpiry {
 }
 
 impl ApiToken {
+    /// The token's id: a prefix of its SHA-256, shown in listings so that a token whose secret
+    /// was lost can still be changed or revoked (and so that secrets stay out of URLs).
+    pub fn id(&self) -> &str {
+        self.hash.get(..ID_LENGTH).unwrap_or(&self.hash)
+    }
+
     /// Whether the token has expired at `now`.
     pub fn expired(&self, now: DateTime<Utc>) -> bool {
         self.expires_at.is_some_and(|at| at <= now)
@@ -202,6 +210,7 @@ impl ApiToken {
     /// The token as listings and events show it: the secret masked.
     pub fn view(&self) -> serde_json::Value {
         serde_json::json!({
+            "id": self.id(),
             "secret": masked(&self.prefix),
             "username": self.username,
             "type": self.kind,

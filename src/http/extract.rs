@@ -8,16 +8,16 @@ use axum::http::{header, request::Parts, HeaderMap};
 use axum::middleware::Next;
 use axum::response::Response;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
-use crate::auth::Authenticator;
+use crate::auth::rate_limit::{token_key, LimitGroup};
 use crate::domain::filter::FeatureFilter;
 use crate::domain::DomainError;
 use crate::error::{ApiError, Challenge};
 use crate::service::Actor;
+use crate::state::AppState;
 
 /// A JSON request body. Lenient about Content-Type (any JSON type, with or without
 /// parameters, or none at all); strict about the document.
@@ -154,14 +154,27 @@ impl FilterQuery {
     }
 }
 
-/// Middleware on the admin routes: identifies the caller (see `auth::Authenticator`) and
-/// stores the resulting [`Actor`] in the request, or answers 401/403.
+/// Middleware on the admin routes: identifies the caller (see `auth::Authenticator`), keeps
+/// it within its admin rate limit (by the token it was identified by, else by its address),
+/// and stores the resulting [`Actor`] in the request; or answers 401/403/429.
 pub async fn authenticate_admin(
-    axum::extract::State(auth): axum::extract::State<Arc<Authenticator>>,
+    axum::extract::State(state): axum::extract::State<AppState>,
     mut req: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    let actor = auth.admin(req.headers())?;
+    let (actor, token_hash) = state.auth.admin(req.headers())?;
+    if state.limiter.limits(LimitGroup::Admin) {
+        let checked = match &token_hash {
+            Some(hash) => state.limiter.check(LimitGroup::Admin, token_key(hash)),
+            None => {
+                let ip = client_ip(&req, state.trust_proxy);
+                state
+                    .limiter
+                    .check(LimitGroup::Admin, ip.as_deref().unwrap_or("unknown"))
+            }
+        };
+        checked.map_err(ApiError::TooManyRequests)?;
+    }
     req.extensions_mut().insert(actor);
     Ok(next.run(req).await)
 }
@@ -178,15 +191,16 @@ impl<S: Send + Sync> FromRequestParts<S> for Actor {
     }
 }
 
-/// The client's IP: the connection's peer, or the first `X-Forwarded-For` entry when the
-/// proxy in front is trusted.
+/// The client's IP: the connection's peer, or the last `X-Forwarded-For` entry (the one the
+/// trusted proxy in front added) with `--trust-proxy`.
 pub fn client_ip(req: &Request, trust_proxy: bool) -> Option<String> {
     if trust_proxy {
         let forwarded = req
             .headers()
             .get("x-forwarded-for")
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(',').next())
+            // The entry the trusted proxy appended: the ones before it are the client's word.
+            .and_then(|v| v.split(',').next_back())
             .and_then(|v| v.trim().parse::<IpAddr>().ok());
         if let Some(ip) = forwarded {
             return Some(ip.to_string());

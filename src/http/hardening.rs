@@ -9,10 +9,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
-use crate::auth::rate_limit::{caller, LimitGroup};
 use crate::error::ApiError;
-use crate::http::extract::client_ip;
-use crate::state::AppState;
 
 /// Headers every admin response carries: no sniffing, no framing, no referrer, no caching of
 /// private data, and no active content.
@@ -39,29 +36,17 @@ pub async fn security_headers(req: Request, next: Next) -> Response {
     response
 }
 
-/// Answers 503 when an admin request takes longer than the limit (its work may go on: a
-/// write still commits or not as a whole).
+/// Answers 504 when an admin request takes longer than the limit (its work may go on: a
+/// write still commits or not as a whole, so the answer asks for a check, not a retry).
 pub async fn time_limit(State(limit): State<Duration>, req: Request, next: Next) -> Response {
     match tokio::time::timeout(limit, next.run(req)).await {
         Ok(response) => response,
-        Err(_) => ApiError::Unavailable(format!(
+        Err(_) => ApiError::TimedOut(format!(
             "The request took longer than {} ms; it may still complete. Check before retrying.",
             limit.as_millis()
         ))
         .into_response(),
     }
-}
-
-/// Answers 429 when the caller (its token, or its address) used up its admin rate limit.
-pub async fn admin_rate_limit(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    if state.limiter.limits(LimitGroup::Admin) {
-        let ip = client_ip(&req, state.trust_proxy);
-        let caller = caller(req.headers(), ip.as_deref());
-        if let Err(wait) = state.limiter.check(LimitGroup::Admin, &caller) {
-            return ApiError::TooManyRequests(wait).into_response();
-        }
-    }
-    next.run(req).await
 }
 
 /// CORS for `origins`, or `None` when there are none.
@@ -88,7 +73,7 @@ pub fn cors(origins: &[HeaderValue]) -> Option<CorsLayer> {
                 HeaderName::from_static("unleash-connection-id"),
                 HeaderName::from_static("unleash-sdk"),
             ])
-            .expose_headers([header::ETAG])
+            .expose_headers([header::ETAG, header::RETRY_AFTER])
             .allow_credentials(true)
             .max_age(Duration::from_secs(600)),
     )

@@ -27,10 +27,8 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
     let edge = state.edge.clone();
     let authenticate = middleware::from_fn_with_state(state.clone(), extract::authenticate_admin);
     // Every admin route: identified (except login and logout), bounded in body and time.
-    let limit_admin = middleware::from_fn_with_state(state.clone(), hardening::admin_rate_limit);
     let protect = |router: Router<AppState>| {
         router
-            .layer(limit_admin.clone())
             .layer(DefaultBodyLimit::max(edge.admin_body_limit))
             .layer(middleware::from_fn_with_state(
                 edge.request_timeout,

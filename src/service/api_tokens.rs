@@ -3,17 +3,23 @@
 //! that carries it.
 
 use super::{Actor, Plan, Service, ServiceError};
-use crate::domain::api_token::{hash_secret, ApiToken, TokenExpiry, TokenSpec};
+use crate::domain::api_token::{hash_secret, ApiToken, TokenExpiry, TokenSpec, ID_LENGTH};
 use crate::domain::event::EventKind;
 use crate::domain::state::ConfigState;
 use crate::domain::DomainError;
 use crate::store::Collection;
 
-/// The token whose secret is `secret`, or 404.
-fn existing<'a>(state: &'a ConfigState, secret: &str) -> Result<&'a ApiToken, DomainError> {
+/// The token named by `reference` — its id (listed) or its secret — or 404.
+fn existing<'a>(state: &'a ConfigState, reference: &str) -> Result<&'a ApiToken, DomainError> {
+    let by_id = || {
+        (reference.len() == ID_LENGTH)
+            .then(|| state.api_tokens.values().find(|t| t.id() == reference))
+            .flatten()
+    };
     state
         .api_tokens
-        .get(&hash_secret(secret))
+        .get(&hash_secret(reference))
+        .or_else(by_id)
         .map(|t| &**t)
         .ok_or_else(|| DomainError::NotFound("Could not find this API token".into()))
 }

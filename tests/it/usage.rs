@@ -512,7 +512,9 @@ async fn the_client_ip_comes_from_the_proxy_only_when_trusted(backend: &Backend)
         .expect(202);
         let path = format!("/api/admin/applications/{name}");
         let details = wait_for(&app, &path, |_| true).await;
-        let expected = if trust { "203.0.113.7" } else { "127.0.0.1" };
+        // The proxy appends the address it saw: the last entry; the ones before it are
+        // whatever the client sent.
+        let expected = if trust { "10.0.0.1" } else { "127.0.0.1" };
         assert_eq!(details["instances"][0]["clientIp"], expected);
         app.stop().await;
     }

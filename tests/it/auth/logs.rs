@@ -139,3 +139,20 @@ async fn tokens_passwords_and_cookies_never_reach_the_logs() {
     })
     .await;
 }
+
+#[test]
+fn a_refused_token_setting_is_not_echoed() {
+    let output = Command::new(env!("CARGO_BIN_EXE_flagpole"))
+        .env("FLAGPOLE_ADMIN_TOKEN", "short-secret")
+        .args(["--listen", "127.0.0.1:0", "--auth", "token"])
+        .output()
+        .expect("run flagpole");
+    assert!(!output.status.success());
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(text.contains("--admin-token"), "{text}");
+    assert!(!text.contains("short-secret"), "{text}");
+}

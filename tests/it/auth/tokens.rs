@@ -52,6 +52,38 @@ async fn tokens_are_shown_once_listed_masked_and_revocable(backend: &Backend) {
     .json;
     let shown = listed["tokens"][0]["secret"].as_str().expect("masked");
     assert_eq!(shown, format!("{}…", &secret[..6]));
+    // A token whose secret was lost is revoked by its listed id.
+    let lost = create_token(&app, json!({"username": "lost", "type": "client"})).await;
+    let listed = with_token(
+        &app,
+        Method::GET,
+        "/api/admin/api-tokens",
+        Some(ADMIN_TOKEN),
+        None,
+    )
+    .await
+    .json;
+    let id = listed["tokens"]
+        .as_array()
+        .expect("tokens")
+        .iter()
+        .find(|t| t["username"] == "lost")
+        .and_then(|t| t["id"].as_str())
+        .expect("id")
+        .to_string();
+    assert_eq!(id.len(), 16);
+    with_token(
+        &app,
+        Method::DELETE,
+        &format!("/api/admin/api-tokens/{id}"),
+        Some(ADMIN_TOKEN),
+        None,
+    )
+    .await
+    .expect(200);
+    with_token(&app, Method::GET, "/api/client/features", Some(&lost), None)
+        .await
+        .expect(401);
 
     // The new token acts as its username.
     with_token(
