@@ -132,7 +132,8 @@ pub struct Settings {
     #[arg(long, env = "FLAGPOLE_ADMIN_BODY_LIMIT_KIB", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
     pub admin_body_limit_kib: u64,
 
-    /// Longest an admin request may take, in milliseconds; then 503.
+    /// Longest an admin request may take, in milliseconds (then 504), and a client report's
+    /// body may take to arrive (then 408).
     #[arg(long, env = "FLAGPOLE_REQUEST_TIMEOUT_MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
     pub request_timeout_ms: u64,
 

@@ -34,6 +34,9 @@ pub enum ApiError {
     /// 409: the resource already exists or is in a conflicting state.
     #[error("{0}")]
     Conflict(String),
+    /// 408: the client did not send its request in time.
+    #[error("{0}")]
+    RequestTimeout(String),
     /// 413: the body is larger than allowed.
     #[error("{0}")]
     PayloadTooLarge(String),
@@ -117,6 +120,7 @@ impl ApiError {
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Internal(_) | Self::StoreUnreachable(_) => StatusCode::INTERNAL_SERVER_ERROR,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -175,7 +179,7 @@ impl IntoResponse for ApiError {
                     response.headers_mut().insert(header::RETRY_AFTER, value);
                 }
             }
-            Self::PayloadTooLarge(_) => {
+            Self::PayloadTooLarge(_) | Self::RequestTimeout(_) => {
                 // The rest of the body is never read, so the connection cannot carry another
                 // request: say so, or a client reusing it sees it cut off.
                 response

@@ -45,6 +45,7 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
         trust_proxy: state.trust_proxy,
         auth: state.auth.clone(),
         limiter: state.limiter.clone(),
+        body_timeout: state.edge.request_timeout,
     };
     let metrics = state.metrics.clone();
     let router = Router::new()

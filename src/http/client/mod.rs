@@ -29,6 +29,8 @@ pub struct ClientApi {
     pub auth: Arc<Authenticator>,
     /// Per-caller rate limits.
     pub limiter: Arc<RateLimiter>,
+    /// Longest a client may take to send a report's body (`--request-timeout-ms`).
+    pub body_timeout: std::time::Duration,
 }
 
 impl ClientApi {

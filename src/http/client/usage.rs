@@ -41,32 +41,39 @@ pub fn client_identity(headers: &HeaderMap) -> (Option<&str>, Option<&str>) {
     )
 }
 
-/// Reads a bounded body and the request's identity headers and client IP.
+/// Reads a bounded body (within the body time limit: a client trickling one in cannot hold a
+/// connection and its memory for ever) and the request's identity headers and client IP.
 async fn read(
     req: Request,
-    trust_proxy: bool,
+    api: &ClientApi,
 ) -> ApiResult<(bytes::Bytes, ClientHeaders, Option<String>, Option<String>)> {
-    let ip = crate::http::extract::client_ip(&req, trust_proxy);
+    let ip = crate::http::extract::client_ip(&req, api.trust_proxy);
     let declared = declares_other_media_type(req.headers());
     let (app, instance) = client_identity(req.headers());
     let headers = ClientHeaders {
         app_name: app.map(str::to_string),
         instance_id: instance.map(str::to_string),
     };
-    let bytes = to_bytes(req.into_body(), MAX_BODY_BYTES)
+    let body = tokio::time::timeout(api.body_timeout, to_bytes(req.into_body(), MAX_BODY_BYTES))
         .await
-        .map_err(|e| {
-            // Only a body over the limit is a 413; one that broke off is the client's 400.
-            let over_limit = std::error::Error::source(&e)
-                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
-            if over_limit {
-                ApiError::PayloadTooLarge(format!(
-                    "The body is larger than {MAX_BODY_BYTES} bytes; send fewer toggles per report"
-                ))
-            } else {
-                ApiError::bad_request("", format!("Could not read the body: {e}"))
-            }
+        .map_err(|_| {
+            ApiError::RequestTimeout(format!(
+                "The body did not arrive within {} ms",
+                api.body_timeout.as_millis()
+            ))
         })?;
+    let bytes = body.map_err(|e| {
+        // Only a body over the limit is a 413; one that broke off is the client's 400.
+        let over_limit = std::error::Error::source(&e)
+            .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+        if over_limit {
+            ApiError::PayloadTooLarge(format!(
+                "The body is larger than {MAX_BODY_BYTES} bytes; send fewer toggles per report"
+            ))
+        } else {
+            ApiError::bad_request("", format!("Could not read the body: {e}"))
+        }
+    })?;
     Ok((bytes, headers, ip, declared))
 }
 
@@ -89,7 +96,7 @@ pub async fn register_client(
     req: Request<Body>,
 ) -> ApiResult<StatusCode> {
     api.admit(&req, LimitGroup::ClientUsage)?;
-    let (bytes, headers, ip, declared) = read(req, api.trust_proxy).await?;
+    let (bytes, headers, ip, declared) = read(req, &api).await?;
     match Registration::parse(&bytes, &headers) {
         Ok(registration) => {
             api.metrics.usage.report("register", true);
@@ -109,7 +116,7 @@ pub async fn record_client_metrics(
     req: Request<Body>,
 ) -> ApiResult<StatusCode> {
     api.admit(&req, LimitGroup::ClientUsage)?;
-    let (bytes, headers, ip, declared) = read(req, api.trust_proxy).await?;
+    let (bytes, headers, ip, declared) = read(req, &api).await?;
     match MetricsReport::parse(&bytes, &headers) {
         Ok(report) => {
             api.metrics.usage.report("metrics", true);

@@ -104,3 +104,33 @@ async fn cors_answers_only_the_configured_origins() {
         "off by default"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_report_body_that_never_arrives_gets_a_408() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let backend = Backend::embedded();
+    let mut settings = backend.settings();
+    settings.request_timeout_ms = 300;
+    let app = TestApp::spawn_with(settings).await;
+    let address = app.base.trim_start_matches("http://").to_string();
+    let mut stream = tokio::net::TcpStream::connect(&address)
+        .await
+        .expect("connect");
+    // Promises 100 bytes, sends 10, then waits.
+    stream
+        .write_all(
+            b"POST /api/client/metrics HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"appName\"",
+        )
+        .await
+        .expect("write");
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        stream.read_to_end(&mut answer),
+    )
+    .await;
+    assert!(read.is_ok(), "the server hung up in time");
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(text.contains("did not arrive within 300 ms"), "{text}");
+}
