@@ -167,12 +167,21 @@ impl RateLimiter {
         } else {
             OVERFLOW
         };
-        let bucket = shard.entry(key.to_string()).or_insert(Bucket {
-            tokens: limit.burst,
-            refilled: now,
-            used: 0,
-            touched: now,
-        });
+        // Allocates the key only for a caller met for the first time (the hot path looks up).
+        if !shard.contains_key(key) {
+            shard.insert(
+                key.to_string(),
+                Bucket {
+                    tokens: limit.burst,
+                    refilled: now,
+                    used: 0,
+                    touched: now,
+                },
+            );
+        }
+        let Some(bucket) = shard.get_mut(key) else {
+            return Ok(());
+        };
         if local {
             let elapsed = now.duration_since(bucket.refilled).as_secs_f64();
             bucket.tokens = (bucket.tokens + elapsed * limit.per_second).min(limit.burst);
