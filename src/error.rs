@@ -86,14 +86,19 @@ impl Challenge {
     }
 }
 
-#[derive(Serialize)]
-struct ErrorBody<'a> {
+/// The JSON body of every error response.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Error)]
+pub(crate) struct ErrorBody<'a> {
     /// On 401, the reference's `type` (`unsecure`, `token`) and login `path`.
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
     kind: Option<&'static str>,
+    /// On 401 in the insecure mode: where to log in.
     #[serde(skip_serializing_if = "Option::is_none")]
     path: Option<&'static str>,
+    /// What went wrong, for people.
     message: &'a str,
+    /// Each problem found, with the path of the field it concerns (empty for the whole body).
     details: Vec<FieldError>,
 }
 

@@ -27,7 +27,7 @@ pub const ADDON_EVENTS: [&str; 6] = [
 ];
 
 /// A parameter a provider takes.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProviderParameter {
     pub name: &'static str,
@@ -44,7 +44,7 @@ pub struct ProviderParameter {
 }
 
 /// An addon provider (read-only).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Provider {
     pub name: &'static str,
@@ -185,7 +185,7 @@ pub fn addon_reading_tag_type(state: &ConfigState, name: &str) -> Option<u64> {
 }
 
 /// An addon configuration as stored.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AddonConfig {
     pub id: u64,
@@ -202,7 +202,7 @@ pub struct AddonConfig {
 }
 
 /// An addon configuration as sent by a client.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct AddonSpec {
     pub provider: Option<String>,
     pub enabled: Option<bool>,
@@ -210,6 +210,7 @@ pub struct AddonSpec {
     pub parameters: Option<BTreeMap<String, Value>>,
     pub events: Option<Vec<String>>,
     #[serde(flatten)]
+    #[schema(ignore)]
     pub extra: ExtraFields,
 }
 

@@ -20,7 +20,7 @@ pub const ID_LENGTH: usize = 16;
 const SHOWN_PREFIX: usize = 6;
 
 /// What a token may do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum TokenType {
     /// The admin API (and the client API).
@@ -48,7 +48,7 @@ pub struct ApiToken {
 }
 
 /// A token as sent by a client (`POST`).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TokenSpec {
     pub username: Option<String>,
@@ -57,15 +57,17 @@ pub struct TokenSpec {
     pub projects: Option<Vec<String>>,
     pub expires_at: Option<DateTime<Utc>>,
     #[serde(flatten)]
+    #[schema(ignore)]
     pub extra: ExtraFields,
 }
 
 /// A new expiry (`PUT`).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TokenExpiry {
     pub expires_at: Option<DateTime<Utc>>,
     #[serde(flatten)]
+    #[schema(ignore)]
     pub extra: ExtraFields,
 }
 
@@ -208,17 +210,34 @@ impl ApiToken {
     }
 
     /// The token as listings and events show it: the secret masked.
-    pub fn view(&self) -> serde_json::Value {
-        serde_json::json!({
-            "id": self.id(),
-            "secret": masked(&self.prefix),
-            "username": self.username,
-            "type": self.kind,
-            "projects": self.projects,
-            "expiresAt": self.expires_at,
-            "createdAt": self.created_at,
-        })
+    pub fn view(&self) -> TokenView {
+        TokenView {
+            id: self.id().to_string(),
+            secret: masked(&self.prefix),
+            username: self.username.clone(),
+            kind: self.kind,
+            projects: self.projects.clone(),
+            expires_at: self.expires_at,
+            created_at: self.created_at,
+        }
     }
+}
+
+/// A token as served and recorded in events: the secret masked (shown whole only in the answer
+/// to its creation).
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenView {
+    /// A prefix of the secret's SHA-256: usable in place of the secret to update or revoke it.
+    pub id: String,
+    pub secret: String,
+    pub username: String,
+    #[serde(rename = "type")]
+    pub kind: TokenType,
+    /// Projects a client token sees (`["*"]`: all).
+    pub projects: Vec<String>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ const VALUE_MAX: usize = 100;
 
 /// A rule on a context field that must hold for its strategy to apply. Stored and served
 /// exactly as written: optional fields stay absent when they were not sent.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Constraint {
     pub context_name: String,
@@ -30,7 +30,7 @@ pub struct Constraint {
 }
 
 /// Constraint operators.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Operator {
     In,
@@ -138,7 +138,7 @@ impl Operator {
 }
 
 /// A constraint as sent by a client.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ConstraintSpec {
     pub context_name: Option<String>,
@@ -148,6 +148,7 @@ pub struct ConstraintSpec {
     pub inverted: Option<bool>,
     pub case_insensitive: Option<bool>,
     #[serde(flatten)]
+    #[schema(ignore)]
     pub extra: ExtraFields,
 }
 

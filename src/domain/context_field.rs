@@ -15,7 +15,7 @@ const DEFAULT_SORT_ORDER: i64 = 10;
 const LEGAL_VALUE_MAX: usize = 100;
 
 /// A context field as stored.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ContextField {
     pub name: String,
@@ -35,7 +35,7 @@ pub struct ContextField {
 }
 
 /// A context field as sent by a client.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ContextFieldSpec {
     pub name: Option<String>,
@@ -44,6 +44,7 @@ pub struct ContextFieldSpec {
     pub sort_order: Option<i64>,
     pub legal_values: Option<Vec<String>>,
     #[serde(flatten)]
+    #[schema(ignore)]
     pub extra: ExtraFields,
 }
 

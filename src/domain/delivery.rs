@@ -29,7 +29,7 @@ pub fn subscribes(addon: &AddonConfig, kind: &str) -> bool {
 }
 
 /// One event to deliver to one addon, as queued.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DeliveryJob {
     /// See [`delivery_id`].
     pub delivery: String,
@@ -51,7 +51,7 @@ pub struct DeliveryJob {
 }
 
 /// Where a delivery stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum DeliveryStatus {
     /// Waiting for its first attempt.
@@ -68,7 +68,7 @@ pub enum DeliveryStatus {
 }
 
 /// How one delivery went, as the deliveries listing shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DeliveryRecord {
     pub id: String,

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 /// One problem with one field of an input document.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct FieldError {
     /// Human-readable description of the problem.
     pub message: String,

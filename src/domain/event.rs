@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::tag::TagRef;
 
 /// The kinds of audit events this service records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum EventKind {
     FeatureCreated,
@@ -74,7 +74,7 @@ pub struct NewEvent {
 }
 
 /// A recorded event with its monotonic id.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Event {
     pub id: u64,

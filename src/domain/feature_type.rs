@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 /// A feature type with its expected lifetime.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FeatureType {
     pub id: &'static str,

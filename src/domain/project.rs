@@ -11,7 +11,7 @@ use super::toggle::DEFAULT_PROJECT;
 const DISPLAY_NAME_MAX: usize = 100;
 
 /// A project as stored and served.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Project {
     pub id: String,
@@ -22,12 +22,13 @@ pub struct Project {
 }
 
 /// A project as sent by a client.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct ProjectSpec {
     pub id: Option<String>,
     pub name: Option<String>,
     pub description: Option<String>,
     #[serde(flatten)]
+    #[schema(ignore)]
     pub extra: ExtraFields,
 }
 

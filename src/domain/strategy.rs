@@ -7,7 +7,7 @@ use super::fields::{refuse_unsupported, ExtraFields};
 use super::name::{resolve_name, NAME_MAX};
 
 /// A strategy definition as stored.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StrategyDefinition {
     pub name: String,
@@ -23,7 +23,7 @@ pub struct StrategyDefinition {
 }
 
 /// One parameter a strategy takes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ParameterDefinition {
     pub name: String,
     #[serde(rename = "type")]
@@ -35,12 +35,13 @@ pub struct ParameterDefinition {
 }
 
 /// A strategy definition as sent by a client.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct StrategyDefinitionSpec {
     pub name: Option<String>,
     pub description: Option<String>,
     pub parameters: Option<Vec<ParameterSpec>>,
     #[serde(flatten)]
+    #[schema(ignore)]
     pub extra: ExtraFields,
 }
 
@@ -49,7 +50,7 @@ pub struct StrategyDefinitionSpec {
 const READ_ONLY_STRATEGY_FIELDS: [&str; 2] = ["editable", "deprecated"];
 
 /// A parameter definition as sent by a client.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct ParameterSpec {
     pub name: Option<String>,
     #[serde(rename = "type")]
@@ -57,6 +58,7 @@ pub struct ParameterSpec {
     pub description: Option<String>,
     pub required: Option<bool>,
     #[serde(flatten)]
+    #[schema(ignore)]
     pub extra: ExtraFields,
 }
 

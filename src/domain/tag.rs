@@ -16,7 +16,7 @@ pub fn simple_tag_type() -> TagType {
 }
 
 /// A kind of tag, e.g. `simple`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TagType {
     pub name: String,
     #[serde(default)]
@@ -26,7 +26,9 @@ pub struct TagType {
 }
 
 /// A (type, value) pair identifying a tag.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
+)]
 pub struct TagRef {
     #[serde(rename = "type")]
     pub kind: String,
@@ -51,7 +53,7 @@ impl TagRef {
 }
 
 /// A stored tag with its numeric id (the id appears in admin toggle responses).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Tag {
     pub id: u64,
     #[serde(rename = "type")]
@@ -70,12 +72,13 @@ impl Tag {
 }
 
 /// A tag as sent by a client.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct TagSpec {
     #[serde(rename = "type")]
     pub kind: Option<String>,
     pub value: Option<String>,
     #[serde(flatten)]
+    #[schema(ignore)]
     pub extra: ExtraFields,
 }
 
@@ -103,12 +106,13 @@ impl TagSpec {
 }
 
 /// A tag type as sent by a client.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct TagTypeSpec {
     pub name: Option<String>,
     pub description: Option<String>,
     pub icon: Option<String>,
     #[serde(flatten)]
+    #[schema(ignore)]
     pub extra: ExtraFields,
 }
 

@@ -50,7 +50,7 @@ pub struct Toggle {
 }
 
 /// An activation strategy on a toggle.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Strategy {
     pub name: String,
@@ -61,7 +61,7 @@ pub struct Strategy {
 }
 
 /// A variant of a toggle (spec §2.4, API-FACTS §14).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Variant {
     pub name: String,
@@ -75,7 +75,7 @@ pub struct Variant {
 }
 
 /// How a variant's weight is treated when weights are redistributed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum WeightType {
     Variable,
@@ -83,7 +83,7 @@ pub enum WeightType {
 }
 
 /// A variant payload.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Payload {
     #[serde(rename = "type")]
     pub kind: String,
@@ -91,7 +91,7 @@ pub struct Payload {
 }
 
 /// Selects a variant when a context field has one of the values.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Override {
     pub context_name: String,
@@ -100,7 +100,7 @@ pub struct Override {
 
 /// A toggle as sent to create or replace it; every field optional so that all problems are
 /// reported at once instead of the first one serde meets.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToggleSpec {
     pub name: Option<String>,
@@ -114,6 +114,7 @@ pub struct ToggleSpec {
     pub variants: Option<Vec<VariantSpec>>,
     pub impression_data: Option<bool>,
     #[serde(flatten)]
+    #[schema(ignore)]
     pub extra: ExtraFields,
 }
 
@@ -129,17 +130,18 @@ const READ_ONLY_TOGGLE_FIELDS: [&str; 6] = [
 ];
 
 /// A strategy as sent by a client.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct StrategySpec {
     pub name: Option<String>,
     pub parameters: Option<BTreeMap<String, Value>>,
     pub constraints: Option<Vec<ConstraintSpec>>,
     #[serde(flatten)]
+    #[schema(ignore)]
     pub extra: ExtraFields,
 }
 
 /// A variant as sent by a client.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VariantSpec {
     pub name: Option<String>,
@@ -149,26 +151,29 @@ pub struct VariantSpec {
     pub payload: Option<PayloadSpec>,
     pub overrides: Option<Vec<OverrideSpec>>,
     #[serde(flatten)]
+    #[schema(ignore)]
     pub extra: ExtraFields,
 }
 
 /// A payload as sent by a client.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct PayloadSpec {
     #[serde(rename = "type")]
     pub kind: Option<String>,
     pub value: Option<String>,
     #[serde(flatten)]
+    #[schema(ignore)]
     pub extra: ExtraFields,
 }
 
 /// An override as sent by a client.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OverrideSpec {
     pub context_name: Option<String>,
     pub values: Option<Vec<String>>,
     #[serde(flatten)]
+    #[schema(ignore)]
     pub extra: ExtraFields,
 }
 

@@ -11,7 +11,7 @@ use super::tag::Tag;
 use super::toggle::{Strategy, Toggle, Variant};
 
 /// A toggle in admin responses: `variants` and `tags` (with `id`) always present (spec §2.1).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AdminToggle<'a> {
     pub name: &'a str,
@@ -37,7 +37,7 @@ pub struct AdminToggle<'a> {
 
 /// spec §2.1: the legacy `strategy`/`parameters` pair (name and parameters of the first
 /// strategy), kept until version 2 of the client format.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct LegacyStrategy<'a> {
     pub strategy: &'a str,
     pub parameters: &'a BTreeMap<String, String>,
@@ -97,7 +97,7 @@ impl<'a> AdminToggle<'a> {
 
 /// A toggle in client responses (spec §4.1): `strategies` plus the legacy pair; variants and
 /// constraints only when configured.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClientToggle<'a> {
     pub name: &'a str,
@@ -131,7 +131,7 @@ impl<'a> ClientToggle<'a> {
 }
 
 /// A context field as served (spec §2.9): `legalValues` only when it has some.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ContextFieldView<'a> {
     pub name: &'a str,

@@ -5,22 +5,24 @@ use std::sync::Arc;
 
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
+use serde::Serialize;
 use serde_json::{json, Value};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::snapshot::Snapshot;
 use crate::state::AppState;
 use crate::telemetry::exposition;
 
 /// The routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api", get(api_index))
-        .route("/api/admin", get(admin_index))
-        .route("/api/client", get(client_index))
-        .route("/health", get(health))
-        .route("/internal-backstage/prometheus", get(prometheus))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default()
+        .routes(routes!(api_index))
+        .routes(routes!(admin_index))
+        .routes(routes!(client_index))
+        .routes(routes!(health))
+        .routes(routes!(prometheus))
 }
 
 fn admin_links() -> Value {
@@ -47,6 +49,12 @@ fn client_links() -> Value {
     })
 }
 
+#[utoipa::path(
+    get,
+    path = "/api",
+    tag = "service",
+    responses((status = 200, description = "Links to the admin and client APIs", body = Object))
+)]
 async fn api_index() -> Json<Value> {
     Json(json!({
         "name": "flagpole",
@@ -59,29 +67,63 @@ async fn api_index() -> Json<Value> {
     }))
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/admin",
+    tag = "service",
+    responses((status = 200, description = "Links to the admin resources", body = Object))
+)]
 async fn admin_index() -> Json<Value> {
     Json(json!({"version": 3, "links": admin_links()}))
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/client",
+    tag = "service",
+    responses((status = 200, description = "Links to the client resources", body = Object))
+)]
 async fn client_index() -> Json<Value> {
     Json(json!({"version": 3, "links": client_links()}))
 }
 
+/// The replica's health.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct Health {
+    /// `GOOD` or `BAD`.
+    health: &'static str,
+    snapshot_loaded: bool,
+    store_reachable: bool,
+    /// The configuration version of the replica's snapshot.
+    version: u64,
+    /// The version the client API serves: behind `version` for at most one build.
+    client_version: u64,
+}
+
 /// `GOOD` while the configuration is loaded and the store answered the last check; never
 /// touches the store itself, so probes cannot overload it.
+#[utoipa::path(
+    get,
+    path = "/health",
+    tag = "service",
+    responses(
+        (status = 200, description = "Loaded and the store answered the last check", body = Health),
+        (status = 500, description = "Not loaded yet, or the store did not answer", body = Health),
+    )
+)]
 async fn health(
     axum::extract::State(snapshot): axum::extract::State<Arc<Snapshot>>,
 ) -> impl IntoResponse {
     let loaded = snapshot.is_ready();
     let reachable = snapshot.store_reachable();
-    let body = json!({
-        "health": if loaded && reachable { "GOOD" } else { "BAD" },
-        "snapshotLoaded": loaded,
-        "storeReachable": reachable,
-        "version": snapshot.state().version,
-        // The version the client API serves: behind `version` for at most one build.
-        "clientVersion": snapshot.client().settled_version(),
-    });
+    let body = Health {
+        health: if loaded && reachable { "GOOD" } else { "BAD" },
+        snapshot_loaded: loaded,
+        store_reachable: reachable,
+        version: snapshot.state().version,
+        client_version: snapshot.client().settled_version(),
+    };
     let status = if loaded && reachable {
         StatusCode::OK
     } else {
@@ -96,6 +138,15 @@ const CONFIG_GAUGES_TTL: std::time::Duration = std::time::Duration::from_secs(15
 
 /// Prometheus metrics: the text format 0.0.4, or OpenMetrics when the scraper's `Accept` asks
 /// for it (unauthenticated, like `/health`; keep it off the public ingress).
+#[utoipa::path(
+    get,
+    path = "/internal-backstage/prometheus",
+    tag = "service",
+    responses((status = 200, description = "Prometheus text format 0.0.4, or OpenMetrics when `Accept` asks for it", content(
+        (String = "text/plain"),
+        (String = "application/openmetrics-text"),
+    )))
+)]
 async fn prometheus(
     axum::extract::State(state): axum::extract::State<AppState>,
     headers: axum::http::HeaderMap,

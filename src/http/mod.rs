@@ -5,6 +5,7 @@ pub mod client;
 pub mod extract;
 mod hardening;
 mod index;
+pub mod openapi;
 
 use axum::extract::{DefaultBodyLimit, Request};
 use axum::response::IntoResponse;
@@ -16,6 +17,7 @@ use tower_http::sensitive_headers::{
     SetSensitiveRequestHeadersLayer, SetSensitiveResponseHeadersLayer,
 };
 use tower_http::trace::TraceLayer;
+use utoipa_axum::router::OpenApiRouter;
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -27,7 +29,7 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
     let edge = state.edge.clone();
     let authenticate = middleware::from_fn_with_state(state.clone(), extract::authenticate_admin);
     // Every admin route: identified (except login and logout), bounded in body and time.
-    let protect = |router: Router<AppState>| {
+    let protect = |router: OpenApiRouter<AppState>| {
         router
             .layer(DefaultBodyLimit::max(edge.admin_body_limit))
             .layer(middleware::from_fn_with_state(
@@ -47,12 +49,25 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
         limiter: state.limiter.clone(),
         body_timeout: state.edge.request_timeout,
     };
-    let metrics = state.metrics.clone();
-    let router = Router::new()
+    let (routes, mut api) = OpenApiRouter::with_openapi(openapi::base())
         .merge(index::router())
         .nest("/api/admin", admin)
         .merge(admin_spec_paths)
         .merge(admin_open)
+        .split_for_parts();
+    let (client_routes, client_api) = client::router(client);
+    api.merge(client_api);
+    let document = match openapi::finish(api) {
+        Ok(document) => document,
+        // Serialising plain data cannot fail; if it ever does, the API still serves.
+        Err(e) => {
+            tracing::error!(error = %e, "the OpenAPI document could not be serialised");
+            Default::default()
+        }
+    };
+    let metrics = state.metrics.clone();
+    let router = routes
+        .merge(openapi::router(document))
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(CatchPanicLayer::custom(|_| {
@@ -71,7 +86,7 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
             axum::http::header::COOKIE,
         ]))
         .with_state(state)
-        .merge(client::router(client));
+        .merge(client_routes);
     // Only when configured: it would cost the client path a layer.
     let router = match hardening::cors(&edge.cors_origins) {
         Some(cors) => router.layer(cors),

@@ -2,6 +2,8 @@
 //! them from memory, and a revocation or a new expiry takes effect everywhere with the version
 //! that carries it.
 
+use serde_json::json;
+
 use super::{Actor, Plan, Service, ServiceError};
 use crate::domain::api_token::{hash_secret, ApiToken, TokenExpiry, TokenSpec, ID_LENGTH};
 use crate::domain::event::EventKind;
@@ -53,7 +55,12 @@ impl Service {
                 let token = spec.clone().create(&secret, state, now)?;
                 let mut plan = Plan::new(now, token.clone());
                 plan.put(Collection::ApiTokens, &token.hash, &token)?;
-                plan.event(EventKind::ApiTokenCreated, actor, token.view(), vec![]);
+                plan.event(
+                    EventKind::ApiTokenCreated,
+                    actor,
+                    json!(token.view()),
+                    vec![],
+                );
                 Ok(plan)
             })
             .await?;
@@ -76,7 +83,12 @@ impl Service {
             };
             let mut plan = Plan::new(now, token.clone());
             plan.put(Collection::ApiTokens, &token.hash, &token)?;
-            plan.event(EventKind::ApiTokenUpdated, actor, token.view(), vec![]);
+            plan.event(
+                EventKind::ApiTokenUpdated,
+                actor,
+                json!(token.view()),
+                vec![],
+            );
             Ok(plan)
         })
         .await
@@ -88,7 +100,12 @@ impl Service {
             let token = existing(state, secret)?;
             let mut plan = Plan::new(now, ());
             plan.delete(Collection::ApiTokens, &token.hash);
-            plan.event(EventKind::ApiTokenDeleted, actor, token.view(), vec![]);
+            plan.event(
+                EventKind::ApiTokenDeleted,
+                actor,
+                json!(token.view()),
+                vec![],
+            );
             Ok(plan)
         })
         .await

@@ -17,14 +17,14 @@ use crate::store::usage::{
 use crate::store::StoreError;
 
 /// yes/no counts of one toggle over one period.
-#[derive(Debug, Default, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Copy, Serialize, PartialEq, Eq, utoipa::ToSchema)]
 pub struct YesNo {
     pub yes: u64,
     pub no: u64,
 }
 
 /// `GET /api/admin/metrics/feature-toggles`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToggleMetrics {
     pub last_hour: BTreeMap<String, YesNo>,
@@ -32,7 +32,7 @@ pub struct ToggleMetrics {
 }
 
 /// Counts of one toggle over one period, with the variant breakdown.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, utoipa::ToSchema)]
 pub struct PeriodCounts {
     pub yes: u64,
     pub no: u64,
@@ -51,7 +51,7 @@ impl PeriodCounts {
 }
 
 /// One application's counts of a toggle.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AppToggleMetrics {
     pub app_name: String,
@@ -60,7 +60,7 @@ pub struct AppToggleMetrics {
 }
 
 /// `GET /api/admin/metrics/feature-toggles/:name`.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToggleDetail {
     pub name: String,
@@ -70,7 +70,7 @@ pub struct ToggleDetail {
 }
 
 /// An item of `GET /api/admin/metrics/seen-toggles`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SeenToggles {
     pub app_name: String,
@@ -80,7 +80,7 @@ pub struct SeenToggles {
 
 /// An application in listings (spec §2.7 list item and seen-apps item, plus the reference's
 /// fields).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApplicationItem {
     pub app_name: String,
@@ -95,14 +95,14 @@ pub struct ApplicationItem {
 }
 
 /// Where an application's details are.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApplicationLinks {
     pub app_details: String,
 }
 
 /// Which configuration an instance holds.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InstanceConfiguration {
     pub etag: String,
@@ -113,7 +113,7 @@ pub struct InstanceConfiguration {
 }
 
 /// An instance in application details.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InstanceView {
     pub instance_id: String,
@@ -127,7 +127,7 @@ pub struct InstanceView {
 }
 
 /// The spec's strategies entry of application details.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AppStrategies {
     pub app_name: String,
@@ -135,7 +135,7 @@ pub struct AppStrategies {
 }
 
 /// `GET /api/admin/metrics/applications/:app`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApplicationDetails {
     pub app_name: String,
@@ -152,7 +152,7 @@ pub struct ApplicationDetails {
 }
 
 /// The oldest configuration an application's instances still hold.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OldestConfiguration {
     pub version: u64,
@@ -161,7 +161,7 @@ pub struct OldestConfiguration {
 }
 
 /// One application of `GET /api/admin/metrics/config-versions`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AppConfigVersions {
     pub app_name: String,
@@ -177,7 +177,7 @@ pub struct AppConfigVersions {
 }
 
 /// `GET /api/admin/metrics/config-versions`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ConfigVersions {
     /// The configuration version this replica serves.

@@ -5,50 +5,95 @@
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
+use serde::Serialize;
 use serde_json::{json, Value};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use crate::domain::addon::{providers, AddonSpec};
-use crate::error::{ApiError, ApiResult};
+use crate::domain::addon::{providers, AddonConfig, AddonSpec, Provider};
+use crate::domain::delivery::DeliveryRecord;
+use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::extract::{AppJson, AppPath};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
+use crate::store::delivery::DeadLetter;
 
 /// The routes of this resource, under `/api/admin`.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/addons", get(list_addons).post(create_addon))
-        .route(
-            "/addons/{id}",
-            get(get_addon).put(update_addon).delete(delete_addon),
-        )
-        .route("/addons/{id}/deliveries", get(list_deliveries))
-        .route("/addons/{id}/deliveries/dead", get(list_dead_letters))
-        .route(
-            "/addons/{id}/deliveries/redeliver-all-dead",
-            post(redeliver_dead),
-        )
-        .route(
-            "/addons/{id}/deliveries/{delivery}/redeliver",
-            post(redeliver),
-        )
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default()
+        .routes(routes!(list_addons, create_addon))
+        .routes(routes!(get_addon, update_addon, delete_addon))
+        .routes(routes!(list_deliveries))
+        .routes(routes!(list_dead_letters))
+        .routes(routes!(redeliver_dead))
+        .routes(routes!(redeliver))
+}
+
+/// Every addon (sensitive parameters masked) and the providers.
+#[derive(Serialize, utoipa::ToSchema)]
+struct AddonList {
+    addons: Vec<AddonConfig>,
+    providers: Vec<Provider>,
+}
+
+/// An addon's newest deliveries.
+#[derive(Serialize, utoipa::ToSchema)]
+struct DeliveryList {
+    deliveries: Vec<DeliveryRecord>,
+}
+
+/// An addon's dead letters, newest first.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct DeadLetterList {
+    dead_letters: Vec<DeadLetter>,
+    /// How many there are in all.
+    total: u64,
+}
+
+/// What a redelivery request queued.
+#[derive(Serialize, utoipa::ToSchema)]
+struct Redelivered {
+    redelivered: usize,
+    /// Dead letters left (after the 1,000 one call takes); absent for a single redelivery.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    remaining: Option<u64>,
 }
 
 /// The spec's paths, which have no `admin` segment: create, and update by POST.
-pub fn spec_router() -> Router<AppState> {
-    Router::new()
-        .route("/api/addons", post(create_addon))
-        .route("/api/addons/{id}", post(update_addon))
+pub fn spec_router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default()
+        .routes(routes!(create_addon_at_spec_path))
+        .routes(routes!(update_addon_at_spec_path))
 }
 
+#[utoipa::path(
+    get,
+    path = "/addons",
+    tag = "addons",
+    responses((status = 200, description = "Every addon and the providers", body = AddonList))
+)]
 async fn list_addons(State(service): State<Service>) -> ApiResult<Json<Value>> {
     let state = service.state()?;
     let mut addons: Vec<_> = state.addons.values().map(|a| a.masked()).collect();
     addons.sort_by_key(|a| a.id);
-    Ok(Json(json!({"addons": addons, "providers": providers()})))
+    Ok(Json(json!(AddonList {
+        addons,
+        providers: providers()
+    })))
 }
 
+#[utoipa::path(
+    get,
+    path = "/addons/{id}",
+    tag = "addons",
+    params(("id" = String, Path, description = "The addon's id")),
+    responses(
+        (status = 200, description = "The addon, sensitive parameters masked", body = AddonConfig),
+        (status = 404, description = "No such addon", body = ErrorBody),
+    )
+)]
 async fn get_addon(
     State(service): State<Service>,
     AppPath(id): AppPath<String>,
@@ -61,6 +106,13 @@ async fn get_addon(
     Ok(Json(json!(addon.masked())))
 }
 
+#[utoipa::path(
+    post,
+    path = "/addons",
+    tag = "addons",
+    request_body = AddonSpec,
+    responses((status = 201, description = "Created", body = AddonConfig))
+)]
 async fn create_addon(
     State(service): State<Service>,
     actor: Actor,
@@ -70,6 +122,17 @@ async fn create_addon(
     Ok((StatusCode::CREATED, Json(json!(addon.masked()))).into_response())
 }
 
+#[utoipa::path(
+    put,
+    path = "/addons/{id}",
+    tag = "addons",
+    params(("id" = String, Path, description = "The addon's id")),
+    request_body = AddonSpec,
+    responses(
+        (status = 200, description = "Updated (masked parameters sent back keep their value)", body = AddonConfig),
+        (status = 404, description = "No such addon", body = ErrorBody),
+    )
+)]
 async fn update_addon(
     State(service): State<Service>,
     actor: Actor,
@@ -80,6 +143,16 @@ async fn update_addon(
     Ok(Json(json!(addon.masked())))
 }
 
+#[utoipa::path(
+    delete,
+    path = "/addons/{id}",
+    tag = "addons",
+    params(("id" = String, Path, description = "The addon's id")),
+    responses(
+        (status = 200, description = "Deleted, with its delivery log and dead letters"),
+        (status = 404, description = "No such addon", body = ErrorBody),
+    )
+)]
 async fn delete_addon(
     State(service): State<Service>,
     actor: Actor,
@@ -89,6 +162,17 @@ async fn delete_addon(
     Ok(StatusCode::OK)
 }
 
+#[utoipa::path(
+    get,
+    path = "/addons/{id}/deliveries",
+    tag = "addons",
+    params(("id" = String, Path, description = "The addon's id"), ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "How many (default 100)")),
+    responses(
+        (status = 200, description = "The newest deliveries", body = DeliveryList),
+        (status = 400, description = "A bad `limit`", body = ErrorBody),
+        (status = 404, description = "No such addon", body = ErrorBody),
+    )
+)]
 async fn list_deliveries(
     State(service): State<Service>,
     AppPath(id): AppPath<String>,
@@ -96,9 +180,20 @@ async fn list_deliveries(
 ) -> ApiResult<Json<Value>> {
     let limit = super::events::limit(query.as_deref())?;
     let deliveries = service.deliveries(&id, limit).await?;
-    Ok(Json(json!({"deliveries": deliveries})))
+    Ok(Json(json!(DeliveryList { deliveries })))
 }
 
+#[utoipa::path(
+    get,
+    path = "/addons/{id}/deliveries/dead",
+    tag = "addons",
+    params(("id" = String, Path, description = "The addon's id"), ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "How many (default 100)")),
+    responses(
+        (status = 200, description = "The newest dead letters", body = DeadLetterList),
+        (status = 400, description = "A bad `limit`", body = ErrorBody),
+        (status = 404, description = "No such addon", body = ErrorBody),
+    )
+)]
 async fn list_dead_letters(
     State(service): State<Service>,
     AppPath(id): AppPath<String>,
@@ -106,22 +201,90 @@ async fn list_dead_letters(
 ) -> ApiResult<Json<Value>> {
     let limit = super::events::limit(query.as_deref())?;
     let (letters, total) = service.dead_letters(&id, limit).await?;
-    Ok(Json(json!({"deadLetters": letters, "total": total})))
+    Ok(Json(json!(DeadLetterList {
+        dead_letters: letters,
+        total
+    })))
 }
 
+#[utoipa::path(
+    post,
+    path = "/addons/{id}/deliveries/{delivery}/redeliver",
+    tag = "addons",
+    params(("id" = String, Path, description = "The addon's id"), ("delivery" = String, Path, description = "The delivery's id")),
+    responses(
+        (status = 202, description = "Queued again", body = Redelivered),
+        (status = 404, description = "No such addon or delivery", body = ErrorBody),
+        (status = 409, description = "The delivery is still queued or retrying", body = ErrorBody),
+    )
+)]
 async fn redeliver(
     State(service): State<Service>,
     AppPath((id, delivery)): AppPath<(String, String)>,
 ) -> ApiResult<Response> {
     service.redeliver(&id, &delivery).await?;
-    Ok((StatusCode::ACCEPTED, Json(json!({"redelivered": 1}))).into_response())
+    let body = Redelivered {
+        redelivered: 1,
+        remaining: None,
+    };
+    Ok((StatusCode::ACCEPTED, Json(body)).into_response())
 }
 
+#[utoipa::path(
+    post,
+    path = "/addons/{id}/deliveries/redeliver-all-dead",
+    tag = "addons",
+    params(("id" = String, Path, description = "The addon's id")),
+    responses(
+        (status = 202, description = "Up to 1,000 dead letters queued again", body = Redelivered),
+        (status = 404, description = "No such addon", body = ErrorBody),
+    )
+)]
 async fn redeliver_dead(
     State(service): State<Service>,
     AppPath(id): AppPath<String>,
 ) -> ApiResult<Response> {
     let (redelivered, left) = service.redeliver_dead(&id).await?;
-    let body = json!({"redelivered": redelivered, "remaining": left});
+    let body = Redelivered {
+        redelivered,
+        remaining: Some(left),
+    };
     Ok((StatusCode::ACCEPTED, Json(body)).into_response())
+}
+
+/// The spec's `POST /api/addons`: [`create_addon`] at the path without `admin`.
+#[utoipa::path(
+    post,
+    path = "/api/addons",
+    tag = "addons",
+    request_body = AddonSpec,
+    responses((status = 201, description = "Created", body = AddonConfig))
+)]
+async fn create_addon_at_spec_path(
+    service: State<Service>,
+    actor: Actor,
+    spec: AppJson<AddonSpec>,
+) -> ApiResult<Response> {
+    create_addon(service, actor, spec).await
+}
+
+/// The spec's `POST /api/addons/:id`: [`update_addon`] at the path without `admin`.
+#[utoipa::path(
+    post,
+    path = "/api/addons/{id}",
+    tag = "addons",
+    params(("id" = String, Path, description = "The addon's id")),
+    request_body = AddonSpec,
+    responses(
+        (status = 200, description = "Updated (masked parameters sent back keep their value)", body = AddonConfig),
+        (status = 404, description = "No such addon", body = ErrorBody),
+    )
+)]
+async fn update_addon_at_spec_path(
+    service: State<Service>,
+    actor: Actor,
+    id: AppPath<String>,
+    spec: AppJson<AddonSpec>,
+) -> ApiResult<Json<Value>> {
+    update_addon(service, actor, id, spec).await
 }

@@ -4,42 +4,73 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, put};
-use axum::{Json, Router};
+use axum::Json;
+use serde::Serialize;
 use serde_json::{json, Value};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use crate::domain::api_token::{TokenExpiry, TokenSpec};
-use crate::error::ApiResult;
+use crate::domain::api_token::{TokenExpiry, TokenSpec, TokenView};
+use crate::error::{ApiResult, ErrorBody};
 use crate::http::extract::{AppJson, AppPath};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
 /// The routes of this resource, under `/api/admin`.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api-tokens", get(list_tokens).post(create_token))
-        .route(
-            "/api-tokens/{secret}",
-            put(update_token).delete(delete_token),
-        )
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default()
+        .routes(routes!(list_tokens, create_token))
+        .routes(routes!(update_token, delete_token))
 }
 
+/// Every token, secrets masked.
+#[derive(Serialize, utoipa::ToSchema)]
+struct TokenList {
+    tokens: Vec<TokenView>,
+}
+
+#[utoipa::path(
+    get,
+    path = "/api-tokens",
+    tag = "auth",
+    responses((status = 200, description = "Every token, secrets masked", body = TokenList))
+)]
 async fn list_tokens(State(service): State<Service>) -> ApiResult<Json<Value>> {
-    let tokens: Vec<Value> = service.api_tokens()?.iter().map(|t| t.view()).collect();
-    Ok(Json(json!({"tokens": tokens})))
+    let tokens = service.api_tokens()?.iter().map(|t| t.view()).collect();
+    Ok(Json(json!(TokenList { tokens })))
 }
 
+#[utoipa::path(
+    post,
+    path = "/api-tokens",
+    tag = "auth",
+    request_body = TokenSpec,
+    responses((status = 201, description = "Created; the secret is shown this once", body = TokenView))
+)]
 async fn create_token(
     State(service): State<Service>,
     actor: Actor,
     AppJson(spec): AppJson<TokenSpec>,
 ) -> ApiResult<Response> {
     let (token, secret) = service.create_api_token(&actor, spec).await?;
-    let mut shown = token.view();
-    shown["secret"] = json!(secret);
+    let shown = TokenView {
+        secret,
+        ..token.view()
+    };
     Ok((StatusCode::CREATED, Json(shown)).into_response())
 }
 
+#[utoipa::path(
+    put,
+    path = "/api-tokens/{secret}",
+    tag = "auth",
+    params(("secret" = String, Path, description = "The token's secret, or its `id`")),
+    request_body = TokenExpiry,
+    responses(
+        (status = 200, description = "The new expiry is set", body = TokenView),
+        (status = 404, description = "No such token", body = ErrorBody),
+    )
+)]
 async fn update_token(
     State(service): State<Service>,
     actor: Actor,
@@ -47,9 +78,19 @@ async fn update_token(
     AppJson(expiry): AppJson<TokenExpiry>,
 ) -> ApiResult<Json<Value>> {
     let token = service.update_api_token(&actor, &secret, expiry).await?;
-    Ok(Json(token.view()))
+    Ok(Json(json!(token.view())))
 }
 
+#[utoipa::path(
+    delete,
+    path = "/api-tokens/{secret}",
+    tag = "auth",
+    params(("secret" = String, Path, description = "The token's secret, or its `id`")),
+    responses(
+        (status = 200, description = "Revoked"),
+        (status = 404, description = "No such token", body = ErrorBody),
+    )
+)]
 async fn delete_token(
     State(service): State<Service>,
     actor: Actor,

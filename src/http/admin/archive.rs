@@ -1,25 +1,33 @@
 //! `/api/admin/archive`: archived toggles and reviving them (spec §4.2).
 
 use axum::extract::State;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
+use super::features::FeatureList;
 use crate::domain::views::AdminToggle;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::extract::{AppJson, AppPath};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
 /// The routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/archive/features", get(list_archived_features))
-        .route("/archive/revive", post(revive_feature_by_body))
-        .route("/archive/revive/{name}", post(revive_feature))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default()
+        .routes(routes!(list_archived_features))
+        .routes(routes!(revive_feature_by_body))
+        .routes(routes!(revive_feature))
 }
 
+#[utoipa::path(
+    get,
+    path = "/archive/features",
+    tag = "archive",
+    responses((status = 200, description = "The archived toggles, with the legacy `strategy` and `parameters`", body = FeatureList))
+)]
 async fn list_archived_features(State(service): State<Service>) -> ApiResult<Json<Value>> {
     let state = service.state()?;
     let features: Vec<AdminToggle> = state
@@ -27,11 +35,16 @@ async fn list_archived_features(State(service): State<Service>) -> ApiResult<Jso
         .values()
         .map(|t| AdminToggle::archived(t, &state))
         .collect();
-    Ok(Json(json!({"version": 1, "features": features})))
+    Ok(Json(json!(FeatureList {
+        version: 1,
+        features
+    })))
 }
 
-#[derive(Deserialize)]
+/// `POST /api/admin/archive/revive`'s body.
+#[derive(Deserialize, utoipa::ToSchema)]
 struct ReviveBody {
+    /// The archived toggle to revive.
     name: Option<String>,
 }
 
@@ -42,6 +55,17 @@ async fn revive(service: &Service, actor: &Actor, name: &str) -> ApiResult<Json<
 }
 
 /// spec §4.2: `POST /api/admin/archive/revive` with `{"name": …}`.
+#[utoipa::path(
+    post,
+    path = "/archive/revive",
+    tag = "archive",
+    request_body = ReviveBody,
+    responses(
+        (status = 200, description = "Revived (disabled)", body = AdminToggle),
+        (status = 404, description = "No such archived toggle", body = ErrorBody),
+        (status = 409, description = "An active toggle has the name, or a context field it uses is gone", body = ErrorBody),
+    )
+)]
 async fn revive_feature_by_body(
     State(service): State<Service>,
     actor: Actor,
@@ -55,6 +79,17 @@ async fn revive_feature_by_body(
 }
 
 /// The reference server's form: `POST /api/admin/archive/revive/:name`.
+#[utoipa::path(
+    post,
+    path = "/archive/revive/{name}",
+    tag = "archive",
+    params(("name" = String, Path, description = "The archived toggle's name")),
+    responses(
+        (status = 200, description = "Revived (disabled)", body = AdminToggle),
+        (status = 404, description = "No such archived toggle", body = ErrorBody),
+        (status = 409, description = "An active toggle has the name, or a context field it uses is gone", body = ErrorBody),
+    )
+)]
 async fn revive_feature(
     State(service): State<Service>,
     actor: Actor,

@@ -5,39 +5,42 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, put};
-use axum::{Json, Router};
+use axum::Json;
 use serde_json::{json, Value};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::domain::context_field::ContextFieldSpec;
 use crate::domain::views::ContextFieldView;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::extract::{validate_route_name, AppJson, AppPath};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
 /// The routes of this resource, under `/api/admin`.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/context",
-            get(list_context_fields).post(create_context_field),
-        )
-        .route(
-            "/context/{name}",
-            get(get_context_field)
-                .put(update_context_field)
-                .delete(delete_context_field)
-                .post(validate_context_field),
-        )
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default()
+        .routes(routes!(list_context_fields, create_context_field))
+        .routes(routes!(
+            get_context_field,
+            update_context_field,
+            delete_context_field,
+            validate_context_field
+        ))
 }
 
 /// The spec's update path, which has no `admin` segment.
-pub fn spec_router() -> Router<AppState> {
-    Router::new().route("/api/context/{name}", put(update_context_field))
+pub fn spec_router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default().routes(routes!(update_context_field_at_spec_path))
 }
 
 /// A bare array, by name (API-FACTS §13.2, G7).
+#[utoipa::path(
+    get,
+    path = "/context",
+    tag = "context",
+    responses((status = 200, description = "Every context field, by sort order", body = Vec<ContextFieldView>))
+)]
 async fn list_context_fields(State(service): State<Service>) -> ApiResult<Json<Value>> {
     let state = service.state()?;
     let fields: Vec<_> = state
@@ -48,6 +51,16 @@ async fn list_context_fields(State(service): State<Service>) -> ApiResult<Json<V
     Ok(Json(json!(fields)))
 }
 
+#[utoipa::path(
+    get,
+    path = "/context/{name}",
+    tag = "context",
+    params(("name" = String, Path, description = "The context field's name")),
+    responses(
+        (status = 200, description = "The context field", body = ContextFieldView),
+        (status = 404, description = "No such context field", body = ErrorBody),
+    )
+)]
 async fn get_context_field(
     State(service): State<Service>,
     AppPath(name): AppPath<String>,
@@ -60,6 +73,16 @@ async fn get_context_field(
     Ok(Json(json!(ContextFieldView::new(field))))
 }
 
+#[utoipa::path(
+    post,
+    path = "/context",
+    tag = "context",
+    request_body = ContextFieldSpec,
+    responses(
+        (status = 201, description = "Created", body = ContextFieldView),
+        (status = 409, description = "The name is taken", body = ErrorBody),
+    )
+)]
 async fn create_context_field(
     State(service): State<Service>,
     actor: Actor,
@@ -74,6 +97,20 @@ async fn create_context_field(
 }
 
 /// `POST /api/admin/context/validate` with `{"name": …}`.
+#[utoipa::path(
+    post,
+    path = "/context/{name}",
+    tag = "context",
+    operation_id = "validate_context_field",
+    summary = "`POST /api/admin/context/validate`: whether a name is valid and free",
+    params(("name" = String, Path, description = "`validate`", example = "validate", pattern = "^validate$")),
+    request_body(content = Object, description = "`{\"name\": …}`"),
+    responses(
+        (status = 200, description = "Valid and free"),
+        (status = 405, description = "Any segment but `validate`", body = ErrorBody),
+        (status = 409, description = "The name is taken", body = ErrorBody),
+    )
+)]
 async fn validate_context_field(
     State(service): State<Service>,
     AppPath(segment): AppPath<String>,
@@ -84,6 +121,18 @@ async fn validate_context_field(
     Ok(StatusCode::OK)
 }
 
+#[utoipa::path(
+    put,
+    path = "/context/{name}",
+    tag = "context",
+    params(("name" = String, Path, description = "The context field's name")),
+    request_body = ContextFieldSpec,
+    responses(
+        (status = 200, description = "Updated", body = ContextFieldView),
+        (status = 404, description = "No such context field", body = ErrorBody),
+        (status = 409, description = "Active toggles use a legal value it would drop", body = ErrorBody),
+    )
+)]
 async fn update_context_field(
     State(service): State<Service>,
     actor: Actor,
@@ -94,6 +143,18 @@ async fn update_context_field(
     Ok(Json(json!(ContextFieldView::new(&field))))
 }
 
+#[utoipa::path(
+    delete,
+    path = "/context/{name}",
+    tag = "context",
+    params(("name" = String, Path, description = "The context field's name")),
+    responses(
+        (status = 200, description = "Deleted"),
+        (status = 403, description = "A built-in field", body = ErrorBody),
+        (status = 404, description = "No such context field", body = ErrorBody),
+        (status = 409, description = "Active toggles' constraints use it", body = ErrorBody),
+    )
+)]
 async fn delete_context_field(
     State(service): State<Service>,
     actor: Actor,
@@ -101,4 +162,26 @@ async fn delete_context_field(
 ) -> ApiResult<StatusCode> {
     service.delete_context_field(&actor, &name).await?;
     Ok(StatusCode::OK)
+}
+
+/// The spec's `PUT /api/context/:name`: [`update_context_field`] at the path without `admin`.
+#[utoipa::path(
+    put,
+    path = "/api/context/{name}",
+    tag = "context",
+    params(("name" = String, Path, description = "The context field's name")),
+    request_body = ContextFieldSpec,
+    responses(
+        (status = 200, description = "Updated", body = ContextFieldView),
+        (status = 404, description = "No such context field", body = ErrorBody),
+        (status = 409, description = "Active toggles use a legal value it would drop", body = ErrorBody),
+    )
+)]
+async fn update_context_field_at_spec_path(
+    service: State<Service>,
+    actor: Actor,
+    name: AppPath<String>,
+    spec: AppJson<ContextFieldSpec>,
+) -> ApiResult<Json<Value>> {
+    update_context_field(service, actor, name, spec).await
 }

@@ -2,13 +2,15 @@
 //! previous event of the same resource (API-FACTS §3).
 
 use axum::extract::{RawQuery, State};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
+use crate::domain::event::Event;
 use crate::domain::event_diff::with_diffs;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::extract::AppPath;
 use crate::service::Service;
 use crate::state::AppState;
@@ -19,10 +21,39 @@ const DEFAULT_LIMIT: usize = 100;
 const MAX_LIMIT: usize = 1000;
 
 /// The routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/events", get(list_events))
-        .route("/events/{name}", get(list_toggle_events))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default()
+        .routes(routes!(list_events))
+        .routes(routes!(list_toggle_events))
+}
+
+/// An event as listed: with the changes from the previous event of the same resource in the
+/// listing (documentation only: built by `domain::event_diff::with_diffs`).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct ListedEvent {
+    #[serde(flatten)]
+    event: Event,
+    /// Deep-diff changes (`kind`, `path`, `lhs`, `rhs`), or null for the oldest of its resource.
+    diffs: Option<Vec<Value>>,
+}
+
+/// The audit log, newest first.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct EventList {
+    /// Always 1.
+    version: u32,
+    events: Vec<ListedEvent>,
+}
+
+/// A toggle's history, newest first.
+#[derive(utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+struct ToggleEventList {
+    toggle_name: String,
+    events: Vec<ListedEvent>,
 }
 
 #[derive(Deserialize)]
@@ -46,6 +77,16 @@ pub(super) fn limit(query: Option<&str>) -> ApiResult<usize> {
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/events",
+    tag = "events",
+    params(("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "How many events (default 100)")),
+    responses(
+        (status = 200, description = "The newest events", body = EventList),
+        (status = 400, description = "A bad `limit`", body = ErrorBody),
+    )
+)]
 async fn list_events(
     State(service): State<Service>,
     RawQuery(query): RawQuery,
@@ -54,6 +95,16 @@ async fn list_events(
     Ok(Json(json!({"version": 1, "events": with_diffs(&events)})))
 }
 
+#[utoipa::path(
+    get,
+    path = "/events/{name}",
+    tag = "events",
+    params(("name" = String, Path, description = "The toggle's name"), ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "How many events (default 100)")),
+    responses(
+        (status = 200, description = "The toggle's newest events (none for an unknown name)", body = ToggleEventList),
+        (status = 400, description = "A bad `limit`", body = ErrorBody),
+    )
+)]
 async fn list_toggle_events(
     State(service): State<Service>,
     AppPath(name): AppPath<String>,

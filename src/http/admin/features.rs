@@ -4,42 +4,53 @@ use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
-use axum::{Json, Router};
+use axum::Json;
+use serde::Serialize;
 use serde_json::{json, Value};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use crate::domain::tag::{TagRef, TagSpec};
+use crate::domain::tag::{Tag, TagRef, TagSpec};
 use crate::domain::toggle::{Toggle, ToggleSpec};
 use crate::domain::views::AdminToggle;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::extract::{validate_route_name, AppJson, AppPath, FilterQuery};
 use crate::service::{Actor, Service, ServiceError};
 use crate::state::AppState;
 use crate::store::StoreError;
 
 /// The routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/features", get(list_features).post(create_feature))
-        .route(
-            "/features/{name}",
-            get(get_feature)
-                .put(update_feature)
-                .delete(archive_feature)
-                .post(validate_feature_name),
-        )
-        .route("/features/{name}/toggle/on", post(enable_feature))
-        .route("/features/{name}/toggle/off", post(disable_feature))
-        .route("/features/{name}/stale/on", post(mark_stale))
-        .route("/features/{name}/stale/off", post(unmark_stale))
-        .route(
-            "/features/{name}/tags",
-            get(list_feature_tags).post(add_feature_tag),
-        )
-        .route(
-            "/features/{name}/tags/{type}/{value}",
-            delete(remove_feature_tag),
-        )
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default()
+        .routes(routes!(list_features, create_feature))
+        .routes(routes!(
+            get_feature,
+            update_feature,
+            archive_feature,
+            validate_feature_name
+        ))
+        .routes(routes!(enable_feature))
+        .routes(routes!(disable_feature))
+        .routes(routes!(mark_stale))
+        .routes(routes!(unmark_stale))
+        .routes(routes!(list_feature_tags, add_feature_tag))
+        .routes(routes!(remove_feature_tag))
+}
+
+/// `GET /api/admin/features` (and the archive listing).
+#[derive(Serialize, utoipa::ToSchema)]
+pub(super) struct FeatureList<'a> {
+    /// 2 for active toggles, 1 for the archive.
+    pub version: u32,
+    pub features: Vec<AdminToggle<'a>>,
+}
+
+/// A toggle's tags.
+#[derive(Serialize, utoipa::ToSchema)]
+struct FeatureTags<'a> {
+    /// Always 1.
+    version: u32,
+    tags: Vec<&'a Tag>,
 }
 
 /// Renders a toggle as the admin API shows it, tag ids from the current snapshot.
@@ -48,6 +59,20 @@ fn admin_json(service: &Service, toggle: &Toggle) -> ApiResult<Json<Value>> {
     Ok(Json(json!(AdminToggle::new(toggle, &state))))
 }
 
+#[utoipa::path(
+    get,
+    path = "/features",
+    tag = "toggles",
+    params(
+        ("tag[]" = Option<Vec<String>>, Query, description = "Only toggles with one of these tags (`type:value`)"),
+        ("project" = Option<Vec<String>>, Query, description = "Only toggles of these projects"),
+        ("namePrefix" = Option<String>, Query, description = "Only toggles whose name starts with this"),
+    ),
+    responses(
+        (status = 200, description = "The active toggles", body = FeatureList),
+        (status = 400, description = "A malformed filter", body = ErrorBody),
+    )
+)]
 async fn list_features(
     State(service): State<Service>,
     RawQuery(query): RawQuery,
@@ -61,9 +86,22 @@ async fn list_features(
         .map(|t| AdminToggle::new(t, &state))
         .collect();
     // spec §4.2: the admin list is version 2.
-    Ok(Json(json!({"version": 2, "features": features})))
+    Ok(Json(json!(FeatureList {
+        version: 2,
+        features
+    })))
 }
 
+#[utoipa::path(
+    get,
+    path = "/features/{name}",
+    tag = "toggles",
+    params(("name" = String, Path, description = "The toggle's name")),
+    responses(
+        (status = 200, description = "The toggle", body = AdminToggle),
+        (status = 404, description = "No such active toggle", body = ErrorBody),
+    )
+)]
 async fn get_feature(
     State(service): State<Service>,
     AppPath(name): AppPath<String>,
@@ -76,6 +114,16 @@ async fn get_feature(
     Ok(Json(json!(AdminToggle::new(toggle, &state))))
 }
 
+#[utoipa::path(
+    post,
+    path = "/features",
+    tag = "toggles",
+    request_body = ToggleSpec,
+    responses(
+        (status = 200, description = "Created", body = AdminToggle),
+        (status = 403, description = "The name is used by an active or archived toggle", body = ErrorBody),
+    )
+)]
 async fn create_feature(
     State(service): State<Service>,
     actor: Actor,
@@ -87,6 +135,20 @@ async fn create_feature(
 }
 
 /// `POST /api/admin/features/validate` with `{"name": …}`.
+#[utoipa::path(
+    post,
+    path = "/features/{name}",
+    tag = "toggles",
+    operation_id = "validate_feature_name",
+    summary = "`POST /api/admin/features/validate`: whether a name is free",
+    params(("name" = String, Path, description = "`validate`", example = "validate", pattern = "^validate$")),
+    request_body(content = Object, description = "`{\"name\": …}`"),
+    responses(
+        (status = 200, description = "The name is valid and free"),
+        (status = 403, description = "The name is used by an active or archived toggle", body = ErrorBody),
+        (status = 405, description = "Any segment but `validate`", body = ErrorBody),
+    )
+)]
 async fn validate_feature_name(
     State(service): State<Service>,
     AppPath(segment): AppPath<String>,
@@ -97,6 +159,17 @@ async fn validate_feature_name(
     Ok(StatusCode::OK)
 }
 
+#[utoipa::path(
+    put,
+    path = "/features/{name}",
+    tag = "toggles",
+    params(("name" = String, Path, description = "The toggle's name")),
+    request_body = ToggleSpec,
+    responses(
+        (status = 200, description = "Replaced", body = AdminToggle),
+        (status = 404, description = "No such active toggle", body = ErrorBody),
+    )
+)]
 async fn update_feature(
     State(service): State<Service>,
     actor: Actor,
@@ -107,6 +180,16 @@ async fn update_feature(
     admin_json(&service, &toggle)
 }
 
+#[utoipa::path(
+    delete,
+    path = "/features/{name}",
+    tag = "toggles",
+    params(("name" = String, Path, description = "The toggle's name")),
+    responses(
+        (status = 200, description = "Archived", body = AdminToggle),
+        (status = 404, description = "No such active toggle", body = ErrorBody),
+    )
+)]
 async fn archive_feature(
     State(service): State<Service>,
     actor: Actor,
@@ -116,6 +199,16 @@ async fn archive_feature(
     admin_json(&service, &toggle)
 }
 
+#[utoipa::path(
+    post,
+    path = "/features/{name}/toggle/on",
+    tag = "toggles",
+    params(("name" = String, Path, description = "The toggle's name")),
+    responses(
+        (status = 200, description = "Switched on", body = AdminToggle),
+        (status = 404, description = "No such active toggle", body = ErrorBody),
+    )
+)]
 async fn enable_feature(
     State(service): State<Service>,
     actor: Actor,
@@ -125,6 +218,16 @@ async fn enable_feature(
     admin_json(&service, &toggle)
 }
 
+#[utoipa::path(
+    post,
+    path = "/features/{name}/toggle/off",
+    tag = "toggles",
+    params(("name" = String, Path, description = "The toggle's name")),
+    responses(
+        (status = 200, description = "Switched off", body = AdminToggle),
+        (status = 404, description = "No such active toggle", body = ErrorBody),
+    )
+)]
 async fn disable_feature(
     State(service): State<Service>,
     actor: Actor,
@@ -134,6 +237,16 @@ async fn disable_feature(
     admin_json(&service, &toggle)
 }
 
+#[utoipa::path(
+    post,
+    path = "/features/{name}/stale/on",
+    tag = "toggles",
+    params(("name" = String, Path, description = "The toggle's name")),
+    responses(
+        (status = 200, description = "Marked stale", body = AdminToggle),
+        (status = 404, description = "No such active toggle", body = ErrorBody),
+    )
+)]
 async fn mark_stale(
     State(service): State<Service>,
     actor: Actor,
@@ -143,6 +256,16 @@ async fn mark_stale(
     admin_json(&service, &toggle)
 }
 
+#[utoipa::path(
+    post,
+    path = "/features/{name}/stale/off",
+    tag = "toggles",
+    params(("name" = String, Path, description = "The toggle's name")),
+    responses(
+        (status = 200, description = "No longer stale", body = AdminToggle),
+        (status = 404, description = "No such active toggle", body = ErrorBody),
+    )
+)]
 async fn unmark_stale(
     State(service): State<Service>,
     actor: Actor,
@@ -152,6 +275,16 @@ async fn unmark_stale(
     admin_json(&service, &toggle)
 }
 
+#[utoipa::path(
+    get,
+    path = "/features/{name}/tags",
+    tag = "toggles",
+    params(("name" = String, Path, description = "The toggle's name")),
+    responses(
+        (status = 200, description = "The toggle's tags", body = FeatureTags),
+        (status = 404, description = "No such active toggle", body = ErrorBody),
+    )
+)]
 async fn list_feature_tags(
     State(service): State<Service>,
     AppPath(name): AppPath<String>,
@@ -161,10 +294,26 @@ async fn list_feature_tags(
         .features
         .get(&name)
         .ok_or_else(|| ApiError::NotFound(format!("Could not find feature \"{name}\"")))?;
-    let tags: Vec<_> = toggle.tags.iter().filter_map(|t| state.tag(t)).collect();
-    Ok(Json(json!({"version": 1, "tags": tags})))
+    let tags = toggle
+        .tags
+        .iter()
+        .filter_map(|t| state.tag(t).map(|tag| &**tag))
+        .collect();
+    Ok(Json(json!(FeatureTags { version: 1, tags })))
 }
 
+#[utoipa::path(
+    post,
+    path = "/features/{name}/tags",
+    tag = "toggles",
+    params(("name" = String, Path, description = "The toggle's name")),
+    request_body = TagSpec,
+    responses(
+        (status = 201, description = "Tagged (the tag is created when new)", body = Tag),
+        (status = 404, description = "No such active toggle or tag type", body = ErrorBody),
+        (status = 409, description = "The toggle already has the tag", body = ErrorBody),
+    )
+)]
 async fn add_feature_tag(
     State(service): State<Service>,
     actor: Actor,
@@ -176,6 +325,21 @@ async fn add_feature_tag(
     Ok((StatusCode::CREATED, Json(tag)).into_response())
 }
 
+#[utoipa::path(
+    delete,
+    path = "/features/{name}/tags/{type}/{value}",
+    tag = "toggles",
+    params(
+        ("name" = String, Path, description = "The toggle's name"),
+        ("type" = String, Path, description = "The tag's type"),
+        ("value" = String, Path, description = "The tag's value"),
+    ),
+    responses(
+        (status = 200, description = "Removed (also when the toggle did not have it)"),
+        (status = 404, description = "No such active toggle", body = ErrorBody),
+        (status = 500, description = "The store is unreachable (spec §7); nothing was removed", body = ErrorBody),
+    )
+)]
 async fn remove_feature_tag(
     State(service): State<Service>,
     actor: Actor,

@@ -7,13 +7,14 @@ use std::sync::Arc;
 
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
-use axum::routing::get;
-use axum::{Json, Router};
-use serde::Deserialize;
+use axum::Json;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::domain::filter::FeatureFilter;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::extract::{AppJson, AppPath, FilterQuery};
 use crate::snapshot::{no_match, Snapshot};
 use crate::state::AppState;
@@ -28,29 +29,33 @@ pub const DEFAULT_STALE_AFTER_SECONDS: u64 = 120;
 const METADATA_MAX: usize = 2048;
 
 /// The routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/seen-toggles", get(list_seen_toggles))
-        .route("/metrics/seen-toggles", get(list_seen_toggles))
-        .route("/metrics/feature-toggles", get(list_toggle_metrics))
-        .route("/metrics/feature-toggles/{name}", get(get_toggle_metrics))
-        .route("/applications", get(list_applications))
-        .route("/metrics/applications", get(list_applications))
-        .route(
-            "/applications/{app}",
-            get(get_application)
-                .post(update_application)
-                .delete(delete_application),
-        )
-        .route(
-            "/metrics/applications/{app}",
-            get(get_application)
-                .post(update_application)
-                .delete(delete_application),
-        )
-        .route("/seen-apps", get(list_seen_apps))
-        .route("/metrics/seen-apps", get(list_seen_apps))
-        .route("/metrics/config-versions", get(get_config_versions))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default()
+        .routes(routes!(list_seen_toggles))
+        .routes(routes!(list_seen_toggles_at_metrics_path))
+        .routes(routes!(list_toggle_metrics))
+        .routes(routes!(get_toggle_metrics))
+        .routes(routes!(list_applications))
+        .routes(routes!(list_applications_at_metrics_path))
+        .routes(routes!(
+            get_application,
+            update_application,
+            delete_application
+        ))
+        .routes(routes!(
+            get_application_at_metrics_path,
+            update_application_at_metrics_path,
+            delete_application_at_metrics_path
+        ))
+        .routes(routes!(list_seen_apps))
+        .routes(routes!(list_seen_apps_at_metrics_path))
+        .routes(routes!(get_config_versions))
+}
+
+/// The applications seen in the last two days.
+#[derive(Serialize, utoipa::ToSchema)]
+struct ApplicationList {
+    applications: Vec<views::ApplicationItem>,
 }
 
 /// The ETag each poll query is answered with now.
@@ -78,6 +83,12 @@ pub async fn current_etags(snapshot: &Snapshot, queries: Vec<String>) -> HashMap
     out
 }
 
+#[utoipa::path(
+    get,
+    path = "/seen-toggles",
+    tag = "metrics",
+    responses((status = 200, description = "Per application, the toggles its SDKs reported", body = Vec<views::SeenToggles>))
+)]
 async fn list_seen_toggles(State(state): State<AppState>) -> ApiResult<Json<Value>> {
     let view = state
         .metrics
@@ -87,6 +98,12 @@ async fn list_seen_toggles(State(state): State<AppState>) -> ApiResult<Json<Valu
     Ok(Json(json!(view)))
 }
 
+#[utoipa::path(
+    get,
+    path = "/metrics/feature-toggles",
+    tag = "metrics",
+    responses((status = 200, description = "yes/no counts per toggle over the last hour and minute", body = views::ToggleMetrics))
+)]
 async fn list_toggle_metrics(State(state): State<AppState>) -> ApiResult<Json<Value>> {
     let config = state.service.state()?;
     let view = state
@@ -100,6 +117,13 @@ async fn list_toggle_metrics(State(state): State<AppState>) -> ApiResult<Json<Va
     Ok(Json(json!(view)))
 }
 
+#[utoipa::path(
+    get,
+    path = "/metrics/feature-toggles/{name}",
+    tag = "metrics",
+    params(("name" = String, Path, description = "The toggle's name")),
+    responses((status = 200, description = "The toggle's counts, with variants and per application (zeros for an unknown name)", body = views::ToggleDetail))
+)]
 async fn get_toggle_metrics(
     State(state): State<AppState>,
     AppPath(name): AppPath<String>,
@@ -121,6 +145,16 @@ struct ApplicationsQuery {
     strategy_name: Option<String>,
 }
 
+#[utoipa::path(
+    get,
+    path = "/applications",
+    tag = "metrics",
+    params(("strategyName" = Option<String>, Query, description = "Only applications whose SDKs implement this strategy")),
+    responses(
+        (status = 200, description = "The applications seen in the last two days", body = ApplicationList),
+        (status = 400, description = "A malformed query", body = ErrorBody),
+    )
+)]
 async fn list_applications(
     State(state): State<AppState>,
     RawQuery(query): RawQuery,
@@ -135,9 +169,19 @@ async fn list_applications(
             views::applications(state.usage.store(), query.strategy_name.as_deref()),
         )
         .await?;
-    Ok(Json(json!({"applications": apps})))
+    Ok(Json(json!(ApplicationList { applications: apps })))
 }
 
+#[utoipa::path(
+    get,
+    path = "/applications/{app}",
+    tag = "metrics",
+    params(("app" = String, Path, description = "The application's name")),
+    responses(
+        (status = 200, description = "The application, its instances and what configuration each holds", body = views::ApplicationDetails),
+        (status = 404, description = "Not seen in the last two days", body = ErrorBody),
+    )
+)]
 async fn get_application(
     State(state): State<AppState>,
     AppPath(app): AppPath<String>,
@@ -159,7 +203,7 @@ async fn get_application(
 }
 
 /// `POST /api/admin/metrics/applications/:app`: what people say about an application.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct MetadataBody {
     app_name: Option<String>,
@@ -174,6 +218,14 @@ struct MetadataBody {
     strategies: Option<Vec<String>>,
 }
 
+#[utoipa::path(
+    post,
+    path = "/applications/{app}",
+    tag = "metrics",
+    params(("app" = String, Path, description = "The application's name")),
+    request_body = MetadataBody,
+    responses((status = 202, description = "Stored"))
+)]
 async fn update_application(
     State(usage): State<Arc<UsageRecorder>>,
     AppPath(app): AppPath<String>,
@@ -217,6 +269,13 @@ async fn update_application(
     Ok(StatusCode::ACCEPTED)
 }
 
+#[utoipa::path(
+    delete,
+    path = "/applications/{app}",
+    tag = "metrics",
+    params(("app" = String, Path, description = "The application's name")),
+    responses((status = 200, description = "Removed from the registry"))
+)]
 async fn delete_application(
     State(usage): State<Arc<UsageRecorder>>,
     AppPath(app): AppPath<String>,
@@ -225,6 +284,12 @@ async fn delete_application(
     Ok(StatusCode::OK)
 }
 
+#[utoipa::path(
+    get,
+    path = "/seen-apps",
+    tag = "metrics",
+    responses((status = 200, description = "Per toggle name, the applications that reported it", body = std::collections::BTreeMap<String, Vec<views::ApplicationItem>>))
+)]
 async fn list_seen_apps(State(state): State<AppState>) -> ApiResult<Json<Value>> {
     let view = state
         .metrics
@@ -263,6 +328,16 @@ pub async fn config_versions(
     ))
 }
 
+#[utoipa::path(
+    get,
+    path = "/metrics/config-versions",
+    tag = "metrics",
+    params(("staleAfterSeconds" = Option<u32>, Query, minimum = 1, maximum = 172800, description = "Instances not polled for this long are not seen recently (default 120)")),
+    responses(
+        (status = 200, description = "Per application, how many instances hold the newest configuration", body = views::ConfigVersions),
+        (status = 400, description = "A bad `staleAfterSeconds`", body = ErrorBody),
+    )
+)]
 async fn get_config_versions(
     State(state): State<AppState>,
     RawQuery(query): RawQuery,
@@ -282,4 +357,78 @@ async fn get_config_versions(
         },
     };
     Ok(Json(json!(config_versions(&state, stale_after).await?)))
+}
+
+// The reference's `/api/admin/metrics/...` paths of the spec's views.
+
+/// [`list_seen_toggles`] at the reference's path.
+#[utoipa::path(get, path = "/metrics/seen-toggles", tag = "metrics",
+    responses((status = 200, description = "Per application, the toggles its SDKs reported", body = Vec<views::SeenToggles>))
+)]
+async fn list_seen_toggles_at_metrics_path(state: State<AppState>) -> ApiResult<Json<Value>> {
+    list_seen_toggles(state).await
+}
+
+/// [`list_applications`] at the reference's path.
+#[utoipa::path(get, path = "/metrics/applications", tag = "metrics",
+    params(("strategyName" = Option<String>, Query, description = "Only applications whose SDKs implement this strategy")),
+    responses(
+        (status = 200, description = "The applications seen in the last two days", body = ApplicationList),
+        (status = 400, description = "A malformed query", body = ErrorBody),
+    )
+)]
+async fn list_applications_at_metrics_path(
+    state: State<AppState>,
+    query: RawQuery,
+) -> ApiResult<Json<Value>> {
+    list_applications(state, query).await
+}
+
+/// [`get_application`] at the reference's path.
+#[utoipa::path(get, path = "/metrics/applications/{app}", tag = "metrics",
+    params(("app" = String, Path, description = "The application's name")),
+    responses(
+        (status = 200, description = "The application, its instances and what configuration each holds", body = views::ApplicationDetails),
+        (status = 404, description = "Not seen in the last two days", body = ErrorBody),
+    )
+)]
+async fn get_application_at_metrics_path(
+    state: State<AppState>,
+    app: AppPath<String>,
+) -> ApiResult<Json<Value>> {
+    get_application(state, app).await
+}
+
+/// [`update_application`] at the reference's path.
+#[utoipa::path(post, path = "/metrics/applications/{app}", tag = "metrics",
+    params(("app" = String, Path, description = "The application's name")),
+    request_body = MetadataBody,
+    responses((status = 202, description = "Stored"))
+)]
+async fn update_application_at_metrics_path(
+    usage: State<Arc<UsageRecorder>>,
+    app: AppPath<String>,
+    body: AppJson<MetadataBody>,
+) -> ApiResult<StatusCode> {
+    update_application(usage, app, body).await
+}
+
+/// [`delete_application`] at the reference's path.
+#[utoipa::path(delete, path = "/metrics/applications/{app}", tag = "metrics",
+    params(("app" = String, Path, description = "The application's name")),
+    responses((status = 200, description = "Removed from the registry"))
+)]
+async fn delete_application_at_metrics_path(
+    usage: State<Arc<UsageRecorder>>,
+    app: AppPath<String>,
+) -> ApiResult<StatusCode> {
+    delete_application(usage, app).await
+}
+
+/// [`list_seen_apps`] at the reference's path.
+#[utoipa::path(get, path = "/metrics/seen-apps", tag = "metrics",
+    responses((status = 200, description = "Per toggle name, the applications that reported it", body = std::collections::BTreeMap<String, Vec<views::ApplicationItem>>))
+)]
+async fn list_seen_apps_at_metrics_path(state: State<AppState>) -> ApiResult<Json<Value>> {
+    list_seen_apps(state).await
 }

@@ -15,14 +15,14 @@ mod tag_types;
 mod tags;
 mod user;
 
-use axum::Router;
+use utoipa_axum::router::OpenApiRouter;
 
 use crate::state::AppState;
 
 /// The admin API: every resource router, merged; a state import may be up to `import_limit`
 /// bytes.
-pub fn router(import_limit: usize) -> Router<AppState> {
-    Router::new()
+pub fn router(import_limit: usize) -> OpenApiRouter<AppState> {
+    OpenApiRouter::default()
         .merge(features::router())
         .merge(archive::router())
         .merge(tags::router())
@@ -40,14 +40,14 @@ pub fn router(import_limit: usize) -> Router<AppState> {
 }
 
 /// The admin routes that need no identity: login and logout.
-pub fn open_router() -> Router<AppState> {
+pub fn open_router() -> OpenApiRouter<AppState> {
     user::open_router()
 }
 
 /// Admin operations the spec places outside `/api/admin` (its `PUT /api/projects/:id`,
 /// `PUT /api/context/:name` and `POST /api/addons[/:id]`), with full paths.
-pub fn spec_paths_router() -> Router<AppState> {
-    Router::new()
+pub fn spec_paths_router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default()
         .merge(projects::spec_router())
         .merge(context::spec_router())
         .merge(addons::spec_router())

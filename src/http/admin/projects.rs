@@ -4,40 +4,68 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, put};
-use axum::{Json, Router};
+use axum::Json;
+use serde::Serialize;
 use serde_json::{json, Value};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use crate::domain::project::{by_name, ProjectSpec};
-use crate::error::{ApiError, ApiResult};
+use crate::domain::project::{by_name, Project, ProjectSpec};
+use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::extract::{validate_route_name, AppJson, AppPath};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
 /// The routes of this resource, under `/api/admin`.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/projects", get(list_projects).post(create_project))
-        .route(
-            "/projects/{id}",
-            get(get_project)
-                .put(update_project)
-                .delete(delete_project)
-                .post(validate_project),
-        )
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default()
+        .routes(routes!(list_projects, create_project))
+        .routes(routes!(
+            get_project,
+            update_project,
+            delete_project,
+            validate_project
+        ))
+}
+
+/// Every project.
+#[derive(Serialize, utoipa::ToSchema)]
+struct ProjectList<'a> {
+    /// Always 1.
+    version: u32,
+    projects: Vec<&'a Project>,
 }
 
 /// The spec's update path, which has no `admin` segment.
-pub fn spec_router() -> Router<AppState> {
-    Router::new().route("/api/projects/{id}", put(update_project))
+pub fn spec_router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default().routes(routes!(update_project_at_spec_path))
 }
 
+#[utoipa::path(
+    get,
+    path = "/projects",
+    tag = "projects",
+    responses((status = 200, description = "Every project, by name", body = ProjectList))
+)]
 async fn list_projects(State(service): State<Service>) -> ApiResult<Json<Value>> {
     let state = service.state()?;
     let projects = by_name(state.projects.values().map(|p| &**p));
-    Ok(Json(json!({"version": 1, "projects": projects})))
+    Ok(Json(json!(ProjectList {
+        version: 1,
+        projects
+    })))
 }
 
+#[utoipa::path(
+    get,
+    path = "/projects/{id}",
+    tag = "projects",
+    params(("id" = String, Path, description = "The project's id")),
+    responses(
+        (status = 200, description = "The project", body = Project),
+        (status = 404, description = "No such project", body = ErrorBody),
+    )
+)]
 async fn get_project(
     State(service): State<Service>,
     AppPath(id): AppPath<String>,
@@ -50,6 +78,16 @@ async fn get_project(
     Ok(Json(json!(project)))
 }
 
+#[utoipa::path(
+    post,
+    path = "/projects",
+    tag = "projects",
+    request_body = ProjectSpec,
+    responses(
+        (status = 201, description = "Created", body = Project),
+        (status = 409, description = "The id is taken", body = ErrorBody),
+    )
+)]
 async fn create_project(
     State(service): State<Service>,
     actor: Actor,
@@ -60,6 +98,20 @@ async fn create_project(
 }
 
 /// `POST /api/admin/projects/validate` with `{"id": …}`.
+#[utoipa::path(
+    post,
+    path = "/projects/{id}",
+    tag = "projects",
+    operation_id = "validate_project",
+    summary = "`POST /api/admin/projects/validate`: whether an id is valid and free",
+    params(("id" = String, Path, description = "`validate`", example = "validate", pattern = "^validate$")),
+    request_body(content = Object, description = "`{\"id\": …}`"),
+    responses(
+        (status = 200, description = "Valid and free"),
+        (status = 405, description = "Any segment but `validate`", body = ErrorBody),
+        (status = 409, description = "The id is taken", body = ErrorBody),
+    )
+)]
 async fn validate_project(
     State(service): State<Service>,
     AppPath(segment): AppPath<String>,
@@ -70,6 +122,17 @@ async fn validate_project(
     Ok(StatusCode::OK)
 }
 
+#[utoipa::path(
+    put,
+    path = "/projects/{id}",
+    tag = "projects",
+    params(("id" = String, Path, description = "The project's id")),
+    request_body = ProjectSpec,
+    responses(
+        (status = 200, description = "Updated", body = Project),
+        (status = 404, description = "No such project", body = ErrorBody),
+    )
+)]
 async fn update_project(
     State(service): State<Service>,
     actor: Actor,
@@ -80,6 +143,18 @@ async fn update_project(
     Ok(Json(json!(project)))
 }
 
+#[utoipa::path(
+    delete,
+    path = "/projects/{id}",
+    tag = "projects",
+    params(("id" = String, Path, description = "The project's id")),
+    responses(
+        (status = 200, description = "Deleted; its archived toggles move to `default`"),
+        (status = 403, description = "The `default` project", body = ErrorBody),
+        (status = 404, description = "No such project", body = ErrorBody),
+        (status = 409, description = "It has active toggles", body = ErrorBody),
+    )
+)]
 async fn delete_project(
     State(service): State<Service>,
     actor: Actor,
@@ -87,4 +162,25 @@ async fn delete_project(
 ) -> ApiResult<StatusCode> {
     service.delete_project(&actor, &id).await?;
     Ok(StatusCode::OK)
+}
+
+/// The spec's `PUT /api/projects/:id`: [`update_project`] at the path without `admin`.
+#[utoipa::path(
+    put,
+    path = "/api/projects/{id}",
+    tag = "projects",
+    params(("id" = String, Path, description = "The project's id")),
+    request_body = ProjectSpec,
+    responses(
+        (status = 200, description = "Updated", body = Project),
+        (status = 404, description = "No such project", body = ErrorBody),
+    )
+)]
+async fn update_project_at_spec_path(
+    service: State<Service>,
+    actor: Actor,
+    id: AppPath<String>,
+    spec: AppJson<ProjectSpec>,
+) -> ApiResult<Json<Value>> {
+    update_project(service, actor, id, spec).await
 }

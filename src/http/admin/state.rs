@@ -4,23 +4,24 @@ use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, RawQuery, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::domain::export::{export, ExportSections};
 use crate::domain::import::{parse_document, DocumentFormat, ImportOptions};
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
 /// The routes of this resource; an import body may be up to `import_limit` bytes.
-pub fn router(import_limit: usize) -> Router<AppState> {
-    Router::new()
-        .route("/state/export", get(export_state))
-        .route(
-            "/state/import",
-            post(import_state).layer(DefaultBodyLimit::max(import_limit)),
-        )
+pub fn router(import_limit: usize) -> OpenApiRouter<AppState> {
+    let import = OpenApiRouter::default()
+        .routes(routes!(import_state))
+        .layer(DefaultBodyLimit::max(import_limit));
+    OpenApiRouter::default()
+        .routes(routes!(export_state))
+        .merge(import)
 }
 
 /// The query parameters of both routes, as sent (booleans per API-FACTS §7.1: an empty
@@ -61,6 +62,26 @@ fn flag(value: Option<&str>, default: bool) -> bool {
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/state/export",
+    tag = "state",
+    params(
+        ("format" = Option<String>, Query, description = "`yaml` for YAML; JSON otherwise"),
+        ("download" = Option<String>, Query, description = "A true value: sent as an attachment"),
+        ("featureToggles" = Option<String>, Query, description = "Include toggles (default true; API-FACTS §7.1 booleans)"),
+        ("strategies" = Option<String>, Query, description = "Include strategy definitions (default true)"),
+        ("tags" = Option<String>, Query, description = "Include tag types, tags and toggle tags (default true)"),
+        ("projects" = Option<String>, Query, description = "Include projects (default true)"),
+    ),
+    responses(
+        (status = 200, description = "The state document", content(
+            (Object = "application/json"),
+            (String = "text/yaml"),
+        )),
+        (status = 400, description = "A malformed query", body = ErrorBody),
+    )
+)]
 async fn export_state(
     State(service): State<Service>,
     RawQuery(query): RawQuery,
@@ -102,6 +123,25 @@ async fn export_state(
     Ok(response)
 }
 
+#[utoipa::path(
+    post,
+    path = "/state/import",
+    tag = "state",
+    params(
+        ("drop" = Option<String>, Query, description = "A true value: remove (archive) what the document does not list"),
+        ("keep" = Option<String>, Query, description = "A true value: create what is missing, never override"),
+        ("dryRun" = Option<String>, Query, description = "A true value: report the changes, write nothing"),
+    ),
+    request_body(description = "A state document (as exported): JSON, YAML, or a multipart `file` part", content(
+        (Object = "application/json"),
+        (String = "application/x-yaml"),
+        (String = "multipart/form-data"),
+    )),
+    responses(
+        (status = 200, description = "Dry run: what the import would change", body = Object),
+        (status = 202, description = "Imported in one commit; a summary", body = Object),
+    )
+)]
 async fn import_state(
     State(service): State<Service>,
     actor: Actor,

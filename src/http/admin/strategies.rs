@@ -3,33 +3,37 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use serde::Serialize;
 use serde_json::{json, Value};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::domain::strategy::{ParameterDefinition, StrategyDefinition, StrategyDefinitionSpec};
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::extract::{AppJson, AppPath};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
 /// The routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/strategies", get(list_strategies).post(create_strategy))
-        .route(
-            "/strategies/{name}",
-            get(get_strategy)
-                .put(update_strategy)
-                .delete(delete_strategy),
-        )
-        .route("/strategies/{name}/deprecate", post(deprecate_strategy))
-        .route("/strategies/{name}/reactivate", post(reactivate_strategy))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default()
+        .routes(routes!(list_strategies, create_strategy))
+        .routes(routes!(get_strategy, update_strategy, delete_strategy))
+        .routes(routes!(deprecate_strategy))
+        .routes(routes!(reactivate_strategy))
+}
+
+/// Every strategy definition.
+#[derive(Serialize, utoipa::ToSchema)]
+struct StrategyList<'a> {
+    /// Always 1.
+    version: u32,
+    strategies: Vec<StrategyView<'a>>,
 }
 
 /// A definition as served: `editable` is false for built-ins.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct StrategyView<'a> {
     name: &'a str,
     editable: bool,
@@ -48,12 +52,31 @@ fn view(s: &StrategyDefinition) -> StrategyView<'_> {
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/strategies",
+    tag = "strategies",
+    responses((status = 200, description = "Every strategy definition", body = StrategyList))
+)]
 async fn list_strategies(State(service): State<Service>) -> ApiResult<Json<Value>> {
     let state = service.state()?;
-    let strategies: Vec<_> = state.strategies.values().map(|s| view(s)).collect();
-    Ok(Json(json!({"version": 1, "strategies": strategies})))
+    let strategies = state.strategies.values().map(|s| view(s)).collect();
+    Ok(Json(json!(StrategyList {
+        version: 1,
+        strategies
+    })))
 }
 
+#[utoipa::path(
+    get,
+    path = "/strategies/{name}",
+    tag = "strategies",
+    params(("name" = String, Path, description = "The strategy's name")),
+    responses(
+        (status = 200, description = "The strategy definition", body = StrategyView),
+        (status = 404, description = "No such strategy", body = ErrorBody),
+    )
+)]
 async fn get_strategy(
     State(service): State<Service>,
     AppPath(name): AppPath<String>,
@@ -66,6 +89,16 @@ async fn get_strategy(
     Ok(Json(json!(view(strategy))))
 }
 
+#[utoipa::path(
+    post,
+    path = "/strategies",
+    tag = "strategies",
+    request_body = StrategyDefinitionSpec,
+    responses(
+        (status = 201, description = "Created", body = StrategyView),
+        (status = 409, description = "The name is taken", body = ErrorBody),
+    )
+)]
 async fn create_strategy(
     State(service): State<Service>,
     actor: Actor,
@@ -75,6 +108,18 @@ async fn create_strategy(
     Ok((StatusCode::CREATED, Json(json!(view(&strategy)))).into_response())
 }
 
+#[utoipa::path(
+    put,
+    path = "/strategies/{name}",
+    tag = "strategies",
+    params(("name" = String, Path, description = "The strategy's name")),
+    request_body = StrategyDefinitionSpec,
+    responses(
+        (status = 200, description = "Updated", body = StrategyView),
+        (status = 403, description = "A built-in strategy", body = ErrorBody),
+        (status = 404, description = "No such strategy", body = ErrorBody),
+    )
+)]
 async fn update_strategy(
     State(service): State<Service>,
     actor: Actor,
@@ -85,6 +130,18 @@ async fn update_strategy(
     Ok(Json(json!(view(&strategy))))
 }
 
+#[utoipa::path(
+    delete,
+    path = "/strategies/{name}",
+    tag = "strategies",
+    params(("name" = String, Path, description = "The strategy's name")),
+    responses(
+        (status = 200, description = "Deleted"),
+        (status = 403, description = "A built-in strategy", body = ErrorBody),
+        (status = 404, description = "No such strategy", body = ErrorBody),
+        (status = 409, description = "Toggles use it", body = ErrorBody),
+    )
+)]
 async fn delete_strategy(
     State(service): State<Service>,
     actor: Actor,
@@ -94,6 +151,17 @@ async fn delete_strategy(
     Ok(StatusCode::OK)
 }
 
+#[utoipa::path(
+    post,
+    path = "/strategies/{name}/deprecate",
+    tag = "strategies",
+    params(("name" = String, Path, description = "The strategy's name")),
+    responses(
+        (status = 200, description = "Deprecated", body = StrategyView),
+        (status = 403, description = "A built-in strategy that cannot be deprecated", body = ErrorBody),
+        (status = 404, description = "No such strategy", body = ErrorBody),
+    )
+)]
 async fn deprecate_strategy(
     State(service): State<Service>,
     actor: Actor,
@@ -103,6 +171,17 @@ async fn deprecate_strategy(
     Ok(Json(json!(view(&strategy))))
 }
 
+#[utoipa::path(
+    post,
+    path = "/strategies/{name}/reactivate",
+    tag = "strategies",
+    params(("name" = String, Path, description = "The strategy's name")),
+    responses(
+        (status = 200, description = "Reactivated", body = StrategyView),
+        (status = 403, description = "A built-in strategy that cannot be deprecated", body = ErrorBody),
+        (status = 404, description = "No such strategy", body = ErrorBody),
+    )
+)]
 async fn reactivate_strategy(
     State(service): State<Service>,
     actor: Actor,

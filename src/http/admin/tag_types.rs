@@ -4,36 +4,83 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
+use serde::Serialize;
 use serde_json::{json, Value};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use crate::domain::tag::TagTypeSpec;
+use crate::domain::tag::{TagType, TagTypeSpec};
 use crate::domain::DomainError;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::extract::{parse_json, AppJson, AppPath};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
 /// The routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/tag-types", get(list_tag_types).post(create_tag_type))
-        .route(
-            "/tag-types/{name}",
-            get(get_tag_type)
-                .put(update_tag_type)
-                .delete(delete_tag_type)
-                .post(validate_tag_type),
-        )
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default()
+        .routes(routes!(list_tag_types, create_tag_type))
+        .routes(routes!(
+            get_tag_type,
+            update_tag_type,
+            delete_tag_type,
+            validate_tag_type
+        ))
 }
 
+/// Every tag type.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct TagTypeList<'a> {
+    /// Always 1.
+    version: u32,
+    tag_types: Vec<&'a TagType>,
+}
+
+/// One tag type.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct OneTagType<'a> {
+    /// Always 1.
+    version: u32,
+    tag_type: &'a TagType,
+}
+
+/// A tag type that would be valid.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct ValidTagType<'a> {
+    /// Always true.
+    valid: bool,
+    tag_type: &'a TagType,
+}
+
+#[utoipa::path(
+    get,
+    path = "/tag-types",
+    tag = "tags",
+    responses((status = 200, description = "Every tag type", body = TagTypeList))
+)]
 async fn list_tag_types(State(service): State<Service>) -> ApiResult<Json<Value>> {
     let state = service.state()?;
-    let tag_types: Vec<_> = state.tag_types.values().collect();
-    Ok(Json(json!({"version": 1, "tagTypes": tag_types})))
+    let tag_types = state.tag_types.values().map(|t| &**t).collect();
+    Ok(Json(json!(TagTypeList {
+        version: 1,
+        tag_types
+    })))
 }
 
+#[utoipa::path(
+    get,
+    path = "/tag-types/{name}",
+    tag = "tags",
+    params(("name" = String, Path, description = "The tag type's name")),
+    responses(
+        (status = 200, description = "The tag type", body = OneTagType),
+        (status = 404, description = "No such tag type", body = ErrorBody),
+    )
+)]
 async fn get_tag_type(
     State(service): State<Service>,
     AppPath(name): AppPath<String>,
@@ -43,9 +90,22 @@ async fn get_tag_type(
         .tag_types
         .get(&name)
         .ok_or_else(|| ApiError::NotFound(format!("Could not find tag type \"{name}\"")))?;
-    Ok(Json(json!({"version": 1, "tagType": tag_type})))
+    Ok(Json(json!(OneTagType {
+        version: 1,
+        tag_type
+    })))
 }
 
+#[utoipa::path(
+    post,
+    path = "/tag-types",
+    tag = "tags",
+    request_body = TagTypeSpec,
+    responses(
+        (status = 201, description = "Created", body = TagType),
+        (status = 409, description = "The tag type exists", body = ErrorBody),
+    )
+)]
 async fn create_tag_type(
     State(service): State<Service>,
     actor: Actor,
@@ -57,6 +117,20 @@ async fn create_tag_type(
 
 /// `POST /api/admin/tag-types/validate`; shares the `{name}` route so that a tag type called
 /// `validate` stays addressable.
+#[utoipa::path(
+    post,
+    path = "/tag-types/{name}",
+    tag = "tags",
+    operation_id = "validate_tag_type",
+    summary = "`POST /api/admin/tag-types/validate`: whether a tag type would be valid and new",
+    params(("name" = String, Path, description = "`validate`", example = "validate", pattern = "^validate$")),
+    request_body = TagTypeSpec,
+    responses(
+        (status = 200, description = "Valid and new", body = ValidTagType),
+        (status = 405, description = "Any segment but `validate`", body = ErrorBody),
+        (status = 409, description = "The tag type exists", body = ErrorBody),
+    )
+)]
 async fn validate_tag_type(
     State(service): State<Service>,
     AppPath(segment): AppPath<String>,
@@ -74,9 +148,23 @@ async fn validate_tag_type(
         ))
         .into());
     }
-    Ok(Json(json!({"valid": true, "tagType": tag_type})))
+    Ok(Json(json!(ValidTagType {
+        valid: true,
+        tag_type: &tag_type
+    })))
 }
 
+#[utoipa::path(
+    put,
+    path = "/tag-types/{name}",
+    tag = "tags",
+    params(("name" = String, Path, description = "The tag type's name")),
+    request_body = TagTypeSpec,
+    responses(
+        (status = 200, description = "Updated", body = TagType),
+        (status = 404, description = "No such tag type", body = ErrorBody),
+    )
+)]
 async fn update_tag_type(
     State(service): State<Service>,
     actor: Actor,
@@ -87,6 +175,17 @@ async fn update_tag_type(
     Ok(Json(json!(tag_type)))
 }
 
+#[utoipa::path(
+    delete,
+    path = "/tag-types/{name}",
+    tag = "tags",
+    params(("name" = String, Path, description = "The tag type's name")),
+    responses(
+        (status = 200, description = "Deleted"),
+        (status = 404, description = "No such tag type", body = ErrorBody),
+        (status = 409, description = "Tags of the type exist, or an addon reads it", body = ErrorBody),
+    )
+)]
 async fn delete_tag_type(
     State(service): State<Service>,
     actor: Actor,

@@ -3,39 +3,88 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
+use serde::Serialize;
 use serde_json::{json, Value};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use crate::domain::tag::{TagRef, TagSpec};
-use crate::error::{ApiError, ApiResult};
+use crate::domain::tag::{Tag, TagRef, TagSpec};
+use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::extract::{AppJson, AppPath};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
 /// The routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/tags", get(list_tags).post(create_tag))
-        .route("/tags/{type}", get(list_tags_of_type))
-        .route("/tags/{type}/{value}", get(get_tag).delete(delete_tag))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default()
+        .routes(routes!(list_tags, create_tag))
+        .routes(routes!(list_tags_of_type))
+        .routes(routes!(get_tag, delete_tag))
 }
 
+/// A list of tags.
+#[derive(Serialize, utoipa::ToSchema)]
+struct TagList<'a> {
+    /// Always 1.
+    version: u32,
+    tags: Vec<&'a Tag>,
+}
+
+/// One tag.
+#[derive(Serialize, utoipa::ToSchema)]
+struct OneTag<'a> {
+    /// Always 1.
+    version: u32,
+    tag: &'a Tag,
+}
+
+#[utoipa::path(
+    get,
+    path = "/tags",
+    tag = "tags",
+    responses((status = 200, description = "Every tag", body = TagList))
+)]
 async fn list_tags(State(service): State<Service>) -> ApiResult<Json<Value>> {
     let state = service.state()?;
-    let tags: Vec<_> = state.tags.values().collect();
-    Ok(Json(json!({"version": 1, "tags": tags})))
+    let tags = state.tags.values().map(|t| &**t).collect();
+    Ok(Json(json!(TagList { version: 1, tags })))
 }
 
+#[utoipa::path(
+    get,
+    path = "/tags/{type}",
+    tag = "tags",
+    params(("type" = String, Path, description = "The tag type")),
+    responses((status = 200, description = "The tags of the type (none for an unknown type)", body = TagList))
+)]
 async fn list_tags_of_type(
     State(service): State<Service>,
     AppPath(kind): AppPath<String>,
 ) -> ApiResult<Json<Value>> {
     let state = service.state()?;
-    let tags: Vec<_> = state.tags.values().filter(|t| t.kind == kind).collect();
-    Ok(Json(json!({"version": 1, "tags": tags})))
+    let tags = state
+        .tags
+        .values()
+        .filter(|t| t.kind == kind)
+        .map(|t| &**t)
+        .collect();
+    Ok(Json(json!(TagList { version: 1, tags })))
 }
 
+#[utoipa::path(
+    get,
+    path = "/tags/{type}/{value}",
+    tag = "tags",
+    params(
+        ("type" = String, Path, description = "The tag's type"),
+        ("value" = String, Path, description = "The tag's value"),
+    ),
+    responses(
+        (status = 200, description = "The tag", body = OneTag),
+        (status = 404, description = "No such tag", body = ErrorBody),
+    )
+)]
 async fn get_tag(
     State(service): State<Service>,
     AppPath((kind, value)): AppPath<(String, String)>,
@@ -45,9 +94,20 @@ async fn get_tag(
     let tag = state
         .tag(&tag_ref)
         .ok_or_else(|| ApiError::NotFound(format!("Could not find the tag {}", tag_ref.key())))?;
-    Ok(Json(json!({"version": 1, "tag": tag})))
+    Ok(Json(json!(OneTag { version: 1, tag })))
 }
 
+#[utoipa::path(
+    post,
+    path = "/tags",
+    tag = "tags",
+    request_body = TagSpec,
+    responses(
+        (status = 201, description = "Created", body = Tag),
+        (status = 404, description = "No such tag type", body = ErrorBody),
+        (status = 409, description = "The tag exists", body = ErrorBody),
+    )
+)]
 async fn create_tag(
     State(service): State<Service>,
     actor: Actor,
@@ -57,6 +117,19 @@ async fn create_tag(
     Ok((StatusCode::CREATED, Json(tag)).into_response())
 }
 
+#[utoipa::path(
+    delete,
+    path = "/tags/{type}/{value}",
+    tag = "tags",
+    params(
+        ("type" = String, Path, description = "The tag's type"),
+        ("value" = String, Path, description = "The tag's value"),
+    ),
+    responses(
+        (status = 200, description = "Deleted, and removed from every toggle"),
+        (status = 404, description = "No such tag", body = ErrorBody),
+    )
+)]
 async fn delete_tag(
     State(service): State<Service>,
     actor: Actor,

@@ -6,50 +6,68 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use chrono::Utc;
 use serde::Deserialize;
+use serde::Serialize;
 use serde_json::{json, Value};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::auth::session::{COOKIE, LIFETIME_SECS};
 use crate::auth::Authenticator;
 use crate::config::AuthMode;
 use crate::domain::fields::{refuse_unsupported, ExtraFields};
 use crate::domain::ValidationErrors;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::extract::AppJson;
 use crate::service::Actor;
 use crate::state::AppState;
 
 /// `GET /api/admin/user`, behind the admin authentication.
-pub fn router() -> Router<AppState> {
-    Router::new().route("/user", get(current_user))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default().routes(routes!(current_user))
 }
 
 /// Login and logout, which need no identity.
-pub fn open_router() -> Router<AppState> {
-    Router::new()
-        .route("/api/admin/login", post(login))
-        .route("/logout", get(logout))
+pub fn open_router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default()
+        .routes(routes!(login))
+        .routes(routes!(logout))
 }
 
-#[derive(Deserialize)]
+/// The caller.
+#[derive(Serialize, utoipa::ToSchema)]
+struct User<'a> {
+    username: &'a str,
+    /// After a login: the email it was made with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    email: Option<&'a str>,
+}
+
+/// `POST /api/admin/login`'s body.
+#[derive(Deserialize, utoipa::ToSchema)]
 struct Login {
     email: Option<String>,
     #[serde(flatten)]
+    #[schema(ignore)]
     extra: ExtraFields,
 }
 
 /// Longest email accepted (RFC 5321's path limit).
 const EMAIL_MAX: usize = 254;
 
-fn user(name: &str) -> Value {
-    json!({"username": name})
-}
-
+#[utoipa::path(
+    get,
+    path = "/user",
+    tag = "auth",
+    responses((status = 200, description = "Who the caller is", body = User))
+)]
 async fn current_user(actor: Actor) -> Json<Value> {
-    Json(user(&actor.0))
+    Json(json!(User {
+        username: &actor.0,
+        email: None
+    }))
 }
 
 /// The `Set-Cookie` value of a session cookie with `value` that lasts `max_age` seconds.
@@ -61,6 +79,17 @@ fn session_cookie(auth: &Authenticator, value: &str, max_age: i64) -> ApiResult<
     .map_err(|e| ApiError::Internal(format!("session cookie: {e}")))
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/admin/login",
+    tag = "auth",
+    request_body = Login,
+    responses(
+        (status = 200, description = "Logged in: a session cookie (two days)", body = User,
+            headers(("Set-Cookie" = String, description = "The session cookie"))),
+        (status = 404, description = "Not in the insecure mode", body = ErrorBody),
+    )
+)]
 async fn login(
     State(auth): State<Arc<Authenticator>>,
     AppJson(body): AppJson<Login>,
@@ -86,11 +115,21 @@ async fn login(
     errors.into_result(()).map_err(ApiError::from)?;
     let expires = Utc::now() + chrono::Duration::seconds(LIFETIME_SECS);
     let cookie = session_cookie(&auth, &auth.sessions.issue(&email, expires), LIFETIME_SECS)?;
-    let mut response = Json(json!({"username": email, "email": email})).into_response();
+    let user = User {
+        username: &email,
+        email: Some(&email),
+    };
+    let mut response = Json(user).into_response();
     response.headers_mut().insert(header::SET_COOKIE, cookie);
     Ok(response)
 }
 
+#[utoipa::path(
+    get,
+    path = "/logout",
+    tag = "auth",
+    responses((status = 302, description = "The session cookie is cleared; redirected to `/`"))
+)]
 async fn logout(State(auth): State<Arc<Authenticator>>) -> ApiResult<Response> {
     let mut response = (StatusCode::FOUND, [(header::LOCATION, "/")]).into_response();
     response

@@ -14,7 +14,7 @@ use crate::auth::rate_limit::LimitGroup;
 use crate::domain::filter::FeatureFilter;
 use crate::domain::usage::REPORT_NAME_MAX;
 use crate::domain::views::ClientToggle;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::extract::{AppPath, FilterQuery};
 use crate::snapshot::{no_match, ClientResponse};
 use crate::telemetry::metrics::ClientFeatureCounts;
@@ -84,7 +84,35 @@ fn respond(
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
+/// The client features document, as the snapshot builds it (documentation only: the bytes are
+/// assembled from per-toggle pieces, see `snapshot::client_document`).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub(crate) struct ClientFeatures<'a> {
+    /// Always 1.
+    version: u32,
+    /// The active toggles the filter selects, by name.
+    features: Vec<ClientToggle<'a>>,
+}
+
 /// All active toggles in the client format (spec §4.1).
+#[utoipa::path(
+    get,
+    path = "/api/client/features",
+    tag = "client",
+    params(
+        ("tag[]" = Option<Vec<String>>, Query, description = "Only toggles with one of these tags (`type:value`); `tag` also works"),
+        ("project" = Option<Vec<String>>, Query, description = "Only toggles of these projects; `project[]` also works"),
+        ("namePrefix" = Option<String>, Query, description = "Only toggles whose name starts with this"),
+        ("If-None-Match" = Option<String>, Header, description = "The ETag of the document the client holds"),
+    ),
+    responses(
+        (status = 200, description = "The toggles (gzip when accepted); a malformed filter matches none", body = ClientFeatures,
+            headers(("ETag" = String, description = "Derived from the content: equal on every replica for equal content"))),
+        (status = 304, description = "The client's document is current",
+            headers(("ETag" = String, description = "The current document's ETag"))),
+    )
+)]
 pub async fn list_client_features(
     State(api): State<Arc<ClientApi>>,
     req: Request,
@@ -156,6 +184,16 @@ fn record_poll(api: &ClientApi, headers: &HeaderMap, query: &str, response: &Cli
 }
 
 /// One active toggle in the client format, without `version`; for debugging.
+#[utoipa::path(
+    get,
+    path = "/api/client/features/{name}",
+    tag = "client",
+    params(("name" = String, Path, description = "The toggle's name")),
+    responses(
+        (status = 200, description = "The toggle", body = ClientToggle),
+        (status = 404, description = "No such active toggle (or not in the token's projects)", body = ErrorBody),
+    )
+)]
 pub async fn get_client_feature(
     State(api): State<Arc<ClientApi>>,
     AppPath(name): AppPath<String>,

@@ -7,8 +7,9 @@ mod usage;
 
 use std::sync::Arc;
 
-use axum::routing::{get, post};
 use axum::Router;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::auth::rate_limit::{self, LimitGroup, RateLimiter};
 use crate::auth::{Authenticator, ClientScope};
@@ -57,16 +58,17 @@ impl ClientApi {
     }
 }
 
-/// The client routes, with their own state and no per-request layers.
-pub fn router(api: ClientApi) -> Router {
-    Router::new()
-        .route("/api/client/features", get(features::list_client_features))
-        .route(
-            "/api/client/features/{name}",
-            get(features::get_client_feature),
-        )
-        .route("/api/client/register", post(usage::register_client))
-        .route("/api/client/metrics", post(usage::record_client_metrics))
+/// The client routes, with their own state and no per-request layers, and their part of the
+/// OpenAPI document.
+pub fn router(api: ClientApi) -> (Router, utoipa::openapi::OpenApi) {
+    let (router, document) = OpenApiRouter::<Arc<ClientApi>>::default()
+        .routes(routes!(features::list_client_features))
+        .routes(routes!(features::get_client_feature))
+        .routes(routes!(usage::register_client))
+        .routes(routes!(usage::record_client_metrics))
+        .split_for_parts();
+    let router = router
         .method_not_allowed_fallback(super::method_not_allowed)
-        .with_state(Arc::new(api))
+        .with_state(Arc::new(api));
+    (router, document)
 }

@@ -90,7 +90,66 @@ fn rejection(e: DomainError, declared: Option<String>, bytes: &[u8]) -> ApiError
     }
 }
 
+/// `POST /api/client/register` as SDKs send it (documentation only: the body is read by
+/// `domain::usage::Registration::parse`).
+#[derive(utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+pub(crate) struct ClientRegistration {
+    /// The application (or the `UNLEASH-APPNAME` header).
+    app_name: Option<String>,
+    /// The instance (or the `UNLEASH-INSTANCEID` header).
+    instance_id: Option<String>,
+    sdk_version: Option<String>,
+    /// The strategies the SDK implements.
+    strategies: Option<Vec<String>>,
+    /// When the instance started (RFC 3339, or milliseconds since the epoch).
+    started: Option<String>,
+    /// The SDK's polling interval in milliseconds.
+    interval: Option<u64>,
+}
+
+/// `POST /api/client/metrics` as SDKs send it (documentation only: the body is read by
+/// `domain::usage::MetricsReport::parse`).
+#[derive(utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+pub(crate) struct ClientMetrics {
+    app_name: Option<String>,
+    instance_id: Option<String>,
+    bucket: ClientMetricsBucket,
+}
+
+/// The counted interval of a metrics report.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub(crate) struct ClientMetricsBucket {
+    /// Start of the interval (RFC 3339, or milliseconds since the epoch).
+    start: String,
+    /// End of the interval.
+    stop: String,
+    /// Evaluations per toggle name.
+    toggles: std::collections::BTreeMap<String, ClientToggleCounts>,
+}
+
+/// One toggle's evaluations in a report.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub(crate) struct ClientToggleCounts {
+    yes: Option<u64>,
+    no: Option<u64>,
+    /// The same evaluations broken down by variant name.
+    variants: Option<std::collections::BTreeMap<String, u64>>,
+}
+
 /// `POST /api/client/register`.
+#[utoipa::path(
+    post,
+    path = "/api/client/register",
+    tag = "client",
+    request_body = ClientRegistration,
+    responses((status = 202, description = "Registered"))
+)]
 pub async fn register_client(
     State(api): State<Arc<ClientApi>>,
     req: Request<Body>,
@@ -111,6 +170,13 @@ pub async fn register_client(
 }
 
 /// `POST /api/client/metrics`.
+#[utoipa::path(
+    post,
+    path = "/api/client/metrics",
+    tag = "client",
+    request_body = ClientMetrics,
+    responses((status = 202, description = "Counted"))
+)]
 pub async fn record_client_metrics(
     State(api): State<Arc<ClientApi>>,
     req: Request<Body>,

@@ -69,7 +69,7 @@ pub enum Settlement {
 }
 
 /// A dead letter: the job, why it died and when.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DeadLetter {
     pub job: DeliveryJob,
