@@ -1,0 +1,176 @@
+//! The OpenAPI document (`GET /api/openapi.json`): it documents every route the service serves,
+//! and every route it documents is served.
+
+use std::path::{Path, PathBuf};
+
+use reqwest::Method;
+use serde_json::Value;
+
+use crate::common::{send, Backend, TestApp};
+
+/// Every `.rs` file under `dir`.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read source dir") {
+        let path = entry.expect("dir entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Routes registered around `utoipa_axum::routes!` would be served without being documented:
+/// only the document's own route (in `http/openapi.rs`) may be registered directly.
+#[test]
+fn routes_are_only_registered_through_the_documented_macro() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    let mut offenders = Vec::new();
+    for file in files {
+        if file.ends_with("http/openapi.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).expect("read source");
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if [
+                ".route(",
+                ".route_service(",
+                ".nest_service(",
+                "Router::new()",
+            ]
+            .iter()
+            .any(|call| code.contains(call))
+            {
+                offenders.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "routes registered outside utoipa_axum::routes! (undocumented):\n{}",
+        offenders.join("\n")
+    );
+}
+
+/// A concrete path for a documented one: each `{param}` replaced by its example, or `x`.
+fn concrete_path(path: &str, operation: &Value) -> String {
+    let mut out = path.to_string();
+    for param in operation["parameters"].as_array().into_iter().flatten() {
+        if param["in"] != "path" {
+            continue;
+        }
+        let name = param["name"].as_str().expect("parameter name");
+        let value = param["example"]
+            .as_str()
+            .or_else(|| param["schema"]["example"].as_str())
+            .unwrap_or("x");
+        out = out.replace(&format!("{{{name}}}"), value);
+    }
+    assert!(
+        !out.contains('{'),
+        "a path parameter is not declared: {path}"
+    );
+    out
+}
+
+async fn document_lists_every_served_route(backend: &Backend) {
+    let app = TestApp::spawn(backend).await;
+    let reply = send(app.anonymous(Method::GET, "/api/openapi.json"))
+        .await
+        .expect(200);
+    assert_eq!(
+        reply.header("content-type").as_deref(),
+        Some("application/json")
+    );
+    let document = reply.json;
+    assert_eq!(document["openapi"], "3.1.0");
+    let schemes = &document["components"]["securitySchemes"];
+    for scheme in ["basicAuth", "apiToken", "session"] {
+        assert!(schemes[scheme].is_object(), "security scheme {scheme}");
+    }
+    assert!(document["components"]["schemas"]["Error"].is_object());
+
+    let paths = document["paths"].as_object().expect("paths");
+    // The spec's endpoints, one per resource, so a resource router left unmerged shows up.
+    for (method, path) in [
+        ("get", "/api/client/features"),
+        ("post", "/api/client/register"),
+        ("post", "/api/client/metrics"),
+        ("get", "/api/admin/features"),
+        ("post", "/api/admin/archive/revive/{name}"),
+        ("get", "/api/admin/strategies"),
+        ("get", "/api/admin/events"),
+        ("get", "/api/admin/tags"),
+        ("get", "/api/admin/tag-types"),
+        ("get", "/api/admin/metrics/feature-toggles"),
+        ("get", "/api/admin/projects"),
+        ("put", "/api/projects/{id}"),
+        ("get", "/api/admin/context"),
+        ("put", "/api/context/{name}"),
+        ("post", "/api/admin/state/import"),
+        ("get", "/api/admin/addons"),
+        ("post", "/api/addons"),
+        ("get", "/api/admin/api-tokens"),
+        ("post", "/api/admin/login"),
+        ("get", "/health"),
+        ("get", "/internal-backstage/prometheus"),
+        ("get", "/api/openapi.json"),
+    ] {
+        assert!(
+            paths.get(path).is_some_and(|item| item[method].is_object()),
+            "{method} {path} is not documented"
+        );
+    }
+
+    // `GET /logout` redirects; its own answer is what counts.
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("http client");
+    let mut operations = 0;
+    let mut ids = std::collections::HashSet::new();
+    for (path, item) in paths {
+        for (method, operation) in item.as_object().expect("path item") {
+            if !["get", "put", "post", "delete", "patch"].contains(&method.as_str()) {
+                continue;
+            }
+            let method = Method::from_bytes(method.to_uppercase().as_bytes()).expect("method");
+            operations += 1;
+            let id = operation["operationId"].as_str().expect("operationId");
+            assert!(ids.insert(id.to_string()), "operationId {id} is not unique");
+            assert!(
+                operation["responses"]
+                    .as_object()
+                    .is_some_and(|r| r.keys().any(|s| s.starts_with('2') || s.starts_with('3'))),
+                "{method} {path} documents no success"
+            );
+            if path.starts_with("/api/admin/") && path != "/api/admin/login" {
+                assert!(
+                    operation["security"].is_array() && operation["responses"]["401"].is_object(),
+                    "{method} {path} documents no credentials"
+                );
+            }
+            // Served: the router's fallbacks answer 404 "No route for …" and 405 "method not
+            // allowed on this path"; a handler never gives those messages.
+            let url = concrete_path(path, operation);
+            let request = no_redirects
+                .request(method.clone(), format!("{}{url}", app.base))
+                .basic_auth("admin", Some(""))
+                .body("{}");
+            let reply = send(request).await;
+            let message = reply.json["message"].as_str().unwrap_or("").to_string();
+            assert!(
+                !message.starts_with("No route for")
+                    && message != "method not allowed on this path",
+                "{method} {path} is documented but not served ({}: {message})",
+                reply.status
+            );
+        }
+    }
+    assert!(operations >= 95, "only {operations} operations documented");
+}
+
+crate::conformance!(document_lists_every_served_route);
