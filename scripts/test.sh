@@ -86,3 +86,6 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
   cargo test --workspace --no-fail-fast "$@"
 fi
+
+# The HTTP API fuzzed by schemathesis against the real binary (bounded; see the script).
+./scripts/fuzz-api.sh
