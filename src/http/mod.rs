@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod client;
+mod docs;
 pub mod extract;
 mod hardening;
 mod index;
@@ -51,6 +52,7 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
     };
     let (routes, mut api) = OpenApiRouter::with_openapi(openapi::base())
         .merge(index::router())
+        .merge(docs::router())
         .nest("/api/admin", admin)
         .merge(admin_spec_paths)
         .merge(admin_open)

@@ -174,3 +174,37 @@ async fn document_lists_every_served_route(backend: &Backend) {
 }
 
 crate::conformance!(document_lists_every_served_route);
+
+/// `/api/docs` renders the document with files compiled into the binary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_docs_page_is_served_from_the_binary() {
+    let app = TestApp::spawn(&Backend::embedded()).await;
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("http client");
+    let page = send(no_redirects.get(format!("{}/api/docs", app.base)))
+        .await
+        .expect(303);
+    assert_eq!(
+        page.header("location").as_deref(),
+        Some("/api/docs/index.html")
+    );
+    let index = send(app.anonymous(Method::GET, "/api/docs/index.html"))
+        .await
+        .expect(200);
+    assert_eq!(index.header("content-type").as_deref(), Some("text/html"));
+    let html = String::from_utf8_lossy(&index.bytes);
+    assert!(html.contains("swagger-initializer.js"), "{html}");
+    let policy = index.header("content-security-policy").expect("policy");
+    assert!(policy.contains("script-src 'self'"), "{policy}");
+    let init = send(app.anonymous(Method::GET, "/api/docs/swagger-initializer.js"))
+        .await
+        .expect(200);
+    assert!(String::from_utf8_lossy(&init.bytes).contains("\"url\": \"/api/openapi.json\""));
+    let missing = send(app.anonymous(Method::GET, "/api/docs/nothing.js"))
+        .await
+        .expect(404);
+    assert!(missing.error_message().contains("nothing.js"));
+    app.stop().await;
+}
