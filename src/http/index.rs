@@ -1,5 +1,5 @@
-//! Index documents (`/api`, `/api/admin`, `/api/client`), `/health` and
-//! `/internal-backstage/prometheus`.
+//! Index documents (`/api`, `/api/admin`, `/api/client`), `/health`, the probes
+//! `/health/live` and `/health/ready`, and `/internal-backstage/prometheus`.
 
 use std::sync::Arc;
 
@@ -9,6 +9,8 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
+use crate::domain::FieldError;
+use crate::health::Readiness;
 use crate::snapshot::Snapshot;
 use crate::state::AppState;
 use crate::telemetry::exposition;
@@ -20,6 +22,8 @@ pub fn router() -> Router<AppState> {
         .route("/api/admin", get(admin_index))
         .route("/api/client", get(client_index))
         .route("/health", get(health))
+        .route("/health/live", get(live))
+        .route("/health/ready", get(ready))
         .route("/internal-backstage/prometheus", get(prometheus))
 }
 
@@ -88,6 +92,44 @@ async fn health(
         StatusCode::INTERNAL_SERVER_ERROR
     };
     (status, Json(body))
+}
+
+/// Liveness: 200 while the process serves requests. Depends on nothing else (a store outage
+/// must not get every replica restarted).
+async fn live() -> Json<Value> {
+    Json(json!({"status": "alive"}))
+}
+
+/// Readiness: 200 once the configuration is loaded (and the start-up import applied) while
+/// the store answers (within the grace period) and the replica is not shutting down; else 503
+/// with the error body of `error.rs`, one detail per failing check.
+async fn ready(
+    axum::extract::State(readiness): axum::extract::State<Arc<Readiness>>,
+) -> axum::response::Response {
+    let failing = readiness.check();
+    if failing.is_empty() {
+        return Json(json!({"status": "ready"})).into_response();
+    }
+    let message = format!(
+        "not ready: {}",
+        failing
+            .iter()
+            .map(|f| f.message.as_str())
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    let details: Vec<FieldError> = failing
+        .into_iter()
+        .map(|f| FieldError {
+            message: f.message,
+            path: f.check.to_string(),
+        })
+        .collect();
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        Json(json!({"message": message, "details": details})),
+    )
+        .into_response()
 }
 
 /// How long the configuration gauges of one scrape are reused (reading every instance from

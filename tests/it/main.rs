@@ -14,6 +14,7 @@ mod convergence;
 mod delivery;
 mod embedded_store;
 mod events;
+mod probes;
 mod projects;
 mod redis_replicas;
 mod rust_sdk;
