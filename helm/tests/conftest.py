@@ -82,8 +82,9 @@ def flagpole_bin() -> Path:
 class RedisServer:
     """A redis-server of these tests on a free loopback port, without persistence."""
 
-    def __init__(self, tmp: Path):
-        self.port = free_port()
+    def __init__(self, tmp: Path, port: int | None = None):
+        tmp.mkdir(parents=True, exist_ok=True)
+        self.port = port or free_port()
         binary = shutil.which("redis-server")
         assert binary, "redis-server must be installed (scripts/test.sh installs it)"
         self.process = subprocess.Popen(
