@@ -30,6 +30,7 @@ SECRET_ENV = {
 PROMETHEUS_PATH = "/internal-backstage/prometheus"
 ADMIN_TOKEN = "test-admin-token-0123456789"
 CLIENT_TOKEN = "test-client-token-0123456789"
+IMAGE = {"image": {"repository": "registry.example.com/flagpole"}}
 
 
 def ci_values(path: Path) -> dict:
@@ -200,7 +201,8 @@ def test_invariants(chart, values_file):
     # Delivery: one place or the other.
     delivery = values.get("delivery", {})
     split = delivery.get("separateDeployment", False)
-    assert env_of(api)["FLAGPOLE_DELIVERY"]["value"] == ("false" if split else "true")
+    on_api = delivery.get("enabled", True) and not split
+    assert env_of(api)["FLAGPOLE_DELIVERY"]["value"] == ("true" if on_api else "false")
     if split:
         worker = by_name["fp-flagpole-delivery"]
         assert env_of(worker)["FLAGPOLE_DELIVERY"]["value"] == "true"
@@ -260,18 +262,21 @@ def test_rendered_settings_are_flags_the_binary_has(chart, flagpole_bin):
           "image": {"tag": "latest"}}, "image/tag"),
         ({"redis": {"url": "redis://r:6379"}, "auth": {"adminToken": ADMIN_TOKEN},
           "importSeed": {"enabled": True}}, "importSeed"),
+        ({"redis": {"url": "redis://r:6379"}, "auth": {"adminToken": ADMIN_TOKEN},
+          "image": {"repository": ""}}, "image.repository"),
+        ({"redis": {"url": "rediss://r:6379"}, "auth": {"adminToken": ADMIN_TOKEN}}, "/redis/url"),
     ],
     ids=["embedded-replicas", "embedded-split", "no-redis", "no-admin-token", "short-grace",
-         "latest", "seed-without-document"],
+         "latest", "seed-without-document", "no-repository", "tls-redis"],
 )
 def test_unworkable_values_are_refused(chart, values, message):
     with pytest.raises(helm.HelmError) as refused:
-        chart.render(values, name="fp", namespace="flags")
+        chart.render(merge(IMAGE, values), name="fp", namespace="flags")
     assert message in str(refused.value)
 
 
 def test_pdb_only_with_more_than_one_replica(chart):
-    base = {"redis": {"url": "redis://r:6379"}, "auth": {"adminToken": ADMIN_TOKEN}}
+    base = merge(IMAGE, {"redis": {"url": "redis://r:6379"}, "auth": {"adminToken": ADMIN_TOKEN}})
     single = render(chart, merge(base, {"replicaCount": 1}))
     assert not of_kind(single, "PodDisruptionBudget")
     scaled = render(chart, merge(base, {"replicaCount": 1, "autoscaling": {"enabled": True}}))
@@ -279,8 +284,8 @@ def test_pdb_only_with_more_than_one_replica(chart):
 
 
 def test_embedded_store_gets_a_data_volume_and_one_replica(chart):
-    docs = render(chart, {"embedded": {"enabled": True}, "replicaCount": 1,
-                          "auth": {"adminToken": ADMIN_TOKEN}})
+    docs = render(chart, merge(IMAGE, {"embedded": {"enabled": True}, "replicaCount": 1,
+                                       "auth": {"adminToken": ADMIN_TOKEN}}))
     (deployment,) = of_kind(docs, "Deployment")
     assert deployment["spec"]["replicas"] == 1
     assert deployment["spec"]["strategy"]["type"] == "Recreate"

@@ -69,6 +69,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{/* Refuses value combinations that cannot work, with the reason. */}}
 {{- define "flagpole.validate" -}}
+{{- if not .Values.image.repository }}
+{{- fail "set image.repository: the registry path you pushed deploy/Dockerfile's image to" }}
+{{- end }}
 {{- if .Values.embedded.enabled }}
 {{- if or (gt (int .Values.replicaCount) 1) .Values.autoscaling.enabled }}
 {{- fail "embedded.enabled: the embedded store serves one replica only (replicaCount: 1, autoscaling off); use Redis to scale out" }}
