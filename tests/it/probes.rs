@@ -1,12 +1,15 @@
-//! The probes of the real binary: liveness never depends on the store; readiness follows the
-//! first load, the store (with a grace period) and the drain before a graceful stop.
+//! Probes and stopping. The real binary: liveness never depends on the store; readiness
+//! follows the first load, the store (with a grace period) and the drain before a graceful
+//! stop. In process: a graceful stop lets a delivery in flight settle.
 
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::TestRedis;
+use crate::common::receiver::{Answer, Receiver};
+use crate::common::{Backend, TestApp, TestRedis};
+use crate::delivery::{deliveries, quick, webhook};
 
 /// A `flagpole` process on a free loopback port; killed on drop.
 struct Binary {
@@ -216,4 +219,37 @@ async fn sigterm_fails_readiness_serves_through_the_drain_then_exits() {
 
     let exit = app.exit().await;
     assert!(exit.success(), "exit status {exit}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_graceful_stop_lets_a_delivery_in_flight_settle() {
+    let backend = Backend::redis();
+    let mut settings = quick(&backend);
+    settings.shutdown_drain_ms = 200;
+    let app = TestApp::spawn_with(settings).await;
+    let receiver = Receiver::start().await;
+    let id = webhook(
+        &app,
+        &receiver.url("/hook"),
+        &["feature-created"],
+        serde_json::json!({}),
+    )
+    .await;
+    // The receiver answers (within the delivery timeout) only after the stop has begun.
+    receiver.answer_always(Answer::Hang(Duration::from_millis(1500), 200));
+    app.create_toggle("stopping").await;
+    assert!(receiver.wait_received(1, Duration::from_secs(15)).await);
+    app.stop().await;
+    let received = receiver.received();
+    assert!(
+        received[0].accepted(),
+        "the attempt was cut off: {received:?}"
+    );
+
+    // Settled before the replica stopped: delivered, once.
+    let again = TestApp::spawn(&backend).await;
+    let log = deliveries(&again, id).await;
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert_eq!(log[0]["status"], "delivered", "{}", log[0]);
+    assert_eq!(log[0]["attempts"], 1, "{}", log[0]);
 }
