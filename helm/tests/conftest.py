@@ -5,6 +5,7 @@ Run by scripts/test.sh from target/chart-venv (helm/tests/requirements.txt)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -39,16 +40,26 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def request(url: str, method: str = "GET", body=None,
+            headers: dict[str, str] | None = None) -> tuple[int, bytes, dict[str, str]]:
+    """Status, body and headers of a request (a JSON body when given); (0, b"", {}) while
+    nothing answers."""
+    data = json.dumps(body).encode() if body is not None else None
+    all_headers = {**({"Content-Type": "application/json"} if data else {}), **(headers or {})}
+    req = urllib.request.Request(url, data=data, method=method, headers=all_headers)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as response:
+            return response.status, response.read(), dict(response.headers)
+    except urllib.error.HTTPError as e:
+        return e.code, e.read(), dict(e.headers)
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return 0, b"", {}
+
+
 def http_get(url: str, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
     """Status and body of a GET; (0, b"") while nothing answers."""
-    request = urllib.request.Request(url, headers=headers or {})
-    try:
-        with urllib.request.urlopen(request, timeout=5) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
-    except (urllib.error.URLError, ConnectionError, TimeoutError):
-        return 0, b""
+    status, body, _ = request(url, headers=headers)
+    return status, body
 
 
 def wait_for(url: str, status: int, seconds: float = 30, headers=None) -> bytes:

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, RedisServer, free_port, require_venv, wait_for
+from conftest import ROOT, RedisServer, request, require_venv, wait_for
 
 require_venv()
 
@@ -134,20 +134,6 @@ class Receiver(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def request(base: str, method: str, path: str, body=None, headers=None) -> tuple[int, bytes, dict]:
-    import urllib.error
-    import urllib.request
-
-    data = json.dumps(body).encode() if body is not None else None
-    all_headers = {"Content-Type": "application/json", **(headers or {})}
-    req = urllib.request.Request(base + path, data=data, method=method, headers=all_headers)
-    try:
-        with urllib.request.urlopen(req, timeout=10) as response:
-            return response.status, response.read(), dict(response.headers)
-    except urllib.error.HTTPError as e:
-        return e.code, e.read(), dict(e.headers)
-
-
 def exposition(text: str) -> dict[str, dict[str, set[str]]]:
     """metric sample name → label → values seen."""
     series: dict[str, dict[str, set[str]]] = {}
@@ -184,38 +170,38 @@ def test_every_metric_the_rules_and_dashboard_use_is_exported(tmp_path, start_fl
         admin = {"Authorization": "Basic b3BzOg=="}  # ops: (insecure mode)
         hook = {"provider": "webhook", "events": ["feature-created"],
                 "parameters": {"url": f"http://127.0.0.1:{receiver.server_port}/hook"}}
-        assert request(base, "POST", "/api/admin/addons", hook, admin)[0] == 201
+        assert request(base + "/api/admin/addons", "POST", hook, admin)[0] == 201
         toggle = {"name": "metrics.check", "strategies": [{"name": "default"}]}
-        assert request(base, "POST", "/api/admin/features", toggle, admin)[0] == 200
-        assert request(base, "GET", "/api/admin/features/nope", None, admin)[0] == 404
+        assert request(base + "/api/admin/features", "POST", toggle, admin)[0] == 200
+        assert request(base + "/api/admin/features/nope", "GET", None, admin)[0] == 404
 
         sdk = {"UNLEASH-APPNAME": "dash-app", "UNLEASH-INSTANCEID": "i-1"}
         deadline = time.monotonic() + 20
         while True:
-            status, body, headers = request(base, "GET", "/api/client/features", None, sdk)
+            status, body, headers = request(base + "/api/client/features", "GET", None, sdk)
             assert status == 200
             if b"metrics.check" in body:
                 break
             assert time.monotonic() < deadline, "the client document never had the toggle"
             time.sleep(0.05)
         etag = headers.get("ETag") or headers.get("etag")
-        assert request(base, "GET", "/api/client/features", None,
+        assert request(base + "/api/client/features", "GET", None,
                        {**sdk, "If-None-Match": etag})[0] == 304
         register = {"appName": "dash-app", "instanceId": "i-1", "strategies": ["default"],
                     "started": "2026-01-01T00:00:00Z", "interval": 10000}
-        assert request(base, "POST", "/api/client/register", register, sdk)[0] == 202
+        assert request(base + "/api/client/register", "POST", register, sdk)[0] == 202
         report = {"appName": "dash-app", "instanceId": "i-1", "bucket": {
             "start": "2026-01-01T00:00:00Z", "stop": "2026-01-01T00:01:00Z",
             "toggles": {"metrics.check": {"yes": 3, "no": 1}}}}
-        assert request(base, "POST", "/api/client/metrics", report, sdk)[0] == 202
+        assert request(base + "/api/client/metrics", "POST", report, sdk)[0] == 202
 
         deadline = time.monotonic() + 20
         while Receiver.received == 0 or b"dash-app" not in request(
-                base, "GET", "/api/admin/metrics/config-versions", None, admin)[1]:
+                base + "/api/admin/metrics/config-versions", "GET", None, admin)[1]:
             assert time.monotonic() < deadline, "no delivery, or the poll was never recorded"
             time.sleep(0.1)
 
-        status, text, _ = request(base, "GET", "/internal-backstage/prometheus")
+        status, text, _ = request(base + "/internal-backstage/prometheus", "GET")
         assert status == 200
         exported = exposition(text.decode())
     finally:
