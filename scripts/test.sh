@@ -90,7 +90,8 @@ else
 fi
 
 # ---------------------------------------------------------------------------------------------
-# The Helm chart, the alert rules and the dashboard (helm/tests, pytest; under a minute).
+# The Helm chart, the alert rules and the dashboard (helm/tests, pytest; about 30 s once the
+# venv exists).
 # Their venv (target/chart-venv: helm-python-sdk, kubernetes-validate, pytest, PyYAML, pinned in
 # helm/tests/requirements.txt) is built once and again only when the pins change; without it
 # (no network) these tests are skipped with a warning. promtool comes from Debian's prometheus
