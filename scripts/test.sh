@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh machine: installs what the tests need (redis-server,
-# from Debian's packages, when missing), then runs every unit and end-to-end test.
+# from Debian's packages, when missing), then runs every unit and end-to-end test, then the
+# Helm chart, alert rule and dashboard tests (helm/tests).
 # The tests start their own redis-server processes on unix sockets; nothing else is needed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -81,11 +82,74 @@ else
   fi
 fi
 
+cargo_status=0
 if cargo nextest --version >/dev/null 2>&1; then
-  cargo nextest run --workspace --no-fail-fast "$@"
+  cargo nextest run --workspace --no-fail-fast "$@" || cargo_status=$?
 else
-  cargo test --workspace --no-fail-fast "$@"
+  cargo test --workspace --no-fail-fast "$@" || cargo_status=$?
 fi
 
+# ---------------------------------------------------------------------------------------------
+# The Helm chart, the alert rules and the dashboard (helm/tests, pytest; about 30 s once the
+# venv exists).
+# Their venv (target/chart-venv: helm-python-sdk, kubernetes-validate, pytest, PyYAML, pinned in
+# helm/tests/requirements.txt) is built once and again only when the pins change; without it
+# (no network) these tests are skipped with a warning. promtool comes from Debian's prometheus
+# package, unpacked into target/promtool (not installed); without it the two promtool tests say
+# "skipped". The tests start the flagpole binary cargo built and their own redis-server.
+install_chart_venv() {
+  local venv=target/chart-venv stamp=target/chart-venv/.flagpole-requirements
+  local want
+  want="$(sdk_hash helm/tests/requirements.txt)"
+  if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ] && "$venv/bin/python" -c '' 2>/dev/null; then
+    return 0
+  fi
+  command -v python3 >/dev/null 2>&1 || { echo "# python3 not found" >&2; return 1; }
+  echo "# installing the chart test tools into $venv" >&2
+  rm -rf "$venv"
+  python3 -m venv "$venv" >&2 || return 1
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    --retries 2 --timeout 60 -r helm/tests/requirements.txt >&2 || return 1
+  "$venv/bin/python" -c 'import helm_python, kubernetes_validate, pytest, yaml' >&2 || return 1
+  echo "$want" >"$stamp"
+}
+
+find_promtool() {
+  if [ -n "${FLAGPOLE_PROMTOOL:-}" ]; then return 0; fi
+  if command -v promtool >/dev/null 2>&1; then
+    FLAGPOLE_PROMTOOL="$(command -v promtool)"
+  elif [ -x target/promtool/usr/bin/promtool ]; then
+    FLAGPOLE_PROMTOOL="$PWD/target/promtool/usr/bin/promtool"
+  else
+    local tmp
+    tmp="$(mktemp -d)"
+    echo "# unpacking promtool from Debian's prometheus package into target/promtool" >&2
+    if (cd "$tmp" && apt-get download prometheus >/dev/null 2>&1) &&
+      dpkg -x "$tmp"/prometheus_*.deb target/promtool &&
+      [ -x target/promtool/usr/bin/promtool ]; then
+      FLAGPOLE_PROMTOOL="$PWD/target/promtool/usr/bin/promtool"
+    fi
+    rm -rf "$tmp"
+  fi
+  [ -n "${FLAGPOLE_PROMTOOL:-}" ] && export FLAGPOLE_PROMTOOL
+}
+
+chart_status=0
+if install_chart_venv; then
+  find_promtool || echo "# WARNING: promtool not available: the promtool tests will be skipped" >&2
+  cargo build --quiet --bin flagpole
+  FLAGPOLE_BIN="$PWD/target/debug/flagpole" target/chart-venv/bin/python -m pytest \
+    -q -p no:cacheprovider helm/tests || chart_status=$?
+else
+  echo "# WARNING: could not install helm/tests/requirements.txt: the chart, rules and" \
+    "dashboard tests (helm/tests) are skipped" >&2
+fi
+# ---------------------------------------------------------------------------------------------
+
 # The HTTP API fuzzed by schemathesis against the real binary (bounded; see the script).
-./scripts/fuzz-api.sh
+fuzz_status=0
+./scripts/fuzz-api.sh || fuzz_status=$?
+
+[ "$cargo_status" = 0 ] || exit "$cargo_status"
+[ "$chart_status" = 0 ] || exit "$chart_status"
+exit "$fuzz_status"

@@ -187,6 +187,18 @@ pub struct Settings {
     #[arg(long, env = "FLAGPOLE_IMPORT_MODE", value_enum, default_value = "keep")]
     pub import_mode: ImportMode,
 
+    /// How long the store may fail to answer before `/health/ready` fails, in milliseconds:
+    /// a brief Redis blip must not take every replica out of the load balancer at once
+    /// (client reads are served from the snapshot meanwhile).
+    #[arg(long, env = "FLAGPOLE_READINESS_GRACE_MS", default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(0..=600_000), help_heading = "Probes and shutdown")]
+    pub readiness_grace_ms: u64,
+
+    /// On SIGTERM or Ctrl-C: how long the replica keeps serving with `/health/ready` failing,
+    /// in milliseconds, so load balancers stop sending it requests before it stops; then
+    /// the graceful shutdown runs (in-flight requests and deliveries finish, usage is flushed).
+    #[arg(long, env = "FLAGPOLE_SHUTDOWN_DRAIN_MS", default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(0..=600_000), help_heading = "Probes and shutdown")]
+    pub shutdown_drain_ms: u64,
+
     /// This service's public base URL (e.g. `https://flags.example.com`): chat messages link
     /// to the toggles under it.
     #[arg(long, env = "FLAGPOLE_PUBLIC_URL", help_heading = "Addon delivery")]

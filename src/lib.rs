@@ -7,6 +7,7 @@ pub mod config;
 pub mod delivery;
 pub mod domain;
 pub mod error;
+pub mod health;
 pub mod http;
 pub mod service;
 pub mod snapshot;
@@ -62,16 +63,33 @@ pub async fn open_store(settings: &Settings) -> Result<Store, StoreError> {
     )
 }
 
-/// Runs one replica on `listener` until `shutdown` is cancelled, then drains requests.
+/// Runs one replica on `listener` until `requested` is cancelled; then fails readiness, keeps
+/// serving for the drain period (`--shutdown-drain-ms`) and stops gracefully: in-flight
+/// requests and deliveries finish, client usage is flushed.
 pub async fn run(
     settings: Settings,
     listener: TcpListener,
-    shutdown: CancellationToken,
+    requested: CancellationToken,
 ) -> Result<(), RunError> {
     settings.check().map_err(RunError::Settings)?;
     let store = open_store(&settings).await?;
     tracing::info!(backend = store.backend_name(), "store opened");
     let snapshot = Arc::new(Snapshot::new(store.clone()));
+    let readiness = Arc::new(health::Readiness::new(
+        snapshot.clone(),
+        Duration::from_millis(settings.readiness_grace_ms),
+    ));
+    // What stops the server and the workers: the end of the drain, or a refused start-up
+    // import (which stops at once: a replica that never loaded has no traffic to drain).
+    let shutdown = CancellationToken::new();
+    // An early error return stops whatever was already started.
+    let _stop_on_return = shutdown.clone().drop_guard();
+    let drainer = tokio::spawn(health::drain_then_stop(
+        requested,
+        readiness.clone(),
+        Duration::from_millis(settings.shutdown_drain_ms),
+        shutdown.clone(),
+    ));
     let metrics = Arc::new(telemetry::metrics::Metrics::new(
         (settings.prometheus_toggle_usage_series > 0)
             .then_some(settings.prometheus_toggle_usage_series),
@@ -146,6 +164,7 @@ pub async fn run(
         limiter,
         service,
         snapshot,
+        readiness,
         metrics,
         usage,
         trust_proxy: settings.trust_proxy,
@@ -164,6 +183,7 @@ pub async fn run(
     usage_stop.cancel();
     let _ = flusher.await;
     while workers.join_next().await.is_some() {}
+    let _ = drainer.await;
     if let Ok(Err(refused)) = loader.await {
         return Err(RunError::Import(refused));
     }

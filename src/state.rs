@@ -6,6 +6,7 @@ use axum::extract::FromRef;
 
 use crate::auth::rate_limit::RateLimiter;
 use crate::auth::Authenticator;
+use crate::health::Readiness;
 use crate::service::Service;
 use crate::snapshot::Snapshot;
 use crate::telemetry::metrics::Metrics;
@@ -16,6 +17,8 @@ use crate::usage::UsageRecorder;
 pub struct AppState {
     pub service: Service,
     pub snapshot: Arc<Snapshot>,
+    /// What `/health/ready` reports (fails while the replica drains before stopping).
+    pub readiness: Arc<Readiness>,
     /// Identifies admin and client callers.
     pub auth: Arc<Authenticator>,
     /// Per-caller rate limits.
@@ -63,6 +66,12 @@ impl FromRef<AppState> for Service {
 impl FromRef<AppState> for Arc<Snapshot> {
     fn from_ref(state: &AppState) -> Self {
         state.snapshot.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<Readiness> {
+    fn from_ref(state: &AppState) -> Self {
+        state.readiness.clone()
     }
 }
 

@@ -1,5 +1,5 @@
-//! Index documents (`/api`, `/api/admin`, `/api/client`), `/health` and
-//! `/internal-backstage/prometheus`.
+//! Index documents (`/api`, `/api/admin`, `/api/client`), `/health`, the probes
+//! `/health/live` and `/health/ready`, and `/internal-backstage/prometheus`.
 
 use std::sync::Arc;
 
@@ -11,6 +11,9 @@ use serde_json::{json, Value};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::domain::FieldError;
+use crate::error::ErrorBody;
+use crate::health::Readiness;
 use crate::snapshot::Snapshot;
 use crate::state::AppState;
 use crate::telemetry::exposition;
@@ -22,6 +25,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(admin_index))
         .routes(routes!(client_index))
         .routes(routes!(health))
+        .routes(routes!(live))
+        .routes(routes!(ready))
         .routes(routes!(prometheus))
 }
 
@@ -130,6 +135,66 @@ async fn health(
         StatusCode::INTERNAL_SERVER_ERROR
     };
     (status, Json(body))
+}
+
+/// A probe's answer.
+#[derive(Serialize, utoipa::ToSchema)]
+struct ProbeStatus {
+    /// `alive` or `ready`.
+    status: &'static str,
+}
+
+/// Liveness: 200 while the process serves requests. Depends on nothing else (a store outage
+/// must not get every replica restarted).
+#[utoipa::path(
+    get,
+    path = "/health/live",
+    tag = "service",
+    responses((status = 200, description = "The process serves requests", body = ProbeStatus))
+)]
+async fn live() -> Json<ProbeStatus> {
+    Json(ProbeStatus { status: "alive" })
+}
+
+/// Readiness: 200 once the configuration is loaded (and the start-up import applied) while
+/// the store answers (within the grace period) and the replica is not shutting down; else 503
+/// with the error body of `error.rs`, one detail per failing check.
+#[utoipa::path(
+    get,
+    path = "/health/ready",
+    tag = "service",
+    responses(
+        (status = 200, description = "Ready for traffic", body = ProbeStatus),
+        (status = 503, description = "Not ready: `details` names each failing check (`snapshot`, `store`, `shutdown`)", body = ErrorBody),
+    )
+)]
+async fn ready(
+    axum::extract::State(readiness): axum::extract::State<Arc<Readiness>>,
+) -> axum::response::Response {
+    let failing = readiness.check();
+    if failing.is_empty() {
+        return Json(ProbeStatus { status: "ready" }).into_response();
+    }
+    let message = format!(
+        "not ready: {}",
+        failing
+            .iter()
+            .map(|f| f.message.as_str())
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    let details: Vec<FieldError> = failing
+        .into_iter()
+        .map(|f| FieldError {
+            message: f.message,
+            path: f.check.to_string(),
+        })
+        .collect();
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        Json(json!({"message": message, "details": details})),
+    )
+        .into_response()
 }
 
 /// How long the configuration gauges of one scrape are reused (reading every instance from

@@ -253,7 +253,7 @@ pub async fn track_requests(
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
     // Probes and scrapes would drown the signal.
-    if route == "/health" || route.starts_with("/internal-backstage") {
+    if route.starts_with("/health") || route.starts_with("/internal-backstage") {
         return next.run(req).await;
     }
     let method = req.method().to_string();

@@ -18,6 +18,7 @@ async fn the_binary_serves_and_stops_on_sigterm() {
         .env("FLAGPOLE_LISTEN", format!("127.0.0.1:{port}"))
         // Set but empty, as templated environments do: the embedded store.
         .env("FLAGPOLE_REDIS_URL", "")
+        .env("FLAGPOLE_SHUTDOWN_DRAIN_MS", "0")
         .args(["--data-dir"])
         .arg(data.path())
         .args(["--log-format", "json"])

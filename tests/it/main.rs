@@ -15,6 +15,7 @@ mod delivery;
 mod embedded_store;
 mod events;
 mod openapi;
+mod probes;
 mod projects;
 mod redis_replicas;
 mod rust_sdk;

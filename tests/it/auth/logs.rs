@@ -30,6 +30,7 @@ where
         .arg(data.path())
         .args(args)
         .env("RUST_LOG", "trace")
+        .env("FLAGPOLE_SHUTDOWN_DRAIN_MS", "0")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -162,6 +162,8 @@ impl Backend {
         let mut settings = Settings::defaults();
         settings.listen = "127.0.0.1:0".parse().expect("address");
         settings.refresh_interval_ms = 200;
+        // Tests stop replicas all the time; no load balancer needs a drain here.
+        settings.shutdown_drain_ms = 0;
         match self {
             Backend::Redis(redis) => {
                 settings.redis_url = Some(redis.url());
