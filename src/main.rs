@@ -8,7 +8,26 @@ use flagpole::config::Settings;
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let settings = Settings::parse();
-    flagpole::telemetry::init_logging(settings.log_format);
+    let traces = match flagpole::telemetry::traces::provider_from_env() {
+        Ok(traces) => traces,
+        Err(e) => {
+            eprintln!("flagpole: OpenTelemetry: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    flagpole::telemetry::init(settings.log_format, traces.as_ref());
+    let code = serve(settings).await;
+    // Export the spans still buffered (the batch exporter sends every few seconds).
+    if let Some(provider) = traces {
+        if let Err(e) = provider.shutdown() {
+            eprintln!("flagpole: OpenTelemetry: the last spans were not exported: {e}");
+        }
+    }
+    code
+}
+
+/// Listens and runs the replica until SIGTERM or Ctrl-C.
+async fn serve(settings: Settings) -> std::process::ExitCode {
     let listener = match tokio::net::TcpListener::bind(settings.listen).await {
         Ok(listener) => listener,
         Err(e) => {

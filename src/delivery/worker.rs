@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument;
 
 use chrono::{DateTime, Utc};
 use tokio::sync::OwnedSemaphorePermit;
@@ -196,7 +197,22 @@ impl DeliveryWorker {
 
     /// Attempts one job and settles it; the job counts as held throughout.
     async fn process(self: Arc<Self>, taken: TakenJob, _permit: OwnedSemaphorePermit) {
-        let Some(attempted) = self.attempt(&taken).await else {
+        // A trace of its own, linked to the write's (a delivery may run much later).
+        let span = tracing::info_span!(
+            parent: None,
+            "delivery.attempt",
+            delivery.id = %taken.job.delivery,
+            addon.id = taken.job.addon,
+            event.type = %taken.job.kind,
+            attempt = taken.job.attempts + 1,
+            outcome = tracing::field::Empty,
+        );
+        crate::telemetry::traces::link_to(&span, taken.job.traceparent.as_deref());
+        let attempted = self.attempt(&taken).instrument(span.clone()).await;
+        if let Some(attempted) = &attempted {
+            span.record("outcome", attempted.outcome);
+        }
+        let Some(attempted) = attempted else {
             // The store could not be read: the job stays queued (Redis: until the visibility
             // timeout lets a replica claim it).
             self.queue.release(&taken);

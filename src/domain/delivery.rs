@@ -48,6 +48,9 @@ pub struct DeliveryJob {
     pub sent: u32,
     /// When the event was committed, epoch milliseconds (delivery latency counts from here).
     pub queued: i64,
+    /// The W3C `traceparent` of the write that queued it: the delivery's span links to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 /// Where a delivery stands.

@@ -8,7 +8,9 @@ mod hardening;
 mod index;
 pub mod openapi;
 
-use axum::extract::{DefaultBodyLimit, Request};
+use std::time::Duration;
+
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::response::IntoResponse;
 use axum::{middleware, Router};
 use tower::Layer;
@@ -78,7 +80,11 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
         .layer(middleware::from_fn_with_state(metrics, track_requests))
         // Every response but the client API's (the hot path has no layers).
         .layer(middleware::from_fn(hardening::security_headers))
-        .layer(TraceLayer::new_for_http().make_span_with(request_span))
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(request_span)
+                .on_response(record_status),
+        )
         // Tokens, basic-auth passwords and sessions never reach a log line.
         .layer(SetSensitiveResponseHeadersLayer::new([
             axum::http::header::SET_COOKIE,
@@ -100,14 +106,40 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
 /// Paths that carry a secret in their last segment (`/api/admin/api-tokens/:secret`).
 const SECRET_PATHS: [&str; 1] = ["/api/admin/api-tokens/"];
 
-/// The span of a request, as tower-http's default but with secrets in the path masked.
+/// The span of a request: its method and route (what OpenTelemetry names it by), its path with
+/// secrets masked, and its status once answered; a child of the caller's trace when the
+/// request carries a W3C `traceparent`.
 fn request_span(req: &Request) -> tracing::Span {
     let path = req.uri().path();
     let shown = match SECRET_PATHS.iter().find(|p| path.starts_with(*p)) {
         Some(prefix) => format!("{prefix}*****"),
-        None => req.uri().to_string(),
+        None => path.to_string(),
     };
-    tracing::debug_span!("request", method = %req.method(), uri = %shown, version = ?req.version())
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("unmatched", MatchedPath::as_str);
+    let span = tracing::info_span!(
+        "request",
+        otel.name = %format_args!("{} {route}", req.method()),
+        otel.kind = "server",
+        http.request.method = %req.method(),
+        http.route = route,
+        url.path = %shown,
+        http.response.status_code = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+    );
+    crate::telemetry::traces::continue_trace(&span, req.headers());
+    span
+}
+
+/// Records the status on the request's span (5xx marks the span as failed).
+fn record_status(response: &axum::response::Response, _: Duration, span: &tracing::Span) {
+    let status = response.status();
+    span.record("http.response.status_code", status.as_u16());
+    if status.is_server_error() {
+        span.record("otel.status_code", "ERROR");
+    }
 }
 
 async fn unknown_route(req: Request) -> ApiError {

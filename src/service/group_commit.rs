@@ -177,7 +177,9 @@ impl GroupCommit {
             apply_changes(&mut next, &changes).map_err(DecideError::Store)?;
             *state = next;
         }
-        // Each event goes to the addons subscribed to it in the state it leads to.
+        // Each event goes to the addons subscribed to it in the state it leads to, its
+        // delivery traced as part of this write.
+        let traceparent = crate::telemetry::traces::current_traceparent();
         for (i, event) in events.iter().enumerate() {
             let kind = event.kind_name();
             open.deliveries
@@ -187,6 +189,7 @@ impl GroupCommit {
                         .map(|addon| NewDelivery {
                             event: open.events.len() + i,
                             addon,
+                            traceparent: traceparent.clone(),
                         }),
                 );
         }

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::domain::event::{Event, EventKind, NewEvent};
 use crate::domain::state::ConfigState;
@@ -215,7 +216,27 @@ impl Service {
                 }
             };
             let writes = decided.writes;
-            match self.writes.commit(&target, decided).await {
+            // The request's view of its commit: it waits for the batch that carries it.
+            let span = tracing::info_span!(
+                "store.commit",
+                attempt = attempt + 1,
+                writes,
+                outcome = tracing::field::Empty
+            );
+            let outcome = self
+                .writes
+                .commit(&target, decided)
+                .instrument(span.clone())
+                .await;
+            span.record(
+                "outcome",
+                match &outcome {
+                    Outcome::Committed => "committed",
+                    Outcome::Lost => "lost",
+                    Outcome::Failed(_) => "failed",
+                },
+            );
+            match outcome {
                 Outcome::Committed => {
                     if writes {
                         self.metrics.writes.committed(attempt + 1);

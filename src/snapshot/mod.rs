@@ -10,6 +10,7 @@ mod decode;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use tracing::Instrument;
 
 use arc_swap::ArcSwap;
 use tokio::sync::Mutex;
@@ -138,6 +139,12 @@ impl Snapshot {
         match sets {
             Some(sets) if sets.is_empty() => Ok(()),
             Some(sets) => {
+                let _span = tracing::info_span!(
+                    "snapshot.refresh",
+                    from_version = base.version,
+                    change_sets = sets.len()
+                )
+                .entered();
                 let mut state = (*current).clone();
                 for set in &sets {
                     for change in &set.changes {
@@ -160,7 +167,11 @@ impl Snapshot {
     }
 
     async fn reload(&self) -> Result<(), StoreError> {
-        let records = self.store.load().await?;
+        let records = self
+            .store
+            .load()
+            .instrument(tracing::info_span!("store.load"))
+            .await?;
         let mut state = ConfigState {
             version: records.position.version,
             head: records.position.head,

@@ -9,7 +9,8 @@
 -- ARGV[1] expected version, ARGV[2] expected head ('0' for a store never written), ARGV[3]
 -- changes (JSON array of {c, k, v}), ARGV[4] events (JSON array of [event document without id,
 -- KEYS index of its toggle's index list or 0, event kind, deliveries as [addon id, KEYS index
--- of the addon's log hash, KEYS index of its recent set]]), ARGV[5] change-log length, ARGV[6]
+-- of the addon's log hash, KEYS index of its recent set, the write's W3C traceparent or '']]),
+-- ARGV[5] change-log length, ARGV[6]
 -- notify channel, ARGV[7] this commit's id, ARGV[8] '1' to log the changes, '0' to log them as
 -- too large ('null': replicas reload everything), ARGV[9] now in epoch ms, ARGV[10] now in
 -- RFC 3339, ARGV[11] unused (reserved).
@@ -69,9 +70,13 @@ for _, ev in ipairs(events) do
   for _, d in ipairs(ev[4]) do
     local delivery = id .. '.' .. d[1]
     local common = '"eventId":' .. id .. ',"addonId":' .. d[1] .. ',"type":"' .. ev[3] .. '"'
+    local trace = ''
+    if d[4] ~= nil and d[4] ~= '' then
+      trace = ',"traceparent":"' .. d[4] .. '"'
+    end
     redis.call('XADD', KEYS[6], '*', 'job', '{"delivery":"' .. delivery .. '","event":' .. id
       .. ',"addon":' .. d[1] .. ',"type":"' .. ev[3] .. '","version":' .. version
-      .. ',"attempts":0,"sent":0,"queued":' .. ARGV[9] .. '}')
+      .. ',"attempts":0,"sent":0,"queued":' .. ARGV[9] .. trace .. '}')
     redis.call('HSET', KEYS[d[2]], delivery, '{"id":"' .. delivery .. '",' .. common
       .. ',"status":"queued","attempts":0,"createdAt":"' .. ARGV[10] .. '","updatedAt":"'
       .. ARGV[10] .. '"}')

@@ -296,6 +296,7 @@ impl EmbeddedStore {
                                 attempts: 0,
                                 sent: 0,
                                 queued: now.timestamp_millis(),
+                                traceparent: d.traceparent.clone(),
                             };
                             let record = DeliveryRecord::queued(&job, now);
                             delivery::embedded::queue(&txn, &job, job.queued, &record)?;

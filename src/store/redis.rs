@@ -247,7 +247,7 @@ impl RedisStore {
             let slot = event
                 .toggle_name()
                 .map_or(0, |name| slot_of(self.keys.toggle_events(name)));
-            let jobs: Vec<(String, usize, usize)> = deliveries
+            let jobs: Vec<(String, usize, usize, &str)> = deliveries
                 .iter()
                 .filter(|d| d.event == i)
                 .map(|d| {
@@ -255,6 +255,7 @@ impl RedisStore {
                         d.addon.to_string(),
                         slot_of(self.keys.delivery_log(d.addon)),
                         slot_of(self.keys.delivery_recent(d.addon)),
+                        d.traceparent.as_deref().unwrap_or(""),
                     )
                 })
                 .collect();

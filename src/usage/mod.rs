@@ -13,6 +13,7 @@ use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
+use tracing::Instrument;
 
 use crate::domain::usage::{MetricsReport, Registration};
 use crate::store::usage::{
@@ -458,7 +459,13 @@ impl UsageRecorder {
         if batch.is_empty() {
             return Ok(());
         }
-        let mut parts = batch.split(FLUSH_PART_ENTRIES).into_iter();
+        let parts = batch.split(FLUSH_PART_ENTRIES);
+        let span = tracing::info_span!("usage.flush", parts = parts.len());
+        self.write_split(parts).instrument(span).await
+    }
+
+    async fn write_split(&self, parts: Vec<UsageBatch>) -> Result<(), StoreError> {
+        let mut parts = parts.into_iter();
         while let Some(part) = parts.next() {
             let id = crate::store::random_id();
             let started = Instant::now();

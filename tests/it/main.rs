@@ -24,5 +24,6 @@ mod state;
 mod strategies;
 mod tags;
 mod toggles;
+mod traces;
 mod usage;
 mod usage_replicas;

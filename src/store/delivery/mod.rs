@@ -18,10 +18,12 @@ use crate::domain::delivery::{DeliveryJob, DeliveryRecord};
 
 /// A job to queue with a commit: event `event` (an index into the commit's events) for
 /// addon `addon`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewDelivery {
     pub event: usize,
     pub addon: u64,
+    /// The W3C trace context of the write that queues it (see `telemetry::traces`).
+    pub traceparent: Option<String>,
 }
 
 /// How many deliveries each addon's log keeps (the oldest go first).
@@ -261,6 +263,7 @@ fn job_of(record: &DeliveryRecord) -> DeliveryJob {
         attempts: 0,
         sent: 0,
         queued: 0,
+        traceparent: None,
     }
 }
 
