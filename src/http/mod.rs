@@ -8,6 +8,8 @@ mod hardening;
 mod index;
 pub mod openapi;
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
@@ -61,6 +63,14 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
         .split_for_parts();
     let (client_routes, client_api) = client::router(client);
     api.merge(client_api);
+    let client_routes = match edge.trace_client_every {
+        Some(every) => client_routes.layer(
+            TraceLayer::new_for_http()
+                .make_span_with(sampled_request_span(every))
+                .on_response(record_status),
+        ),
+        None => client_routes,
+    };
     let document = match openapi::finish(api) {
         Ok(document) => document,
         // Serialising plain data cannot fail; if it ever does, the API still serves.
@@ -131,6 +141,18 @@ fn request_span(req: &Request) -> tracing::Span {
     );
     crate::telemetry::traces::continue_trace(&span, req.headers());
     span
+}
+
+/// The request span of one client request in `every` (the others get none).
+fn sampled_request_span(every: u64) -> impl Fn(&Request) -> tracing::Span + Clone {
+    let seen = Arc::new(AtomicU64::new(0));
+    move |req: &Request| {
+        if seen.fetch_add(1, Ordering::Relaxed) % every == 0 {
+            request_span(req)
+        } else {
+            tracing::Span::none()
+        }
+    }
 }
 
 /// Records the status on the request's span (5xx marks the span as failed).

@@ -275,6 +275,49 @@ async fn spans_reach_an_otlp_receiver_with_their_parents_and_links() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_share_of_client_requests_is_traced_when_asked() {
+    let exports: Exports = Arc::default();
+    let otlp = otlp_receiver(exports.clone()).await;
+    let data = tempfile::tempdir().expect("temp dir");
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_flagpole"))
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &otlp)
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+        .env("FLAGPOLE_SHUTDOWN_DRAIN_MS", "0")
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .arg("--data-dir")
+        .arg(data.path())
+        .args(["--trace-client-sample", "0.25"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn flagpole");
+    wait_healthy(&base).await;
+    let http = reqwest::Client::new();
+    for _ in 0..8 {
+        let polled = http
+            .get(format!("{base}/api/client/features"))
+            .send()
+            .await
+            .expect("poll");
+        assert_eq!(polled.status(), 200);
+    }
+    stop(&mut child);
+    let client: Vec<Span> = spans(&exports)
+        .into_iter()
+        .filter(|s| {
+            s.attributes.get("http.route").map(String::as_str) == Some("/api/client/features")
+        })
+        .collect();
+    assert_eq!(client.len(), 2, "one poll in four: {client:#?}");
+    assert!(client.iter().all(|s| s.name == "GET /api/client/features"
+        && s.attributes["http.response.status_code"] == "200"));
+    // The service's own name when OTEL_SERVICE_NAME is not set.
+    assert!(client.iter().all(|s| s.service == "flagpole"));
+}
+
 #[test]
 fn an_unsupported_otlp_protocol_stops_the_binary_with_a_clear_error() {
     let output = Command::new(env!("CARGO_BIN_EXE_flagpole"))
