@@ -147,7 +147,7 @@ fn request_span(req: &Request) -> tracing::Span {
 fn sampled_request_span(every: u64) -> impl Fn(&Request) -> tracing::Span + Clone {
     let seen = Arc::new(AtomicU64::new(0));
     move |req: &Request| {
-        if seen.fetch_add(1, Ordering::Relaxed) % every == 0 {
+        if seen.fetch_add(1, Ordering::Relaxed).is_multiple_of(every) {
             request_span(req)
         } else {
             tracing::Span::none()
