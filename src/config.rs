@@ -84,11 +84,15 @@ pub struct Settings {
     #[arg(long, env = "FLAGPOLE_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
 
-    /// Share of client API requests (`/api/client/*`) traced when OpenTelemetry export is on
-    /// (`OTEL_EXPORTER_OTLP_ENDPOINT`): 0 (the default) adds nothing to the hot path; 0.001
-    /// traces one request in a thousand.
-    #[arg(long, env = "FLAGPOLE_TRACE_CLIENT_SAMPLE", default_value_t = 0.0, value_parser = parse_share)]
-    pub trace_client_sample: f64,
+    /// Trace one client API request (`/api/client/*`) in this many, when OpenTelemetry export
+    /// is on (`OTEL_EXPORTER_OTLP_ENDPOINT`); 0 (the default) traces none and adds nothing to
+    /// the hot path.
+    #[arg(long, env = "FLAGPOLE_TRACE_CLIENT_ONE_IN", default_value_t = 0)]
+    pub trace_client_one_in: u64,
+
+    /// Whether spans are exported (set by the binary from the `OTEL_*` variables, not a flag).
+    #[arg(skip)]
+    pub traces_exported: bool,
 
     /// How admin callers identify themselves.
     #[arg(long, env = "FLAGPOLE_AUTH", value_enum, default_value = "insecure")]
@@ -274,13 +278,6 @@ fn parse_origin(value: &str) -> Result<axum::http::HeaderValue, String> {
         return Err(format!("{value}: an origin is scheme://host[:port]"));
     }
     axum::http::HeaderValue::from_str(value.trim_end_matches('/')).map_err(|e| e.to_string())
-}
-
-fn parse_share(value: &str) -> Result<f64, String> {
-    match value.trim().parse::<f64>() {
-        Ok(share) if (0.0..=1.0).contains(&share) => Ok(share),
-        _ => Err(format!("\"{value}\" is not a share from 0 to 1")),
-    }
 }
 
 fn parse_key_prefix(value: &str) -> Result<String, String> {

@@ -7,7 +7,7 @@ use flagpole::config::Settings;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    let settings = Settings::parse();
+    let mut settings = Settings::parse();
     let traces = match flagpole::telemetry::traces::provider_from_env() {
         Ok(traces) => traces,
         Err(e) => {
@@ -16,10 +16,13 @@ async fn main() -> std::process::ExitCode {
         }
     };
     flagpole::telemetry::init(settings.log_format, traces.as_ref());
+    settings.traces_exported = traces.is_some();
     let code = serve(settings).await;
-    // Export the spans still buffered (the batch exporter sends every few seconds).
+    // Export the spans still buffered (the batch exporter sends every few seconds); a blocking
+    // call, bounded by OTEL_EXPORTER_OTLP_TIMEOUT (10 s by default).
     if let Some(provider) = traces {
-        if let Err(e) = provider.shutdown() {
+        let flushed = tokio::task::spawn_blocking(move || provider.shutdown()).await;
+        if let Ok(Err(e)) = flushed {
             eprintln!("flagpole: OpenTelemetry: the last spans were not exported: {e}");
         }
     }

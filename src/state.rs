@@ -42,8 +42,8 @@ pub struct EdgeSettings {
     pub request_timeout: std::time::Duration,
     /// Origins allowed by CORS (`--cors-origin`); empty: no CORS.
     pub cors_origins: Vec<axum::http::HeaderValue>,
-    /// One client API request in this many is traced (`--trace-client-sample`); `None`: none,
-    /// and the client routes get no tracing layer at all.
+    /// One client API request in this many is traced (`--trace-client-one-in`, with export
+    /// on); `None`: none, and the client routes get no tracing layer at all.
     pub trace_client_every: Option<u64>,
 }
 
@@ -56,8 +56,8 @@ impl EdgeSettings {
             admin_body_limit: bytes(settings.admin_body_limit_kib, 10),
             request_timeout: std::time::Duration::from_millis(settings.request_timeout_ms),
             cors_origins: settings.cors_origin.clone(),
-            trace_client_every: (settings.trace_client_sample > 0.0)
-                .then(|| (1.0 / settings.trace_client_sample).round().max(1.0) as u64),
+            trace_client_every: (settings.traces_exported && settings.trace_client_one_in > 0)
+                .then_some(settings.trace_client_one_in),
         }
     }
 }

@@ -198,7 +198,7 @@ impl DeliveryWorker {
     /// Attempts one job and settles it; the job counts as held throughout.
     async fn process(self: Arc<Self>, taken: TakenJob, _permit: OwnedSemaphorePermit) {
         // A trace of its own, linked to the write's (a delivery may run much later).
-        let span = tracing::info_span!(
+        let span = tracing::debug_span!(
             parent: None,
             "delivery.attempt",
             delivery.id = %taken.job.delivery,

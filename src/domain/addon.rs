@@ -204,6 +204,7 @@ pub struct AddonConfig {
 /// An addon configuration as sent by a client.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct AddonSpec {
+    #[schema(required = true)]
     pub provider: Option<String>,
     pub enabled: Option<bool>,
     pub description: Option<String>,

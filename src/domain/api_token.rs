@@ -51,8 +51,10 @@ pub struct ApiToken {
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TokenSpec {
+    #[schema(required = true)]
     pub username: Option<String>,
     #[serde(rename = "type")]
+    #[schema(required = true)]
     pub kind: Option<String>,
     pub projects: Option<Vec<String>>,
     pub expires_at: Option<DateTime<Utc>>,

@@ -141,7 +141,9 @@ impl Operator {
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ConstraintSpec {
+    #[schema(required = true)]
     pub context_name: Option<String>,
+    #[schema(required = true)]
     pub operator: Option<String>,
     pub values: Option<Vec<String>>,
     pub value: Option<String>,

@@ -25,6 +25,7 @@ pub struct Project {
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct ProjectSpec {
     pub id: Option<String>,
+    #[schema(required = true)]
     pub name: Option<String>,
     pub description: Option<String>,
     #[serde(flatten)]

@@ -39,6 +39,7 @@ pub struct ParameterDefinition {
 pub struct StrategyDefinitionSpec {
     pub name: Option<String>,
     pub description: Option<String>,
+    #[schema(required = true)]
     pub parameters: Option<Vec<ParameterSpec>>,
     #[serde(flatten)]
     #[schema(ignore)]

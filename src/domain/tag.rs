@@ -76,6 +76,7 @@ impl Tag {
 pub struct TagSpec {
     #[serde(rename = "type")]
     pub kind: Option<String>,
+    #[schema(required = true)]
     pub value: Option<String>,
     #[serde(flatten)]
     #[schema(ignore)]

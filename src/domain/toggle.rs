@@ -110,6 +110,7 @@ pub struct ToggleSpec {
     pub project: Option<String>,
     pub enabled: Option<bool>,
     pub stale: Option<bool>,
+    #[schema(required = true)]
     pub strategies: Option<Vec<StrategySpec>>,
     pub variants: Option<Vec<VariantSpec>>,
     pub impression_data: Option<bool>,
@@ -132,6 +133,7 @@ const READ_ONLY_TOGGLE_FIELDS: [&str; 6] = [
 /// A strategy as sent by a client.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct StrategySpec {
+    #[schema(required = true)]
     pub name: Option<String>,
     pub parameters: Option<BTreeMap<String, Value>>,
     pub constraints: Option<Vec<ConstraintSpec>>,
@@ -144,7 +146,9 @@ pub struct StrategySpec {
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VariantSpec {
+    #[schema(required = true)]
     pub name: Option<String>,
+    #[schema(required = true)]
     pub weight: Option<f64>,
     pub weight_type: Option<String>,
     pub stickiness: Option<String>,
@@ -170,6 +174,7 @@ pub struct PayloadSpec {
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OverrideSpec {
+    #[schema(required = true)]
     pub context_name: Option<String>,
     pub values: Option<Vec<String>>,
     #[serde(flatten)]

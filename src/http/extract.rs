@@ -95,11 +95,14 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for AppJson<T> {
 /// The name a `POST …/validate` route checks: `field` of the JSON body. Such a route shares the
 /// `{name}` route of its resource (so that a record called `validate` stays addressable), so
 /// a POST to any other segment is a 405.
-pub fn validate_route_name(segment: &str, body: &[u8], field: &str) -> Result<String, ApiError> {
+pub fn validate_route_name(
+    segment: &str,
+    body: &serde_json::Map<String, serde_json::Value>,
+    field: &str,
+) -> Result<String, ApiError> {
     if segment != "validate" {
         return Err(ApiError::MethodNotAllowed);
     }
-    let body: serde_json::Map<String, serde_json::Value> = parse_json(body)?;
     match body.get(field) {
         Some(serde_json::Value::String(name)) => Ok(name.clone()),
         Some(_) => Err(ApiError::bad_request(

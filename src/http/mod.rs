@@ -21,12 +21,12 @@ use tower_http::normalize_path::{NormalizePath, NormalizePathLayer};
 use tower_http::sensitive_headers::{
     SetSensitiveRequestHeadersLayer, SetSensitiveResponseHeadersLayer,
 };
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnResponse, OnResponse, TraceLayer};
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::error::ApiError;
 use crate::state::AppState;
-use crate::telemetry::metrics::track_requests;
+use crate::telemetry::metrics::{is_operational, track_requests};
 
 /// The whole application. `NormalizePath` wraps the router (as a router layer it would run
 /// after routing) so that `POST /api/admin/features/` reaches the same handler.
@@ -129,7 +129,12 @@ fn request_span(req: &Request) -> tracing::Span {
         .extensions()
         .get::<MatchedPath>()
         .map_or("unmatched", MatchedPath::as_str);
-    let span = tracing::info_span!(
+    if is_operational(route) {
+        return tracing::Span::none();
+    }
+    // DEBUG, like tower-http's: log lines at the default level keep no span prefix; the
+    // OpenTelemetry layer takes this crate's spans at every level.
+    let span = tracing::debug_span!(
         "request",
         otel.name = %format_args!("{} {route}", req.method()),
         otel.kind = "server",
@@ -155,8 +160,10 @@ fn sampled_request_span(every: u64) -> impl Fn(&Request) -> tracing::Span + Clon
     }
 }
 
-/// Records the status on the request's span (5xx marks the span as failed).
-fn record_status(response: &axum::response::Response, _: Duration, span: &tracing::Span) {
+/// Records the status on the request's span (5xx marks the span as failed) and logs the
+/// response as tower-http does (at DEBUG: `RUST_LOG=tower_http=debug` is an access log).
+fn record_status(response: &axum::response::Response, latency: Duration, span: &tracing::Span) {
+    DefaultOnResponse::new().on_response(response, latency, span);
     let status = response.status();
     span.record("http.response.status_code", status.as_u16());
     if status.is_server_error() {

@@ -30,7 +30,10 @@ pub const DOCUMENT_PATH: &str = "/api/openapi.json";
         description = "A feature-toggle service speaking the Unleash 3 client and admin API. \
                        Admin operations need an identity: HTTP basic auth or a session in the \
                        `insecure` mode, an admin API token in the `token` mode. Client \
-                       operations need a client or admin token in the `token` mode.",
+                       operations need a client or admin token in the `token` mode. Request \
+                       bodies: a field the schema does not list is refused with a 400 naming \
+                       it, except the read-only fields responses carry (a record fetched from \
+                       the API can be sent back as it is).",
         license(name = "Apache-2.0")
     ),
     paths(openapi_document),
@@ -146,8 +149,12 @@ impl Group {
             }
             Group::Open => {}
         }
-        if operation.request_body.is_some() {
-            shared.extend(["400", "413", "415"]);
+        if let Some(RefOr::T(body)) = &operation.request_body {
+            shared.extend(["400", "413"]);
+            // Bodies read as JSON only refuse other media types (the import takes several).
+            if body.content.keys().all(|media| media == "application/json") {
+                shared.push("415");
+            }
         }
         for status in shared {
             operation
@@ -184,7 +191,8 @@ const SHARED_RESPONSES: [(&str, &str); 9] = [
     ),
     (
         "403",
-        "The credentials do not allow this (a client token on an admin operation)",
+        "Not allowed: a client token on an admin operation, or what the operation's rules \
+         refuse (see its description)",
     ),
     ("413", "The body is larger than allowed"),
     ("415", "The body is not JSON"),

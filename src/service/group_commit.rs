@@ -179,19 +179,19 @@ impl GroupCommit {
         }
         // Each event goes to the addons subscribed to it in the state it leads to, its
         // delivery traced as part of this write.
-        let traceparent = crate::telemetry::traces::current_traceparent();
+        let mut traceparent = None;
         for (i, event) in events.iter().enumerate() {
             let kind = event.kind_name();
-            open.deliveries
-                .extend(
-                    subscribers(state, &kind)
-                        .into_iter()
-                        .map(|addon| NewDelivery {
-                            event: open.events.len() + i,
-                            addon,
-                            traceparent: traceparent.clone(),
-                        }),
-                );
+            for addon in subscribers(state, &kind) {
+                let traceparent = traceparent
+                    .get_or_insert_with(crate::telemetry::traces::current_traceparent)
+                    .clone();
+                open.deliveries.push(NewDelivery {
+                    event: open.events.len() + i,
+                    addon,
+                    traceparent,
+                });
+            }
         }
         let (sender, receiver) = oneshot::channel();
         open.changes.extend(changes);

@@ -217,7 +217,7 @@ impl Service {
             };
             let writes = decided.writes;
             // The request's view of its commit: it waits for the batch that carries it.
-            let span = tracing::info_span!(
+            let span = tracing::debug_span!(
                 "store.commit",
                 attempt = attempt + 1,
                 writes,

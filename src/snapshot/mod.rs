@@ -139,7 +139,7 @@ impl Snapshot {
         match sets {
             Some(sets) if sets.is_empty() => Ok(()),
             Some(sets) => {
-                let _span = tracing::info_span!(
+                let _span = tracing::debug_span!(
                     "snapshot.refresh",
                     from_version = base.version,
                     change_sets = sets.len()
@@ -170,7 +170,7 @@ impl Snapshot {
         let records = self
             .store
             .load()
-            .instrument(tracing::info_span!("store.load"))
+            .instrument(tracing::debug_span!("store.load"))
             .await?;
         let mut state = ConfigState {
             version: records.position.version,

@@ -242,6 +242,12 @@ impl Metrics {
     }
 }
 
+/// Whether `route` serves probes or scrapes, which would drown the signal of request metrics
+/// and traces.
+pub fn is_operational(route: &str) -> bool {
+    route.starts_with("/health") || route.starts_with("/internal-backstage")
+}
+
 /// Middleware recording every request's duration by route template.
 pub async fn track_requests(
     State(metrics): State<Arc<Metrics>>,
@@ -252,8 +258,7 @@ pub async fn track_requests(
         .extensions()
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
-    // Probes and scrapes would drown the signal.
-    if route.starts_with("/health") || route.starts_with("/internal-backstage") {
+    if is_operational(&route) {
         return next.run(req).await;
     }
     let method = req.method().to_string();

@@ -11,7 +11,7 @@ pub mod write_metrics;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing::Level;
-use tracing_subscriber::filter::Targets;
+use tracing_subscriber::filter::filter_fn;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer, Registry};
@@ -30,10 +30,15 @@ pub fn init(format: LogFormat, traces: Option<&SdkTracerProvider>) {
             .with_filter(filter)
             .boxed(),
     };
+    // This crate's spans at any level (the request span is DEBUG so that log lines keep no
+    // prefix), and its events from INFO up as span events.
     let spans = traces.map(|provider| {
         tracing_opentelemetry::layer()
             .with_tracer(provider.tracer("flagpole"))
-            .with_filter(Targets::new().with_target("flagpole", Level::INFO))
+            .with_filter(filter_fn(|meta| {
+                meta.target().starts_with("flagpole")
+                    && (meta.is_span() || *meta.level() <= Level::INFO)
+            }))
     });
     let _ = tracing_subscriber::registry()
         .with(logs)

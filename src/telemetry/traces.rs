@@ -37,7 +37,9 @@ pub enum TraceSetupError {
          port, usually 4318)"
     )]
     Protocol {
+        /// The variable that asked for it.
         variable: &'static str,
+        /// What it asked for.
         value: String,
     },
     /// The exporter refused its settings.
@@ -81,7 +83,6 @@ pub fn provider_from_env() -> Result<Option<SdkTracerProvider>, TraceSetupError>
         .with_batch_exporter(exporter)
         .with_resource(resource)
         .build();
-    opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
     Ok(Some(provider))
 }
 

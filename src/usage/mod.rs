@@ -460,7 +460,7 @@ impl UsageRecorder {
             return Ok(());
         }
         let parts = batch.split(FLUSH_PART_ENTRIES);
-        let span = tracing::info_span!("usage.flush", parts = parts.len());
+        let span = tracing::debug_span!("usage.flush", parts = parts.len());
         self.write_split(parts).instrument(span).await
     }
 

@@ -270,6 +270,13 @@ async fn spans_reach_an_otlp_receiver_with_their_parents_and_links() {
         !spans.iter().any(|s| s
             .attributes
             .get("http.route")
+            .is_some_and(|r| r.starts_with("/health"))),
+        "probes are traced"
+    );
+    assert!(
+        !spans.iter().any(|s| s
+            .attributes
+            .get("http.route")
             .is_some_and(|r| r.starts_with("/api/client"))),
         "the client API is traced"
     );
@@ -289,7 +296,7 @@ async fn a_share_of_client_requests_is_traced_when_asked() {
         .args(["--listen", &format!("127.0.0.1:{port}")])
         .arg("--data-dir")
         .arg(data.path())
-        .args(["--trace-client-sample", "0.25"])
+        .args(["--trace-client-one-in", "4"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

@@ -45,6 +45,7 @@ async fn list_archived_features(State(service): State<Service>) -> ApiResult<Jso
 #[derive(Deserialize, utoipa::ToSchema)]
 struct ReviveBody {
     /// The archived toggle to revive.
+    #[schema(required = true)]
     name: Option<String>,
 }
 

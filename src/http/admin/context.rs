@@ -1,7 +1,6 @@
 //! `/api/admin/context`: context fields (spec §4.6, API-FACTS §13.2), and the spec's
 //! `PUT /api/context/:name`.
 
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -114,7 +113,7 @@ async fn create_context_field(
 async fn validate_context_field(
     State(service): State<Service>,
     AppPath(segment): AppPath<String>,
-    body: Bytes,
+    AppJson(body): AppJson<serde_json::Map<String, Value>>,
 ) -> ApiResult<StatusCode> {
     let name = validate_route_name(&segment, &body, "name")?;
     service.validate_context_field_name(&name)?;

@@ -1,6 +1,5 @@
 //! `/api/admin/features`: toggles and the tags on them (spec §4.2).
 
-use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -152,7 +151,7 @@ async fn create_feature(
 async fn validate_feature_name(
     State(service): State<Service>,
     AppPath(segment): AppPath<String>,
-    body: Bytes,
+    AppJson(body): AppJson<serde_json::Map<String, Value>>,
 ) -> ApiResult<StatusCode> {
     let name = validate_route_name(&segment, &body, "name")?;
     service.validate_toggle_name(&name)?;

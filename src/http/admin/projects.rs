@@ -1,6 +1,5 @@
 //! `/api/admin/projects` (spec §4.5, API-FACTS §13.1), and the spec's `PUT /api/projects/:id`.
 
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -115,7 +114,7 @@ async fn create_project(
 async fn validate_project(
     State(service): State<Service>,
     AppPath(segment): AppPath<String>,
-    body: Bytes,
+    AppJson(body): AppJson<serde_json::Map<String, Value>>,
 ) -> ApiResult<StatusCode> {
     let id = validate_route_name(&segment, &body, "id")?;
     service.validate_project_id(&id)?;

@@ -1,6 +1,5 @@
 //! `/api/admin/tag-types` (API-FACTS §4.2).
 
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -13,7 +12,7 @@ use utoipa_axum::routes;
 use crate::domain::tag::{TagType, TagTypeSpec};
 use crate::domain::DomainError;
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::http::extract::{parse_json, AppJson, AppPath};
+use crate::http::extract::{AppJson, AppPath};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
@@ -134,12 +133,11 @@ async fn create_tag_type(
 async fn validate_tag_type(
     State(service): State<Service>,
     AppPath(segment): AppPath<String>,
-    body: Bytes,
+    AppJson(spec): AppJson<TagTypeSpec>,
 ) -> ApiResult<Json<Value>> {
     if segment != "validate" {
         return Err(ApiError::MethodNotAllowed);
     }
-    let spec: TagTypeSpec = parse_json(&body)?;
     let tag_type = spec.validate(None)?;
     if service.state()?.tag_types.contains_key(&tag_type.name) {
         return Err(DomainError::AlreadyExists(format!(

@@ -48,6 +48,7 @@ struct User<'a> {
 /// `POST /api/admin/login`'s body.
 #[derive(Deserialize, utoipa::ToSchema)]
 struct Login {
+    #[schema(required = true)]
     email: Option<String>,
     #[serde(flatten)]
     #[schema(ignore)]

@@ -103,10 +103,19 @@ pub(crate) struct ClientRegistration {
     sdk_version: Option<String>,
     /// The strategies the SDK implements.
     strategies: Option<Vec<String>>,
-    /// When the instance started (RFC 3339, or milliseconds since the epoch).
-    started: Option<String>,
+    /// When the instance started.
+    started: Option<ClientTimestamp>,
     /// The SDK's polling interval in milliseconds.
     interval: Option<u64>,
+}
+
+/// A time as SDKs send it: RFC 3339, or milliseconds since the epoch.
+#[derive(utoipa::ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+pub(crate) enum ClientTimestamp {
+    Text(String),
+    EpochMillis(i64),
 }
 
 /// `POST /api/client/metrics` as SDKs send it (documentation only: the body is read by
@@ -124,10 +133,10 @@ pub(crate) struct ClientMetrics {
 #[derive(utoipa::ToSchema)]
 #[allow(dead_code)]
 pub(crate) struct ClientMetricsBucket {
-    /// Start of the interval (RFC 3339, or milliseconds since the epoch).
-    start: String,
+    /// Start of the interval.
+    start: ClientTimestamp,
     /// End of the interval.
-    stop: String,
+    stop: ClientTimestamp,
     /// Evaluations per toggle name.
     toggles: std::collections::BTreeMap<String, ClientToggleCounts>,
 }
