@@ -54,6 +54,7 @@ fn client_links() -> Value {
     })
 }
 
+/// Links to the admin and client APIs.
 #[utoipa::path(
     get,
     path = "/api",
@@ -72,6 +73,7 @@ async fn api_index() -> Json<Value> {
     }))
 }
 
+/// Links to the admin resources.
 #[utoipa::path(
     get,
     path = "/api/admin",
@@ -82,6 +84,7 @@ async fn admin_index() -> Json<Value> {
     Json(json!({"version": 3, "links": admin_links()}))
 }
 
+/// Links to the client resources.
 #[utoipa::path(
     get,
     path = "/api/client",

@@ -68,6 +68,7 @@ pub fn spec_router() -> OpenApiRouter<AppState> {
         .routes(routes!(update_addon_at_spec_path))
 }
 
+/// Lists the addons (sensitive parameters masked) and the providers.
 #[utoipa::path(
     get,
     path = "/addons",
@@ -84,6 +85,7 @@ async fn list_addons(State(service): State<Service>) -> ApiResult<Json<Value>> {
     })))
 }
 
+/// Shows an addon.
 #[utoipa::path(
     get,
     path = "/addons/{id}",
@@ -106,6 +108,7 @@ async fn get_addon(
     Ok(Json(json!(addon.masked())))
 }
 
+/// Creates an addon.
 #[utoipa::path(
     post,
     path = "/addons",
@@ -122,6 +125,7 @@ async fn create_addon(
     Ok((StatusCode::CREATED, Json(json!(addon.masked()))).into_response())
 }
 
+/// Updates an addon.
 #[utoipa::path(
     put,
     path = "/addons/{id}",
@@ -143,6 +147,7 @@ async fn update_addon(
     Ok(Json(json!(addon.masked())))
 }
 
+/// Deletes an addon with its delivery log and dead letters.
 #[utoipa::path(
     delete,
     path = "/addons/{id}",
@@ -162,6 +167,7 @@ async fn delete_addon(
     Ok(StatusCode::OK)
 }
 
+/// Lists an addon's newest deliveries.
 #[utoipa::path(
     get,
     path = "/addons/{id}/deliveries",
@@ -183,6 +189,7 @@ async fn list_deliveries(
     Ok(Json(json!(DeliveryList { deliveries })))
 }
 
+/// Lists an addon's dead letters.
 #[utoipa::path(
     get,
     path = "/addons/{id}/deliveries/dead",
@@ -207,6 +214,7 @@ async fn list_dead_letters(
     })))
 }
 
+/// Queues one delivery again.
 #[utoipa::path(
     post,
     path = "/addons/{id}/deliveries/{delivery}/redeliver",
@@ -230,6 +238,7 @@ async fn redeliver(
     Ok((StatusCode::ACCEPTED, Json(body)).into_response())
 }
 
+/// Queues an addon's dead letters again (up to 1,000 per call).
 #[utoipa::path(
     post,
     path = "/addons/{id}/deliveries/redeliver-all-dead",

@@ -29,6 +29,7 @@ struct TokenList {
     tokens: Vec<TokenView>,
 }
 
+/// Lists the API tokens, secrets masked.
 #[utoipa::path(
     get,
     path = "/api-tokens",
@@ -40,6 +41,7 @@ async fn list_tokens(State(service): State<Service>) -> ApiResult<Json<Value>> {
     Ok(Json(json!(TokenList { tokens })))
 }
 
+/// Creates an API token; its secret is shown this once.
 #[utoipa::path(
     post,
     path = "/api-tokens",
@@ -60,6 +62,7 @@ async fn create_token(
     Ok((StatusCode::CREATED, Json(shown)).into_response())
 }
 
+/// Sets an API token's expiry.
 #[utoipa::path(
     put,
     path = "/api-tokens/{secret}",
@@ -81,6 +84,7 @@ async fn update_token(
     Ok(Json(json!(token.view())))
 }
 
+/// Revokes an API token.
 #[utoipa::path(
     delete,
     path = "/api-tokens/{secret}",

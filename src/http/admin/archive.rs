@@ -22,6 +22,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(revive_feature))
 }
 
+/// Lists the archived toggles.
 #[utoipa::path(
     get,
     path = "/archive/features",

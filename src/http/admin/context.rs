@@ -50,6 +50,7 @@ async fn list_context_fields(State(service): State<Service>) -> ApiResult<Json<V
     Ok(Json(json!(fields)))
 }
 
+/// Shows a context field.
 #[utoipa::path(
     get,
     path = "/context/{name}",
@@ -72,6 +73,7 @@ async fn get_context_field(
     Ok(Json(json!(ContextFieldView::new(field))))
 }
 
+/// Creates a context field.
 #[utoipa::path(
     post,
     path = "/context",
@@ -120,6 +122,7 @@ async fn validate_context_field(
     Ok(StatusCode::OK)
 }
 
+/// Updates a context field.
 #[utoipa::path(
     put,
     path = "/context/{name}",
@@ -142,6 +145,7 @@ async fn update_context_field(
     Ok(Json(json!(ContextFieldView::new(&field))))
 }
 
+/// Deletes a context field.
 #[utoipa::path(
     delete,
     path = "/context/{name}",

@@ -77,6 +77,7 @@ pub(super) fn limit(query: Option<&str>) -> ApiResult<usize> {
     }
 }
 
+/// Lists the newest events of the audit log.
 #[utoipa::path(
     get,
     path = "/events",
@@ -95,6 +96,7 @@ async fn list_events(
     Ok(Json(json!({"version": 1, "events": with_diffs(&events)})))
 }
 
+/// Lists a toggle's newest events.
 #[utoipa::path(
     get,
     path = "/events/{name}",

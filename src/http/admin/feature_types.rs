@@ -22,6 +22,7 @@ struct FeatureTypeList {
     types: &'static [FeatureType],
 }
 
+/// Lists the toggle types.
 #[utoipa::path(
     get,
     path = "/feature-types",

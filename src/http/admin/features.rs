@@ -58,6 +58,7 @@ fn admin_json(service: &Service, toggle: &Toggle) -> ApiResult<Json<Value>> {
     Ok(Json(json!(AdminToggle::new(toggle, &state))))
 }
 
+/// Lists the active toggles, optionally filtered.
 #[utoipa::path(
     get,
     path = "/features",
@@ -91,6 +92,7 @@ async fn list_features(
     })))
 }
 
+/// Shows an active toggle.
 #[utoipa::path(
     get,
     path = "/features/{name}",
@@ -113,6 +115,7 @@ async fn get_feature(
     Ok(Json(json!(AdminToggle::new(toggle, &state))))
 }
 
+/// Creates a toggle.
 #[utoipa::path(
     post,
     path = "/features",
@@ -158,6 +161,7 @@ async fn validate_feature_name(
     Ok(StatusCode::OK)
 }
 
+/// Replaces a toggle.
 #[utoipa::path(
     put,
     path = "/features/{name}",
@@ -179,6 +183,7 @@ async fn update_feature(
     admin_json(&service, &toggle)
 }
 
+/// Archives a toggle.
 #[utoipa::path(
     delete,
     path = "/features/{name}",
@@ -198,6 +203,7 @@ async fn archive_feature(
     admin_json(&service, &toggle)
 }
 
+/// Switches a toggle on.
 #[utoipa::path(
     post,
     path = "/features/{name}/toggle/on",
@@ -217,6 +223,7 @@ async fn enable_feature(
     admin_json(&service, &toggle)
 }
 
+/// Switches a toggle off.
 #[utoipa::path(
     post,
     path = "/features/{name}/toggle/off",
@@ -236,6 +243,7 @@ async fn disable_feature(
     admin_json(&service, &toggle)
 }
 
+/// Marks a toggle stale.
 #[utoipa::path(
     post,
     path = "/features/{name}/stale/on",
@@ -255,6 +263,7 @@ async fn mark_stale(
     admin_json(&service, &toggle)
 }
 
+/// Marks a toggle no longer stale.
 #[utoipa::path(
     post,
     path = "/features/{name}/stale/off",
@@ -274,6 +283,7 @@ async fn unmark_stale(
     admin_json(&service, &toggle)
 }
 
+/// Lists a toggle's tags.
 #[utoipa::path(
     get,
     path = "/features/{name}/tags",
@@ -301,6 +311,7 @@ async fn list_feature_tags(
     Ok(Json(json!(FeatureTags { version: 1, tags })))
 }
 
+/// Tags a toggle (creating the tag when new).
 #[utoipa::path(
     post,
     path = "/features/{name}/tags",
@@ -324,6 +335,7 @@ async fn add_feature_tag(
     Ok((StatusCode::CREATED, Json(tag)).into_response())
 }
 
+/// Removes a tag from a toggle.
 #[utoipa::path(
     delete,
     path = "/features/{name}/tags/{type}/{value}",

@@ -83,6 +83,7 @@ pub async fn current_etags(snapshot: &Snapshot, queries: Vec<String>) -> HashMap
     out
 }
 
+/// Lists, per application, the toggles its SDKs reported.
 #[utoipa::path(
     get,
     path = "/seen-toggles",
@@ -98,6 +99,7 @@ async fn list_seen_toggles(State(state): State<AppState>) -> ApiResult<Json<Valu
     Ok(Json(json!(view)))
 }
 
+/// Counts yes/no per toggle over the last hour and minute.
 #[utoipa::path(
     get,
     path = "/metrics/feature-toggles",
@@ -117,6 +119,7 @@ async fn list_toggle_metrics(State(state): State<AppState>) -> ApiResult<Json<Va
     Ok(Json(json!(view)))
 }
 
+/// Shows a toggle's counts, with variants and per application.
 #[utoipa::path(
     get,
     path = "/metrics/feature-toggles/{name}",
@@ -145,6 +148,7 @@ struct ApplicationsQuery {
     strategy_name: Option<String>,
 }
 
+/// Lists the applications seen in the last two days.
 #[utoipa::path(
     get,
     path = "/applications",
@@ -172,6 +176,7 @@ async fn list_applications(
     Ok(Json(json!(ApplicationList { applications: apps })))
 }
 
+/// Shows an application, its instances and the configuration each holds.
 #[utoipa::path(
     get,
     path = "/applications/{app}",
@@ -218,6 +223,7 @@ struct MetadataBody {
     strategies: Option<Vec<String>>,
 }
 
+/// Sets an application's description, URL, color or icon.
 #[utoipa::path(
     post,
     path = "/applications/{app}",
@@ -269,6 +275,7 @@ async fn update_application(
     Ok(StatusCode::ACCEPTED)
 }
 
+/// Removes an application from the registry.
 #[utoipa::path(
     delete,
     path = "/applications/{app}",
@@ -284,6 +291,7 @@ async fn delete_application(
     Ok(StatusCode::OK)
 }
 
+/// Lists, per toggle, the applications that reported it.
 #[utoipa::path(
     get,
     path = "/seen-apps",
@@ -328,6 +336,7 @@ pub async fn config_versions(
     ))
 }
 
+/// Shows, per application, how many instances hold the newest configuration.
 #[utoipa::path(
     get,
     path = "/metrics/config-versions",

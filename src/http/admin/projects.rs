@@ -40,6 +40,7 @@ pub fn spec_router() -> OpenApiRouter<AppState> {
     OpenApiRouter::default().routes(routes!(update_project_at_spec_path))
 }
 
+/// Lists the projects.
 #[utoipa::path(
     get,
     path = "/projects",
@@ -55,6 +56,7 @@ async fn list_projects(State(service): State<Service>) -> ApiResult<Json<Value>>
     })))
 }
 
+/// Shows a project.
 #[utoipa::path(
     get,
     path = "/projects/{id}",
@@ -77,6 +79,7 @@ async fn get_project(
     Ok(Json(json!(project)))
 }
 
+/// Creates a project.
 #[utoipa::path(
     post,
     path = "/projects",
@@ -121,6 +124,7 @@ async fn validate_project(
     Ok(StatusCode::OK)
 }
 
+/// Updates a project.
 #[utoipa::path(
     put,
     path = "/projects/{id}",
@@ -142,6 +146,7 @@ async fn update_project(
     Ok(Json(json!(project)))
 }
 
+/// Deletes a project.
 #[utoipa::path(
     delete,
     path = "/projects/{id}",

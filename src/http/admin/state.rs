@@ -62,6 +62,7 @@ fn flag(value: Option<&str>, default: bool) -> bool {
     }
 }
 
+/// Exports the configuration (JSON or YAML).
 #[utoipa::path(
     get,
     path = "/state/export",
@@ -123,6 +124,7 @@ async fn export_state(
     Ok(response)
 }
 
+/// Imports a state document in one commit (or shows what it would change).
 #[utoipa::path(
     post,
     path = "/state/import",

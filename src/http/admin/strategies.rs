@@ -52,6 +52,7 @@ fn view(s: &StrategyDefinition) -> StrategyView<'_> {
     }
 }
 
+/// Lists the strategy definitions.
 #[utoipa::path(
     get,
     path = "/strategies",
@@ -67,6 +68,7 @@ async fn list_strategies(State(service): State<Service>) -> ApiResult<Json<Value
     })))
 }
 
+/// Shows a strategy definition.
 #[utoipa::path(
     get,
     path = "/strategies/{name}",
@@ -89,6 +91,7 @@ async fn get_strategy(
     Ok(Json(json!(view(strategy))))
 }
 
+/// Creates a strategy definition.
 #[utoipa::path(
     post,
     path = "/strategies",
@@ -108,6 +111,7 @@ async fn create_strategy(
     Ok((StatusCode::CREATED, Json(json!(view(&strategy)))).into_response())
 }
 
+/// Updates a strategy definition.
 #[utoipa::path(
     put,
     path = "/strategies/{name}",
@@ -130,6 +134,7 @@ async fn update_strategy(
     Ok(Json(json!(view(&strategy))))
 }
 
+/// Deletes a strategy definition.
 #[utoipa::path(
     delete,
     path = "/strategies/{name}",
@@ -151,6 +156,7 @@ async fn delete_strategy(
     Ok(StatusCode::OK)
 }
 
+/// Deprecates a strategy definition.
 #[utoipa::path(
     post,
     path = "/strategies/{name}/deprecate",
@@ -171,6 +177,7 @@ async fn deprecate_strategy(
     Ok(Json(json!(view(&strategy))))
 }
 
+/// Reactivates a deprecated strategy definition.
 #[utoipa::path(
     post,
     path = "/strategies/{name}/reactivate",

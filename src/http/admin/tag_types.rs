@@ -55,6 +55,7 @@ struct ValidTagType<'a> {
     tag_type: &'a TagType,
 }
 
+/// Lists the tag types.
 #[utoipa::path(
     get,
     path = "/tag-types",
@@ -70,6 +71,7 @@ async fn list_tag_types(State(service): State<Service>) -> ApiResult<Json<Value>
     })))
 }
 
+/// Shows a tag type.
 #[utoipa::path(
     get,
     path = "/tag-types/{name}",
@@ -95,6 +97,7 @@ async fn get_tag_type(
     })))
 }
 
+/// Creates a tag type.
 #[utoipa::path(
     post,
     path = "/tag-types",
@@ -152,6 +155,7 @@ async fn validate_tag_type(
     })))
 }
 
+/// Updates a tag type.
 #[utoipa::path(
     put,
     path = "/tag-types/{name}",
@@ -173,6 +177,7 @@ async fn update_tag_type(
     Ok(Json(json!(tag_type)))
 }
 
+/// Deletes a tag type and its tags.
 #[utoipa::path(
     delete,
     path = "/tag-types/{name}",

@@ -39,6 +39,7 @@ struct OneTag<'a> {
     tag: &'a Tag,
 }
 
+/// Lists the tags.
 #[utoipa::path(
     get,
     path = "/tags",
@@ -51,6 +52,7 @@ async fn list_tags(State(service): State<Service>) -> ApiResult<Json<Value>> {
     Ok(Json(json!(TagList { version: 1, tags })))
 }
 
+/// Lists the tags of a type.
 #[utoipa::path(
     get,
     path = "/tags/{type}",
@@ -72,6 +74,7 @@ async fn list_tags_of_type(
     Ok(Json(json!(TagList { version: 1, tags })))
 }
 
+/// Shows a tag.
 #[utoipa::path(
     get,
     path = "/tags/{type}/{value}",
@@ -97,6 +100,7 @@ async fn get_tag(
     Ok(Json(json!(OneTag { version: 1, tag })))
 }
 
+/// Creates a tag.
 #[utoipa::path(
     post,
     path = "/tags",
@@ -117,6 +121,7 @@ async fn create_tag(
     Ok((StatusCode::CREATED, Json(tag)).into_response())
 }
 
+/// Deletes a tag and removes it from every toggle.
 #[utoipa::path(
     delete,
     path = "/tags/{type}/{value}",

@@ -58,6 +58,7 @@ struct Login {
 /// Longest email accepted (RFC 5321's path limit).
 const EMAIL_MAX: usize = 254;
 
+/// Shows the caller.
 #[utoipa::path(
     get,
     path = "/user",
@@ -80,6 +81,7 @@ fn session_cookie(auth: &Authenticator, value: &str, max_age: i64) -> ApiResult<
     .map_err(|e| ApiError::Internal(format!("session cookie: {e}")))
 }
 
+/// Logs in by email (insecure mode): a session cookie.
 #[utoipa::path(
     post,
     path = "/api/admin/login",
@@ -125,6 +127,7 @@ async fn login(
     Ok(response)
 }
 
+/// Logs out: clears the session cookie.
 #[utoipa::path(
     get,
     path = "/logout",
