@@ -5,14 +5,14 @@
 # headers match the documented schema and content type. The binary must stay up throughout
 # and log no panic. Run by scripts/test.sh; a failure fails it.
 #
-#   FLAGPOLE_FUZZ_EXAMPLES  examples per operation and phase (default 25): what bounds a run
+#   FLAGPOLE_FUZZ_EXAMPLES  examples per operation and phase (default 50): what bounds a run
 #   FLAGPOLE_FUZZ_SECONDS   longest a run per store may take before it counts as failed
 #                           (default 600; a safety stop, not a budget to spend)
 #   FLAGPOLE_FUZZ_SEED      hypothesis seed (default fixed, so CI runs are repeatable)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-EXAMPLES="${FLAGPOLE_FUZZ_EXAMPLES:-25}"
+EXAMPLES="${FLAGPOLE_FUZZ_EXAMPLES:-50}"
 SECONDS_PER_STORE="${FLAGPOLE_FUZZ_SECONDS:-600}"
 SEED="${FLAGPOLE_FUZZ_SEED:-20261124}"
 VENV=target/fuzz-venv
