@@ -356,7 +356,8 @@ impl Constraint {
                 errors.push(format!("{path}.values[{i}]"), not_legal(v, field));
             }
         }
-        if let Some(v) = self.value.as_deref().filter(|v| !legal(v)) {
+        // The empty `value` the Unleash UI sends with list operators compares with nothing.
+        if let Some(v) = self.value.as_deref().filter(|v| !v.is_empty() && !legal(v)) {
             errors.push(format!("{path}.value"), not_legal(v, field));
         }
     }
@@ -521,6 +522,11 @@ mod tests {
         );
         assert!(errors_for(
             json!({"contextName": "region", "operator": "STR_STARTS_WITH", "values": ["e"]})
+        )
+        .is_empty());
+        // Found by the fuzzer: the UI's empty `value` beside `values` is not a value to check.
+        assert!(errors_for(
+            json!({"contextName": "region", "operator": "IN", "values": ["eu"], "value": ""})
         )
         .is_empty());
         let mut errors = ValidationErrors::default();
