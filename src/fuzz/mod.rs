@@ -1,0 +1,53 @@
+//! Bounded fuzzing of every parser that reads untrusted input, as proptest properties run by
+//! the normal test command (`cargo nextest run --lib -E 'test(fuzz::)'` runs only these).
+//! One file per parser; `gen.rs` makes valid records and `mutate.rs` breaks them, so the
+//! inputs are valid-ish documents (wrong types, huge numbers, deep nesting, odd text) rather
+//! than random bytes alone.
+//!
+//! Each target's case count is its default below; `FLAGPOLE_FUZZ_CASES=N` runs every target
+//! with N cases instead (a longer local run). A case that takes longer than `CASE_TIMEOUT_MS`
+//! fails, so a parser that runs away is a failure, not a slow test.
+
+use proptest::prelude::*;
+
+mod client_reports;
+mod constraint;
+mod filter;
+mod gen;
+mod import;
+mod json_bodies;
+mod mutate;
+mod template;
+
+/// Longest one case may take (debug build, a shared machine): a parser taking this long on
+/// an input of a few kilobytes has a super-linear path.
+const CASE_TIMEOUT_MS: u32 = 2_000;
+
+/// The config of a target: `cases` cases unless `FLAGPOLE_FUZZ_CASES` says otherwise, each
+/// bounded in time, and shrinking bounded too (a failure is reported within seconds).
+pub(crate) fn config(cases: u32) -> ProptestConfig {
+    let cases = std::env::var("FLAGPOLE_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(cases);
+    ProptestConfig {
+        cases,
+        timeout: CASE_TIMEOUT_MS,
+        max_shrink_time: 10_000,
+        ..ProptestConfig::default()
+    }
+}
+
+/// Text as attackers and broken clients send it: plain names, unicode, control characters
+/// and NUL, the separators parsers care about, empty and blank strings, and long runs.
+pub(crate) fn odd_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => "[a-zA-Z0-9._~-]{0,12}",
+        2 => "\\PC{0,24}",
+        1 => any::<String>(),
+        1 => "[\\x00-\\x1f\\x7f\"'\\\\%:&=+#;,\\[\\]{}*!|>@` \t\r\n\u{feff}\u{202e}\u{fffd}]{0,10}",
+        1 => (any::<char>(), 0..3_000usize).prop_map(|(c, n)| c.to_string().repeat(n)),
+        1 => Just(String::new()),
+        1 => Just(" ".to_string()),
+    ]
+}
