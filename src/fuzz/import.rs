@@ -64,6 +64,34 @@ fn same(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// Text that has led guesses about YAML quoting astray: quotes that start nothing (inside plain
+/// scalars, after `:` without a blank, in block scalars, in tags), unclosed quotes, comments,
+/// escapes, and line breaks other than LF.
+static MISLEADING: [&str; 22] = [
+    "a:'b, ",
+    "'",
+    "\"",
+    "a: |\n  'x\n",
+    "a: >\n  \"x\n",
+    "a: b\n  'x\n",
+    "# '\n",
+    "&a '",
+    "!t'x ",
+    "!<'[> ",
+    "[a 'b, ",
+    "? '",
+    "- '",
+    "a:\"b ",
+    "\\",
+    "'it''s' ",
+    "\"\\\"\" ",
+    "{a: '",
+    "\u{85}",
+    "\u{2028}#",
+    "\u{feff}'",
+    "x #'\n",
+];
+
 fn format() -> impl Strategy<Value = DocumentFormat> {
     prop_oneof![
         Just(DocumentFormat::Json),
@@ -130,6 +158,27 @@ proptest! {
         }
     }
 
+    /// Flow collections nested past the limit are refused before the YAML scanner, whose
+    /// time grows with the square of the depth, sees them — whatever text comes first.
+    #[test]
+    fn deep_flow_nesting_is_refused_quickly_after_any_text(
+        prefix in prop::collection::vec(prop::sample::select(&MISLEADING[..]), 0..4),
+        depth in 65..20_000usize,
+        key in any::<bool>(),
+    ) {
+        let nest = format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
+        let doc = format!("{}\n{}{nest}\n", prefix.concat(), if key { "k: " } else { "" });
+        let started = std::time::Instant::now();
+        let parsed = parse_document(doc.as_bytes(), DocumentFormat::Yaml);
+        prop_assert!(parsed.is_err(), "{} levels accepted", depth);
+        prop_assert!(
+            started.elapsed() < std::time::Duration::from_millis(200),
+            "{:?} for {} levels",
+            started.elapsed(),
+            depth
+        );
+    }
+
     /// Any bytes, mostly text with the characters JSON and YAML scanners care about, are a
     /// value or a refusal with its problem.
     #[test]
@@ -173,18 +222,23 @@ proptest! {
     }
 }
 
-/// File names pick the format by extension only, case aside.
-#[test]
-fn file_names_pick_the_format_by_extension() {
-    for (name, format) in [
-        ("state.json", DocumentFormat::Json),
-        ("STATE.JSON", DocumentFormat::Json),
-        ("a.yml", DocumentFormat::Yaml),
-        ("a.YAML", DocumentFormat::Yaml),
-        ("a.json.txt", DocumentFormat::Sniff),
-        ("", DocumentFormat::Sniff),
-        ("\u{0}.json\u{0}", DocumentFormat::Sniff),
-    ] {
-        assert_eq!(DocumentFormat::of_file_name(name), format, "{name:?}");
+proptest! {
+    #![proptest_config(config(256))]
+
+    /// A multipart file name picks the format by its extension alone, in any case; any other
+    /// name leaves it to sniffing.
+    #[test]
+    fn a_file_name_picks_the_format_by_its_extension(
+        stem in odd_text().prop_map(|s| s.replace('.', "")),
+        extension in prop::sample::select(vec![".json", ".yml", ".yaml", ".txt", "", ".json.bak", "json", ".json\u{0}"]),
+        upper in any::<bool>(),
+    ) {
+        let expected = match extension {
+            ".json" => DocumentFormat::Json,
+            ".yml" | ".yaml" => DocumentFormat::Yaml,
+            _ => DocumentFormat::Sniff,
+        };
+        let extension = if upper { extension.to_uppercase() } else { extension.to_string() };
+        prop_assert_eq!(DocumentFormat::of_file_name(&(stem + &extension)), expected);
     }
 }

@@ -170,13 +170,18 @@ fn assert_clean(
 }
 
 proptest! {
-    #![proptest_config(config(1024))]
+    #![proptest_config(config(2000))]
 
-    /// No template, however odd, panics or runs away.
+    /// No template, however odd, panics or runs away (token soup: this found mustache2's
+    /// lexer panicking on `{{=}}`).
     #[test]
     fn any_template_renders_or_fails_cleanly(template in "(\\{\\{[#^/&>!={}]?[ a-z.]{0,8}\\}\\}\\}?|[a-z {}<>%=]{0,4}){0,12}") {
         assert_clean(&render(&template, &event()))?;
     }
+}
+
+proptest! {
+    #![proptest_config(config(1024))]
 
     /// Templates built as trees: well-formed ones within the nesting limit render; deeper
     /// ones, partials and delimiter changes are refused; nothing panics.
