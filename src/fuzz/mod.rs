@@ -18,6 +18,7 @@ mod import;
 mod json_bodies;
 mod mutate;
 mod template;
+mod yaml_flow;
 
 /// Longest one case may take (debug build, a shared machine): a parser taking this long on
 /// an input of a few kilobytes has a super-linear path.
