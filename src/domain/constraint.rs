@@ -270,7 +270,7 @@ fn is_sdk_number(value: &str) -> bool {
 }
 
 /// A date as the SDKs' rule grammar reads it — `YYYY-MM-DDTHH:MM:SS`, optionally `.sss`
-/// (exactly three digits), then `Z` or `±HH:MM` — and a real instant.
+/// (exactly three digits), then `Z` or `±HH:MM` — and a real instant (no leap second).
 fn is_sdk_date(value: &str) -> bool {
     let shape: Vec<u8> = value
         .bytes()
@@ -283,7 +283,11 @@ fn is_sdk_date(value: &str) -> bool {
     };
     let main_ok = main == b"9999-99-99T99:99:99" || main == b"9999-99-99T99:99:99.999";
     let zone_ok = zone == b"Z" || zone == b"+99:99" || zone == b"-99:99";
-    main_ok && zone_ok && chrono::DateTime::parse_from_rfc3339(value).is_ok()
+    main_ok
+        && zone_ok
+        // chrono reads second 60 as a leap second; Node's `Date` reads it as no date at all.
+        && chrono::DateTime::parse_from_rfc3339(value)
+            .is_ok_and(|t| chrono::Timelike::nanosecond(&t) < 1_000_000_000)
 }
 
 fn check_value(value: Option<&str>, path: &str, op: Operator, errors: &mut ValidationErrors) {
@@ -491,6 +495,9 @@ mod tests {
             "2026-13-31T12:00:00Z",
             "2026-01-31T12:00:00.1Z",
             "2026-01-31T12:00:00+0200",
+            // Found by fuzzing: a leap second, which Node's `Date` cannot read.
+            "2026-12-31T23:59:60Z",
+            "2026-06-30T12:00:60.000+02:00",
         ] {
             assert!(!is_sdk_date(bad), "{bad}");
         }
