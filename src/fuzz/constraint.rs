@@ -3,7 +3,7 @@
 //! and `caseInsensitive`.
 
 use proptest::prelude::*;
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 use super::gen::{constraint, operand_value, seeded, Universe};
 use super::mutate::odd_value;
@@ -18,61 +18,87 @@ static NEAR_MISSES: [char; 18] = [
     '_', 'v', '\\',
 ];
 
-/// Known troublemakers for the number, date and version grammars.
-static EDGE_OPERANDS: [&str; 24] = [
-    "1e",
-    ".5",
-    "1_000",
-    "0x10",
-    "1e999",
-    "-1e-999",
-    "NaN",
-    "inf",
-    "+-1",
-    " 1",
-    "1 ",
-    "",
+/// Known troublemakers for the number grammar.
+static NUMBER_EDGES: [&str; 12] = [
+    "1e", ".5", "1_000", "0x10", "1e999", "-1e-999", "NaN", "inf", "+-1", " 1", "1 ", "",
+];
+
+/// Known troublemakers for the date grammar: days and seconds that do not exist, offsets out
+/// of range, year zero.
+static DATE_EDGES: [&str; 9] = [
     "2026-02-30T00:00:00Z",
     "2026-12-31T23:59:60Z",
+    "2026-06-30T12:00:60+02:00",
     "2026-01-01T24:00:00Z",
     "2026-01-01T00:00:00+24:00",
     "2026-01-01T00:00:00.000-00:00",
     "0000-01-01T00:00:00Z",
+    "2026-01-01T00:00:00.999+23:59",
+    "2026-01-01T00:00:00z",
+];
+
+/// Known troublemakers for the semantic version grammar.
+static SEMVER_EDGES: [&str; 7] = [
     "01.2.3",
     "1.2.3-01",
     "v1.2.3",
     "1.2.3-",
     "99999999999999999999.0.0",
     "1.2.3+",
+    "1.2.3-a..b",
 ];
 
-/// An operand: valid for some operator, a valid one with a character replaced or inserted,
-/// a known edge case, or odd text.
-fn operand() -> impl Strategy<Value = String> {
-    let valid = prop_oneof![
-        operand_value(Operand::Strings),
-        operand_value(Operand::Number),
-        operand_value(Operand::Date),
-        operand_value(Operand::Semver),
-    ];
+fn edges(operand: Operand) -> &'static [&'static str] {
+    match operand {
+        Operand::Strings => &["", " ", "\\"],
+        Operand::Number => &NUMBER_EDGES,
+        Operand::Date => &DATE_EDGES,
+        Operand::Semver => &SEMVER_EDGES,
+    }
+}
+
+/// An operand for `operand`: valid, a valid one with a character replaced or inserted, a
+/// known edge case, or odd text.
+fn operand_like(operand: Operand) -> BoxedStrategy<String> {
     prop_oneof![
-        3 => valid.clone(),
-        3 => (valid, any::<prop::sample::Index>(), prop::sample::select(&NEAR_MISSES[..]), any::<bool>())
-            .prop_map(|(v, at, c, insert)| {
-                let mut chars: Vec<char> = v.chars().collect();
-                if chars.is_empty() {
-                    return c.to_string();
-                }
-                let i = at.index(chars.len());
-                if insert {
-                    chars.insert(i, c);
-                } else {
-                    chars[i] = c;
-                }
-                chars.into_iter().collect()
-            }),
-        1 => prop::sample::select(&EDGE_OPERANDS[..]).prop_map(str::to_string),
+        3 => operand_value(operand),
+        3 => near_miss(operand_value(operand)),
+        2 => prop::sample::select(edges(operand)).prop_map(str::to_string),
         1 => odd_text(),
+    ]
+    .boxed()
+}
+
+/// `valid` with one character replaced or inserted.
+fn near_miss(valid: impl Strategy<Value = String>) -> impl Strategy<Value = String> {
+    (
+        valid,
+        any::<prop::sample::Index>(),
+        prop::sample::select(&NEAR_MISSES[..]),
+        any::<bool>(),
+    )
+        .prop_map(|(v, at, c, insert)| {
+            let mut chars: Vec<char> = v.chars().collect();
+            if chars.is_empty() {
+                return c.to_string();
+            }
+            let i = at.index(chars.len());
+            if insert {
+                chars.insert(i, c);
+            } else {
+                chars[i] = c;
+            }
+            chars.into_iter().collect()
+        })
+}
+
+/// An operand of any family, or a long run of digits.
+fn operand() -> impl Strategy<Value = String> {
+    prop_oneof![
+        2 => operand_like(Operand::Strings),
+        2 => operand_like(Operand::Number),
+        2 => operand_like(Operand::Date),
+        2 => operand_like(Operand::Semver),
         1 => "[0-9]{90,120}",
     ]
 }
@@ -87,23 +113,34 @@ fn field<S: Strategy<Value = Value> + 'static>(right: S) -> BoxedStrategy<Option
     .boxed()
 }
 
-/// A constraint body as clients send them, right or wrong in every field.
+/// A constraint body as clients send them, right or wrong in every field; mostly with
+/// operands of the family its operator compares with.
 fn body() -> impl Strategy<Value = Value> {
-    let names: Vec<&str> = Operator::ALL.iter().map(|o| o.as_str()).collect();
     let operator = prop_oneof![
-        6 => prop::sample::select(names.clone()).prop_map(str::to_string),
-        1 => prop::sample::select(names).prop_map(|n| n.to_lowercase()),
-        1 => odd_text(),
+        6 => prop::sample::select(Operator::ALL.to_vec()).prop_map(Some),
+        2 => Just(None),
     ];
-    (
-        field(prop_oneof!["[a-zA-Z]{1,10}", odd_text()].prop_map(Value::String)),
-        field(operator.prop_map(Value::String)),
-        field(prop::collection::vec(operand(), 0..4).prop_map(|v| v.into())),
-        field(operand().prop_map(Value::String)),
-        field(any::<bool>().prop_map(Value::Bool)),
-        field(any::<bool>().prop_map(Value::Bool)),
-        prop::option::of(("[a-z]{1,8}", odd_value())),
-    )
+    (operator, any::<bool>(), odd_text())
+        .prop_flat_map(|(op, lowercase, odd)| {
+            let name = match op {
+                Some(op) if lowercase => op.as_str().to_lowercase(),
+                Some(op) => op.as_str().to_string(),
+                None => odd,
+            };
+            let operand = match op {
+                Some(op) => prop_oneof![4 => operand_like(op.operand()), 1 => operand()].boxed(),
+                None => operand().boxed(),
+            };
+            (
+                field(prop_oneof!["[a-zA-Z]{1,10}", odd_text()].prop_map(Value::String)),
+                field(Just(Value::String(name))),
+                field(prop::collection::vec(operand.clone(), 0..4).prop_map(|v| v.into())),
+                field(operand.prop_map(Value::String)),
+                field(any::<bool>().prop_map(Value::Bool)),
+                field(any::<bool>().prop_map(Value::Bool)),
+                prop::option::of(("[a-z]{1,8}", odd_value())),
+            )
+        })
         .prop_map(
             |(context_name, operator, values, value, inverted, case_insensitive, extra)| {
                 let mut body = Map::new();
@@ -167,8 +204,11 @@ fn assert_usable(c: &Constraint) -> Result<(), TestCaseError> {
             );
         }
         Operand::Date => {
+            // A real instant without a leap second: Node's `Date` and Python's `datetime`
+            // cannot read `:60`.
+            let t = chrono::DateTime::parse_from_rfc3339(value);
             prop_assert!(
-                chrono::DateTime::parse_from_rfc3339(value).is_ok(),
+                t.is_ok_and(|t| chrono::Timelike::nanosecond(&t) < 1_000_000_000),
                 "{:?}",
                 value
             );
@@ -203,6 +243,25 @@ proptest! {
         prop_assert_eq!(&served, &Value::Object(sent));
         // And what is served is accepted again, unchanged.
         prop_assert_eq!(validate(served)?, Some(c));
+    }
+
+    /// A well-formed constraint whose operands are valid, near misses or edge cases of its
+    /// operator's grammar is accepted only when every SDK can read its operands.
+    #[test]
+    fn an_operand_is_accepted_only_if_the_sdks_can_read_it(
+        op in prop::sample::select(Operator::ALL.to_vec()),
+        operands in prop::collection::vec(operand_like(Operand::Strings), 1..3),
+        single in operand_like(Operand::Date).prop_union(operand_like(Operand::Number).boxed())
+            .or(operand_like(Operand::Semver).boxed()),
+    ) {
+        let body = if op.operand() == Operand::Strings {
+            json!({"contextName": "x", "operator": op.as_str(), "values": operands})
+        } else {
+            json!({"contextName": "x", "operator": op.as_str(), "value": single})
+        };
+        if let Some(c) = validate(body)? {
+            assert_usable(&c)?;
+        }
     }
 
     /// Every valid constraint, on any operator, is accepted and served back unchanged.
