@@ -4,9 +4,11 @@
 //! inputs are valid-ish documents (wrong types, huge numbers, deep nesting, odd text) rather
 //! than random bytes alone.
 //!
-//! Each target's case count is its default below; `FLAGPOLE_FUZZ_CASES=N` runs every target
-//! with N cases instead (a longer local run). A case that takes longer than `CASE_TIMEOUT_MS`
-//! fails, so a parser that runs away is a failure, not a slow test.
+//! Each target's case count is its default in its `proptest!` block; `FLAGPOLE_FUZZ_CASES=N`
+//! runs every target with N cases instead (a longer local run, see the README). A case that
+//! takes longer than `CASE_TIMEOUT_MS` fails; proptest runs the cases in a child process and
+//! kills it past that, so a parser that hangs is a failure too, not a stuck run. Failures are
+//! saved in `proptest-regressions/fuzz/` and replayed first.
 
 use proptest::prelude::*;
 
@@ -20,8 +22,9 @@ mod mutate;
 mod template;
 mod yaml_flow;
 
-/// Longest one case may take (debug build, a shared machine): a parser taking this long on
-/// an input of a few kilobytes has a super-linear path.
+/// Longest one case may take (debug build, a shared machine). Inputs stay within a megabyte
+/// or two (see `mutate.rs`), which every parser reads in well under a second even so: a case
+/// taking this long has met a super-linear path.
 const CASE_TIMEOUT_MS: u32 = 2_000;
 
 /// The config of a target: `cases` cases unless `FLAGPOLE_FUZZ_CASES` says otherwise, each
