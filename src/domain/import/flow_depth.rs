@@ -8,36 +8,62 @@
 //! provably closes something: each open bracket carries a scan of what follows it *as if* it
 //! had opened a flow collection, following libyaml's scanner (which `yaml_serde` uses) on what
 //! flow context decides — where quoted scalars, comments, plain scalars, anchors and tags
-//! begin and end — and a closing bracket takes off the innermost open bracket whose scan sees
-//! it outside any of those. The scan of a bracket that did open a collection is exact while it
+//! begin and end — and a closing bracket takes off an open bracket whose scan sees it outside
+//! any of those. The scan of a bracket that did open a collection is exact while it
 //! is open, so it is never taken off by a bracket inside text; one that opened nothing may be,
-//! which only takes away what it wrongly added. The bound is therefore never below the depth
-//! the scanner meets; it is above it by the brackets in text that are not balanced within it.
+//! which only takes away what it wrongly added (which open bracket a closing one takes off
+//! does not matter, so brackets whose scans are in the same state are counted together). The
+//! bound is therefore never below the depth the scanner meets; it is above it by the brackets
+//! in text that are not balanced within it.
 
 /// Whether the flow collections of `bytes` may nest deeper than `max`.
 pub(super) fn flow_depth_exceeds(bytes: &[u8], max: usize) -> bool {
-    let mut open: Vec<Scan> = Vec::new();
+    // The open brackets, grouped by the state of their scans: scans in one state read the
+    // rest alike, so a group is stepped once however many brackets it holds (a document
+    // cannot make this cost more than a few steps a byte).
+    let mut open: Vec<(Scan, usize)> = Vec::new();
+    let mut depth = 0usize;
     for i in 0..bytes.len() {
         let b = bytes[i];
-        let closed = if matches!(b, b']' | b'}') {
-            open.iter().rposition(|scan| scan.sees_closer(bytes, i))
-        } else {
-            None
-        };
-        for scan in &mut open {
+        if matches!(b, b']' | b'}') {
+            if let Some(group) = open.iter_mut().find(|(scan, _)| scan.sees_closer(bytes, i)) {
+                group.1 -= 1;
+                depth -= 1;
+            }
+        }
+        for (scan, _) in &mut open {
             scan.step(bytes, i);
         }
-        if let Some(k) = closed {
-            open.remove(k);
-        }
         if matches!(b, b'[' | b'{') {
-            open.push(Scan::default());
-            if open.len() > max {
+            open.push((Scan::default(), 1));
+            depth += 1;
+            if depth > max {
                 return true;
             }
         }
+        if open.len() > 1 {
+            regroup(&mut open);
+        } else {
+            open.retain(|(_, n)| *n > 0);
+        }
     }
     false
+}
+
+/// Merges groups whose scans are in the same state and drops empty ones (their order does
+/// not matter).
+fn regroup(open: &mut Vec<(Scan, usize)>) {
+    let mut i = 0;
+    while i < open.len() {
+        if open[i].1 == 0 {
+            open.swap_remove(i);
+        } else if let Some(j) = (0..i).find(|&j| open[j].0 == open[i].0) {
+            open[j].1 += open[i].1;
+            open.swap_remove(i);
+        } else {
+            i += 1;
+        }
+    }
 }
 
 /// Where a flow-context scan is, as libyaml's scanner tokenises flow context.
@@ -65,7 +91,7 @@ enum State {
 }
 
 /// The scan that follows one open bracket.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Scan {
     state: State,
     /// Bytes still to skip: the rest of a multi-byte line break or BOM, an escaped character.
