@@ -170,7 +170,7 @@ fn assert_refusal(e: DomainError) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(config(256))]
+    #![proptest_config(config(512))]
 
     /// A valid metrics body, however its counts and times are written, is the report it says.
     #[test]

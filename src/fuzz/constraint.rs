@@ -222,7 +222,7 @@ fn assert_usable(c: &Constraint) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(config(1024))]
+    #![proptest_config(config(2048))]
 
     /// Any constraint body is accepted or refused with its problems; an accepted one is
     /// usable by the SDKs and served back exactly as it was sent.

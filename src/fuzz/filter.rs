@@ -112,7 +112,7 @@ fn normalised(tags: &[TagRef], projects: &[String], prefix: &str) -> FeatureFilt
 }
 
 proptest! {
-    #![proptest_config(config(512))]
+    #![proptest_config(config(1024))]
 
     /// Any query is a filter or a refusal; an accepted filter is normalised, within the value
     /// limits, and holds only well-formed tags and project names.

@@ -77,7 +77,7 @@ fn options() -> impl Strategy<Value = ImportOptions> {
 }
 
 proptest! {
-    #![proptest_config(config(48))]
+    #![proptest_config(config(128))]
 
     /// An export, written as JSON or YAML and imported into a fresh store, makes the same
     /// configuration: its export is the document imported.
@@ -102,7 +102,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(config(256))]
+    #![proptest_config(config(384))]
 
     /// A mutated export (wrong types, huge numbers, deep nesting, odd text, spliced bytes)
     /// is parsed, read and applied, or refused with its problems; never a panic.
@@ -150,7 +150,7 @@ proptest! {
 
 proptest! {
     // Each case parses and applies twice: fewer cases for the same time.
-    #![proptest_config(config(96))]
+    #![proptest_config(config(192))]
 
     /// Whatever value a document holds, reading it never panics, and reading is the same
     /// for the JSON and YAML forms of the same value.

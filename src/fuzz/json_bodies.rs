@@ -122,7 +122,7 @@ fn read<S: DeserializeOwned, T: Debug>(
 }
 
 proptest! {
-    #![proptest_config(config(256))]
+    #![proptest_config(config(512))]
 
     /// A record as served, sent back as a body, is accepted and makes the same record.
     #[test]

@@ -170,7 +170,7 @@ fn assert_clean(
 }
 
 proptest! {
-    #![proptest_config(config(2000))]
+    #![proptest_config(config(3000))]
 
     /// No template, however odd, panics or runs away (token soup: this found mustache2's
     /// lexer panicking on `{{=}}`).
@@ -181,7 +181,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(config(1024))]
+    #![proptest_config(config(1536))]
 
     /// Templates built as trees: well-formed ones within the nesting limit render; deeper
     /// ones, partials and delimiter changes are refused; nothing panics.

@@ -97,7 +97,7 @@ fn depth(value: &Value) -> usize {
 }
 
 proptest! {
-    #![proptest_config(config(256))]
+    #![proptest_config(config(512))]
 
     /// Flow collections nested past the limit are refused before the YAML scanner, whose
     /// time grows with the square of the depth, sees them — whatever text comes first.
