@@ -112,8 +112,9 @@ proptest! {
         let started = std::time::Instant::now();
         let parsed = parse_document(doc.as_bytes(), DocumentFormat::Yaml);
         prop_assert!(parsed.is_err(), "{} levels accepted", depth);
+        // The bound refuses in microseconds; the scanner took 1.5 s for 16,000 levels.
         prop_assert!(
-            started.elapsed() < std::time::Duration::from_millis(200),
+            started.elapsed() < std::time::Duration::from_secs(1),
             "{:?} for {} levels",
             started.elapsed(),
             depth
