@@ -7,6 +7,8 @@ pub mod config;
 pub mod delivery;
 pub mod domain;
 pub mod error;
+#[cfg(test)]
+mod fuzz;
 pub mod health;
 pub mod http;
 pub mod service;

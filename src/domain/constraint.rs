@@ -273,7 +273,7 @@ fn is_sdk_number(value: &str) -> bool {
 }
 
 /// A date as the SDKs' rule grammar reads it — `YYYY-MM-DDTHH:MM:SS`, optionally `.sss`
-/// (exactly three digits), then `Z` or `±HH:MM` — and a real instant.
+/// (exactly three digits), then `Z` or `±HH:MM` — and a real instant (no leap second).
 fn is_sdk_date(value: &str) -> bool {
     let shape: Vec<u8> = value
         .bytes()
@@ -286,7 +286,11 @@ fn is_sdk_date(value: &str) -> bool {
     };
     let main_ok = main == b"9999-99-99T99:99:99" || main == b"9999-99-99T99:99:99.999";
     let zone_ok = zone == b"Z" || zone == b"+99:99" || zone == b"-99:99";
-    main_ok && zone_ok && chrono::DateTime::parse_from_rfc3339(value).is_ok()
+    main_ok
+        && zone_ok
+        // chrono reads second 60 as a leap second; Node's `Date` reads it as no date at all.
+        && chrono::DateTime::parse_from_rfc3339(value)
+            .is_ok_and(|t| chrono::Timelike::nanosecond(&t) < 1_000_000_000)
 }
 
 fn check_value(value: Option<&str>, path: &str, op: Operator, errors: &mut ValidationErrors) {
@@ -359,7 +363,8 @@ impl Constraint {
                 errors.push(format!("{path}.values[{i}]"), not_legal(v, field));
             }
         }
-        if let Some(v) = self.value.as_deref().filter(|v| !legal(v)) {
+        // The empty `value` the Unleash UI sends with list operators compares with nothing.
+        if let Some(v) = self.value.as_deref().filter(|v| !v.is_empty() && !legal(v)) {
             errors.push(format!("{path}.value"), not_legal(v, field));
         }
     }
@@ -493,6 +498,9 @@ mod tests {
             "2026-13-31T12:00:00Z",
             "2026-01-31T12:00:00.1Z",
             "2026-01-31T12:00:00+0200",
+            // Found by fuzzing: a leap second, which Node's `Date` cannot read.
+            "2026-12-31T23:59:60Z",
+            "2026-06-30T12:00:60.000+02:00",
         ] {
             assert!(!is_sdk_date(bad), "{bad}");
         }
@@ -524,6 +532,11 @@ mod tests {
         );
         assert!(errors_for(
             json!({"contextName": "region", "operator": "STR_STARTS_WITH", "values": ["e"]})
+        )
+        .is_empty());
+        // Found by the fuzzer: the UI's empty `value` beside `values` is not a value to check.
+        assert!(errors_for(
+            json!({"contextName": "region", "operator": "IN", "values": ["eu"], "value": ""})
         )
         .is_empty());
         let mut errors = ValidationErrors::default();

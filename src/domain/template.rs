@@ -146,9 +146,9 @@ pub fn render(template: &str, context: &Value) -> Result<String, TemplateError> 
         )));
     }
     // mustache2 1.0.7 panics on some malformed delimiter tags (a slice out of bounds in its
-    // lexer, found by the proptest below; delimiter changes are refused above, this stays as a
-    // backstop): a panic is a refusal, never a crashed worker. The render touches nothing
-    // shared, so unwinding out of it leaves nothing half-changed.
+    // lexer, found by the proptest in `src/fuzz/template.rs`; delimiter changes are refused
+    // above, this stays as a backstop): a panic is a refusal, never a crashed worker. The
+    // render touches nothing shared, so unwinding out of it leaves nothing half-changed.
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         render_unguarded(template, context)
     }))
@@ -176,7 +176,6 @@ pub fn check(template: &str) -> Result<(), TemplateError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
     use serde_json::json;
 
     fn event() -> Value {
@@ -249,14 +248,5 @@ mod tests {
         let context = json!({"xs": vec![json!({"ys": vec![1; 300]}); 300], "big": "x".repeat(100)});
         let template = "{{#xs}}{{#ys}}{{big}}{{/ys}}{{/xs}}";
         assert!(render(template, &context).is_err());
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(2000))]
-        /// No template, however odd, panics or runs away.
-        #[test]
-        fn any_template_renders_or_fails_cleanly(template in "(\\{\\{[#^/&>!={}]?[ a-z.]{0,8}\\}\\}\\}?|[a-z {}<>%=]{0,4}){0,12}") {
-            let _ = render(&template, &event());
-        }
     }
 }

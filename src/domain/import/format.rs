@@ -6,6 +6,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+use super::flow_depth::flow_depth_exceeds;
 use crate::domain::{DomainError, ValidationErrors};
 
 /// How a document is written.
@@ -54,7 +55,10 @@ pub fn parse_document(bytes: &[u8], format: DocumentFormat) -> Result<Value, Dom
             if flow_depth_exceeds(bytes, FLOW_DEPTH_MAX) {
                 return Err(ValidationErrors::single(
                     "",
-                    format!("the document nests [ ] or {{ }} deeper than {FLOW_DEPTH_MAX} levels"),
+                    format!(
+                        "the document nests [ ] or {{ }} deeper than {FLOW_DEPTH_MAX} levels \
+                         (brackets in text count unless they are balanced there)"
+                    ),
                 ));
             }
             let mut documents = yaml_serde::Deserializer::from_slice(bytes);
@@ -87,59 +91,9 @@ pub fn parse_document(bytes: &[u8], format: DocumentFormat) -> Result<Value, Dom
 
 /// Deepest flow nesting (`[ ]`, `{ }`) a YAML document may have: state documents need a few
 /// levels, and the YAML scanner's time grows with the square of the depth (block nesting is
-/// bounded by the indentation it takes, i.e. by the document's size).
+/// bounded by the indentation it takes, i.e. by the document's size). Brackets in text count
+/// too unless balanced there (see `flow_depth.rs`).
 const FLOW_DEPTH_MAX: usize = 64;
-
-/// Whether the flow collections of a YAML text nest deeper than `max`: brackets are counted
-/// outside quoted scalars (a quote opens one only where a scalar can start) and comments.
-fn flow_depth_exceeds(bytes: &[u8], max: usize) -> bool {
-    let mut depth = 0usize;
-    // The last byte that was not a space or tab: a quote after one of these opens a scalar.
-    let mut last = b'\n';
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        match b {
-            b'"' | b'\'' if matches!(last, b'\n' | b':' | b'-' | b'[' | b'{' | b',') => {
-                i += 1;
-                while i < bytes.len() {
-                    match bytes[i] {
-                        b'\\' if b == b'"' => i += 1,
-                        q if q == b && b == b'\'' && bytes.get(i + 1) == Some(&b'\'') => i += 1,
-                        q if q == b => break,
-                        _ => {}
-                    }
-                    i += 1;
-                }
-            }
-            b'#' if matches!(
-                bytes.get(i.wrapping_sub(1)),
-                None | Some(b' ' | b'\t' | b'\n')
-            ) =>
-            {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    i += 1;
-                }
-                last = b'\n';
-                i += 1;
-                continue;
-            }
-            b'[' | b'{' => {
-                depth += 1;
-                if depth > max {
-                    return true;
-                }
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-        if !matches!(b, b' ' | b'\t') {
-            last = b;
-        }
-        i += 1;
-    }
-    false
-}
 
 /// Nodes allowed beyond one per byte (tiny documents).
 const NODE_ALLOWANCE: usize = 1024;
@@ -258,17 +212,6 @@ mod tests {
         let json = parse_document(br#"{"version": 1, "features": []}"#, DocumentFormat::Sniff);
         let yaml = parse_document(b"version: 1\nfeatures: []\n", DocumentFormat::Sniff);
         assert_eq!(json.expect("json"), yaml.expect("yaml"));
-    }
-
-    #[test]
-    fn flow_depth_is_counted_outside_quotes_and_comments() {
-        assert!(!flow_depth_exceeds(
-            b"a: [[1]]\nb: \"[[[[\"\nc: '{{{{'\n# [[[[\n",
-            3
-        ));
-        assert!(flow_depth_exceeds(b"a: [[[[1]]]]", 3));
-        // An apostrophe inside a plain scalar opens nothing.
-        assert!(flow_depth_exceeds(b"a: don't [[[[1]]]]", 3));
     }
 
     #[test]

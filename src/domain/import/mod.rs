@@ -4,6 +4,7 @@
 
 mod apply;
 mod document;
+mod flow_depth;
 mod format;
 
 pub use apply::{
