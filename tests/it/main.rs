@@ -16,6 +16,7 @@ mod embedded_store;
 mod events;
 mod openapi;
 mod projects;
+mod redis_modes;
 mod redis_replicas;
 mod rust_sdk;
 mod sdks;

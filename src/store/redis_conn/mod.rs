@@ -109,7 +109,7 @@ pub struct Connector {
 }
 
 /// How long a replica keeps trying to reach a cluster or the sentinels at start-up.
-const START_DEADLINE: Duration = Duration::from_secs(10);
+const START_DEADLINE: Duration = Duration::from_secs(5);
 
 /// The response timeout of the shared connection: an outage turns into a prompt 503, not a
 /// hung request (a commit that waits for replicas gets its wait on top).
