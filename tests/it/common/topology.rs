@@ -187,9 +187,15 @@ pub const SENTINEL_SERVICE: &str = "mymaster";
 
 impl TestSentinel {
     pub fn start() -> Self {
-        let master = RedisNode::start(&["--appendonly", "no"]);
+        let master = RedisNode::start(&["--repl-diskless-sync-delay", "0"]);
         let master_port = master.port.to_string();
-        let replica = RedisNode::start(&["--replicaof", "127.0.0.1", &master_port]);
+        let replica = RedisNode::start(&[
+            "--replicaof",
+            "127.0.0.1",
+            &master_port,
+            "--repl-diskless-sync-delay",
+            "0",
+        ]);
         wait_until("the replica is in sync", Duration::from_secs(10), || {
             replica
                 .cli(&["INFO", "replication"])
@@ -245,15 +251,21 @@ pub struct TestCluster {
 
 impl TestCluster {
     pub fn start() -> Self {
+        // The bus port is given: the default (port + 10,000) may be taken or out of range.
         let nodes: Vec<RedisNode> = (0..6)
             .map(|_| {
+                let bus = free_port().to_string();
                 RedisNode::start(&[
                     "--cluster-enabled",
                     "yes",
+                    "--cluster-port",
+                    &bus,
                     "--cluster-node-timeout",
                     "1000",
                     "--appendonly",
                     "no",
+                    "--repl-diskless-sync-delay",
+                    "0",
                 ])
             })
             .collect();
@@ -281,13 +293,61 @@ impl TestCluster {
         cluster
     }
 
-    /// Masters whose replica is connected.
+    /// Adds a second replica to the master of `key`'s slot, so that after that master fails
+    /// the promoted one still has a replica to confirm writes (`--redis-wait-replicas 1`).
+    pub fn add_spare_replica(&mut self, key: &str) {
+        let master = self.master_of(key);
+        let master_port = master.port;
+        let id = master.cli(&["CLUSTER", "MYID"]).trim().to_string();
+        let seed = master.address();
+        let bus = free_port().to_string();
+        let spare = RedisNode::start(&[
+            "--cluster-enabled",
+            "yes",
+            "--cluster-port",
+            &bus,
+            "--cluster-node-timeout",
+            "1000",
+            "--appendonly",
+            "no",
+        ]);
+        let output = Command::new("redis-cli")
+            .args(["--cluster", "add-node", &spare.address(), &seed])
+            .args(["--cluster-slave", "--cluster-master-id", &id])
+            .output()
+            .expect("redis-cli --cluster add-node");
+        assert!(
+            output.status.success(),
+            "add-node failed: {}",
+            String::from_utf8_lossy(&output.stdout)
+        );
+        self.nodes.push(spare);
+        let master = self
+            .nodes
+            .iter()
+            .find(|n| n.port == master_port)
+            .expect("the master");
+        wait_until(
+            "the spare replica is in sync",
+            Duration::from_secs(20),
+            || {
+                master.try_cli(&["INFO", "replication"]).is_some_and(|i| {
+                    i.contains("connected_slaves:2") && i.matches("state=online").count() == 2
+                })
+            },
+        );
+    }
+
+    /// Masters whose replica is connected and in sync (only those confirm a WAIT).
     fn masters_with_replicas(&self) -> usize {
         self.nodes
             .iter()
             .filter(|n| {
-                n.try_cli(&["INFO", "replication"])
-                    .is_some_and(|i| i.contains("role:master") && i.contains("connected_slaves:1"))
+                n.try_cli(&["INFO", "replication"]).is_some_and(|i| {
+                    i.contains("role:master")
+                        && i.contains("connected_slaves:1")
+                        && i.contains("state=online")
+                })
             })
             .count()
     }

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use super::{assert_all_kept, write_through_failover};
+use crate::common::topology::TestCluster;
 use crate::common::{eventually, Backend, TestApp};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -27,7 +28,10 @@ async fn announcements_reach_other_replicas_on_a_cluster() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_the_configuration_master_loses_no_acknowledged_write() {
-    let backend = Backend::cluster();
+    let mut cluster = TestCluster::start();
+    // Without a second replica the promoted master could confirm no write (WAIT 1).
+    cluster.add_spare_replica("{test}");
+    let backend = Backend::Cluster(cluster);
     let Backend::Cluster(cluster) = &backend else {
         unreachable!()
     };
