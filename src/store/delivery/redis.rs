@@ -31,8 +31,9 @@ pub struct RedisDeliveries {
     keys: Arc<Keys>,
     scripts: Arc<Scripts>,
     /// The connection blocking reads wait on: its own, so they hold up nothing else, with a
-    /// response timeout longer than the block (the shared connection's would cut them).
-    reader: Arc<Mutex<Option<RedisConn>>>,
+    /// response timeout longer than the block (the shared connection's would cut them); with
+    /// the master generation it was opened in (sentinel mode: replaced after a switch).
+    reader: Arc<Mutex<Option<(RedisConn, u64)>>>,
 }
 
 struct Scripts {
@@ -94,9 +95,10 @@ impl RedisDeliveries {
         max: usize,
     ) -> Result<Vec<TakenJob>, StoreError> {
         let mut reader = self.reader.lock().await;
+        let generation = self.connector.master_generation();
         let mut conn = match reader.take() {
-            Some(conn) => conn,
-            None => self
+            Some((conn, opened)) if opened == generation => conn,
+            _ => self
                 .connector
                 .dedicated(BLOCK + Duration::from_secs(3))
                 .await
@@ -111,7 +113,7 @@ impl RedisDeliveries {
             .await;
         match read {
             Ok(reply) => {
-                *reader = Some(conn);
+                *reader = Some((conn, generation));
                 drop(reader);
                 let entries: Vec<StreamId> = reply
                     .into_iter()
@@ -121,7 +123,7 @@ impl RedisDeliveries {
                 Ok(self.readable(&entries).await)
             }
             Err(e) if e.to_string().contains("NOGROUP") => {
-                *reader = Some(conn);
+                *reader = Some((conn, generation));
                 self.ensure_group().await?;
                 Ok(Vec::new())
             }

@@ -256,6 +256,15 @@ impl Connector {
         }
     }
 
+    /// How many times the master was replaced (sentinel mode; always 0 otherwise): a
+    /// dedicated connection opened before the last switch is on a demoted master.
+    pub fn master_generation(&self) -> u64 {
+        match &*self.target {
+            Target::Sentinel(master) => master.generation(),
+            _ => 0,
+        }
+    }
+
     /// Sentinel mode: changes each time the master is replaced (pub/sub sessions move).
     pub fn master_switches(&self) -> Option<watch::Receiver<u64>> {
         match &*self.target {

@@ -102,6 +102,11 @@ impl SentinelMaster {
         self.current.load_full()
     }
 
+    /// How many times the master was replaced.
+    pub(super) fn generation(&self) -> u64 {
+        *self.switches.borrow()
+    }
+
     /// Counts the switches to another master.
     pub(super) fn switches(&self) -> watch::Receiver<u64> {
         self.switches.subscribe()
