@@ -283,20 +283,20 @@ impl RedisStore {
         keys.extend(Collection::ALL.map(|c| self.keys.collection(c)));
         keys.extend(extra_keys);
         let now = chrono::Utc::now();
+        let log_changes = if changes_json.len() > LOGGED_CHANGES_MAX {
+            "0"
+        } else {
+            "1"
+        };
         let mut args = vec![
             expected.version.to_string(),
             expected.head.to_string(),
-            changes_json.clone(),
+            changes_json,
             events_json,
             CHANGE_LOG_LENGTH.to_string(),
             self.keys.notify_channel(),
             random_id().to_string(),
-            if changes_json.len() > LOGGED_CHANGES_MAX {
-                "0"
-            } else {
-                "1"
-            }
-            .to_string(),
+            log_changes.to_string(),
             now.timestamp_millis().to_string(),
             now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             String::new(),
