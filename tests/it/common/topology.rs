@@ -251,26 +251,72 @@ pub struct TestCluster {
 
 impl TestCluster {
     pub fn start() -> Self {
+        Self::start_with(&[], Vec::new())
+    }
+
+    /// A cluster whose nodes speak only TLS (between themselves too), with `ca`'s server
+    /// certificate.
+    pub fn start_tls(ca: &TestCa) -> Self {
+        let path = |name: &str| ca.path(name).display().to_string();
+        let (cert, key, root) = (path("server.crt"), path("server.key"), path("ca.crt"));
+        let args = [
+            "--tls-cert-file",
+            &cert,
+            "--tls-key-file",
+            &key,
+            "--tls-ca-cert-file",
+            &root,
+            "--tls-auth-clients",
+            "no",
+            "--tls-cluster",
+            "yes",
+            "--tls-replication",
+            "yes",
+        ];
+        Self::start_with(&args, vec!["--tls".into(), "--cacert".into(), root.clone()])
+    }
+
+    /// Six nodes with `extra` arguments (with TLS arguments, they listen on TLS only);
+    /// `cli_args` reach them with redis-cli.
+    fn start_with(extra: &[&str], cli_args: Vec<String>) -> Self {
+        let tls = !cli_args.is_empty();
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         // The bus port is given: the default (port + 10,000) may be taken or out of range.
         let nodes: Vec<RedisNode> = (0..6)
             .map(|_| {
                 let bus = free_port().to_string();
-                RedisNode::start(&[
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-port",
-                    &bus,
-                    "--cluster-node-timeout",
-                    "1000",
-                    "--appendonly",
-                    "no",
-                    "--repl-diskless-sync-delay",
-                    "0",
-                ])
+                let extra = extra.clone();
+                RedisNode::start_with(
+                    move |port| {
+                        let mut args: Vec<String> = if tls {
+                            vec!["--port".into(), "0".into(), "--tls-port".into()]
+                        } else {
+                            vec!["--port".into()]
+                        };
+                        args.push(port.to_string());
+                        for a in [
+                            "--cluster-enabled",
+                            "yes",
+                            "--cluster-port",
+                            &bus,
+                            "--cluster-node-timeout",
+                            "1000",
+                            "--appendonly",
+                            "no",
+                            "--repl-diskless-sync-delay",
+                            "0",
+                        ] {
+                            args.push(a.to_string());
+                        }
+                        args.extend(extra.iter().cloned());
+                        args
+                    },
+                    cli_args.clone(),
+                )
             })
             .collect();
         let mut create = Command::new("redis-cli");
-        create.arg("--cluster").arg("create");
+        create.args(&cli_args).arg("--cluster").arg("create");
         for node in &nodes {
             create.arg(node.address());
         }
