@@ -307,15 +307,23 @@ where
 /// Errors that waiting cannot cure: refused credentials or permissions, a bad client
 /// configuration, a TLS handshake that failed.
 pub(crate) fn is_fatal(e: &RedisError) -> bool {
-    let text = e.to_string();
+    // A cluster connection wraps the node's error in an I/O error: its text tells.
+    let text = e.to_string().to_lowercase();
     let code = e.code().unwrap_or("");
     matches!(
         e.kind(),
         ErrorKind::AuthenticationFailed | ErrorKind::InvalidClientConfig
     ) || matches!(code, "WRONGPASS" | "NOAUTH" | "NOPERM")
-        || ["WRONGPASS", "NOAUTH", "NOPERM", "certificate", "TLS", "tls"]
-            .iter()
-            .any(|needle| text.contains(needle))
+        || [
+            "wrongpass",
+            "noauth",
+            "noperm",
+            "authentication failed",
+            "certificate",
+            "tls",
+        ]
+        .iter()
+        .any(|needle| text.contains(needle))
 }
 
 /// A start-up failure naming the server (without its password).

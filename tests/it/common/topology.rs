@@ -276,10 +276,17 @@ impl TestCluster {
         Self::start_with(&args, vec!["--tls".into(), "--cacert".into(), root.clone()])
     }
 
+    /// A cluster whose nodes ask for `password`.
+    pub fn start_with_password(password: &str) -> Self {
+        let args = ["--requirepass", password, "--masterauth", password];
+        let cli = vec!["-a".into(), password.into(), "--no-auth-warning".into()];
+        Self::start_with(&args, cli)
+    }
+
     /// Six nodes with `extra` arguments (with TLS arguments, they listen on TLS only);
     /// `cli_args` reach them with redis-cli.
     fn start_with(extra: &[&str], cli_args: Vec<String>) -> Self {
-        let tls = !cli_args.is_empty();
+        let tls = cli_args.iter().any(|a| a == "--tls");
         let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         // The bus port is given: the default (port + 10,000) may be taken or out of range.
         let nodes: Vec<RedisNode> = (0..6)

@@ -4,7 +4,7 @@
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::topology::{free_port, RedisNode, TestCa};
+use crate::common::topology::{free_port, RedisNode, TestCa, TestCluster};
 
 /// Runs the binary with `args` until it exits (at most 30 s) and returns its output.
 fn run_binary(args: &[String]) -> Output {
@@ -47,6 +47,25 @@ fn a_wrong_password_stops_the_binary() {
         format!("redis://:not-the-pw@127.0.0.1:{}", server.port),
     ]);
     let line = assert_refused(&output, &["WRONGPASS", "uthentication"]);
+    assert!(
+        !line.contains("not-the-pw"),
+        "the password is shown: {line}"
+    );
+}
+
+#[test]
+fn a_wrong_password_for_a_cluster_stops_the_binary() {
+    let cluster = TestCluster::start_with_password("right-pw");
+    let seeds = cluster
+        .url()
+        .replacen("redis://", "redis://:not-the-pw@", 1);
+    let output = run_binary(&[
+        "--redis-mode".into(),
+        "cluster".into(),
+        "--redis-url".into(),
+        seeds,
+    ]);
+    let line = assert_refused(&output, &["uthentication"]);
     assert!(
         !line.contains("not-the-pw"),
         "the password is shown: {line}"
