@@ -14,6 +14,17 @@ pub enum LogFormat {
     Json,
 }
 
+/// How Redis is deployed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RedisMode {
+    /// One Redis server (possibly with replicas nobody fails over to automatically).
+    Standalone,
+    /// A Redis Cluster: commands follow the slot map and its redirections.
+    Cluster,
+    /// A master watched by Redis Sentinel: the replica follows the master it names.
+    Sentinel,
+}
+
 /// How admin callers identify themselves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum AuthMode {
@@ -67,10 +78,51 @@ pub struct Settings {
     #[arg(long, env = "FLAGPOLE_LISTEN", default_value = "0.0.0.0:4242")]
     pub listen: SocketAddr,
 
-    /// Redis URL (redis://[user:password@]host:port/db or redis+unix:///path). Unset: the embedded
-    /// single-node store in --data-dir.
+    /// Redis URL (redis://[user:password@]host:port/db, rediss://… for TLS, or
+    /// redis+unix:///path). In cluster and sentinel modes a comma-separated list: cluster seed
+    /// nodes or sentinel addresses (after the first, `host:port` entries inherit its scheme,
+    /// credentials and database). Unset: the embedded single-node store in --data-dir.
     #[arg(long, env = "FLAGPOLE_REDIS_URL")]
     pub redis_url: Option<String>,
+
+    /// How Redis is deployed: one server (`standalone`), a Redis Cluster (`cluster`: the URLs
+    /// are seed nodes) or a master watched by Redis Sentinel (`sentinel`: the URLs are the
+    /// sentinels).
+    #[arg(
+        long,
+        env = "FLAGPOLE_REDIS_MODE",
+        value_enum,
+        default_value = "standalone"
+    )]
+    pub redis_mode: RedisMode,
+
+    /// Sentinel mode: the name the sentinels monitor the master under.
+    #[arg(long, env = "FLAGPOLE_REDIS_SENTINEL_SERVICE")]
+    pub redis_sentinel_service: Option<String>,
+
+    /// PEM file of the certificate authority a `rediss://` server's certificate must chain to
+    /// (unset: the system's roots).
+    #[arg(long, env = "FLAGPOLE_REDIS_TLS_CA")]
+    pub redis_tls_ca: Option<PathBuf>,
+
+    /// PEM file of a client certificate presented to a `rediss://` server (with
+    /// --redis-tls-key).
+    #[arg(long, env = "FLAGPOLE_REDIS_TLS_CERT")]
+    pub redis_tls_cert: Option<PathBuf>,
+
+    /// PEM file of the private key of --redis-tls-cert.
+    #[arg(long, env = "FLAGPOLE_REDIS_TLS_KEY")]
+    pub redis_tls_key: Option<PathBuf>,
+
+    /// Replicas that must hold a commit (Redis `WAIT`) before it is acknowledged; fewer
+    /// within --redis-wait-timeout-ms answer 503 (the write may still have been applied).
+    /// Default: 1 in cluster and sentinel modes, 0 (no wait) in standalone mode.
+    #[arg(long, env = "FLAGPOLE_REDIS_WAIT_REPLICAS", value_parser = clap::value_parser!(u32).range(0..=16))]
+    pub redis_wait_replicas: Option<u32>,
+
+    /// How long a commit waits for --redis-wait-replicas, in milliseconds.
+    #[arg(long, env = "FLAGPOLE_REDIS_WAIT_TIMEOUT_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    pub redis_wait_timeout_ms: u64,
 
     /// Directory of the embedded store's files (used when no Redis URL is set).
     #[arg(long, env = "FLAGPOLE_DATA_DIR", default_value = "./data")]
@@ -301,7 +353,42 @@ impl Settings {
                 ));
             }
         }
+        self.check_redis()
+    }
+
+    /// Refuses Redis settings that cannot work together.
+    fn check_redis(&self) -> Result<(), String> {
+        let Some(url) = self.redis_url.as_deref().filter(|u| !u.trim().is_empty()) else {
+            return Ok(());
+        };
+        let several = url.contains(',');
+        match self.redis_mode {
+            RedisMode::Standalone if several => {
+                return Err("several Redis URLs need --redis-mode cluster or sentinel".into())
+            }
+            RedisMode::Sentinel if self.redis_sentinel_service.is_none() => {
+                return Err("--redis-mode sentinel needs --redis-sentinel-service".into())
+            }
+            _ => {}
+        }
+        if self.redis_tls_cert.is_some() != self.redis_tls_key.is_some() {
+            return Err("--redis-tls-cert and --redis-tls-key go together".into());
+        }
+        let tls_files = self.redis_tls_ca.is_some() || self.redis_tls_cert.is_some();
+        if tls_files && !url.trim_start().starts_with("rediss://") {
+            return Err(
+                "--redis-tls-ca, --redis-tls-cert and --redis-tls-key need a rediss:// URL".into(),
+            );
+        }
         Ok(())
+    }
+
+    /// Replicas a commit waits for: the setting, or the mode's default.
+    pub fn redis_wait_replicas(&self) -> u32 {
+        self.redis_wait_replicas.unwrap_or(match self.redis_mode {
+            RedisMode::Standalone => 0,
+            RedisMode::Cluster | RedisMode::Sentinel => 1,
+        })
     }
 
     /// Settings for tests and embedding: the defaults, as if no flag or variable were given.

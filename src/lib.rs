@@ -59,7 +59,11 @@ pub async fn open_store(settings: &Settings) -> Result<Store, StoreError> {
             .as_deref()
             .filter(|url| !url.trim().is_empty())
         {
-            Some(url) => Store::Redis(RedisStore::connect(url, &settings.key_prefix)?),
+            Some(url) => {
+                let options = store::redis_conn::RedisOptions::from_settings(settings, url)
+                    .map_err(StoreError::Unavailable)?;
+                Store::Redis(RedisStore::connect(&options, &settings.key_prefix).await?)
+            }
             None => Store::Embedded(EmbeddedStore::open(&settings.data_dir).await?),
         },
     )

@@ -1,11 +1,14 @@
 //! Every Redis key and channel Flagpole uses, built in one place.
 //!
 //! All configuration keys of one installation share the hash tag `{<prefix>}`, so the commit
-//! script (which touches them together) also works on Redis Cluster. Usage keys
-//! (`<prefix>:usage:<kind>:…`) carry no hash tag, so they spread over the shards by minute and
-//! by application; the flush script touches several (fine on a standalone Redis, to be split
-//! per slot for Cluster). An application's name always comes last, after a prefix of its own
-//! per kind, so no name can reach another application's keys.
+//! script (which touches them together) also works on Redis Cluster; the delivery and
+//! rate-limit keys share it too, since the commit script queues deliveries and the delivery
+//! scripts read the addons. Usage keys are `<prefix>:usage:<kind>:…` without a hash tag on a
+//! standalone Redis or behind Sentinel; on Redis Cluster they share a tag of their own,
+//! `{<prefix>:usage}` (`Keys::for_cluster`), because the flush script and the usage pipelines
+//! touch many of them at once and Cluster wants every key of a script or pipeline in one slot.
+//! So an installation uses two slots of a cluster. An application's name always comes last,
+//! after a prefix of its own per kind, so no name can reach another application's keys.
 
 use super::Collection;
 
@@ -25,6 +28,15 @@ impl Keys {
         Self {
             tag: format!("{{{prefix}}}"),
             usage: format!("{prefix}:usage"),
+        }
+    }
+
+    /// Keys under `prefix` for Redis Cluster: the usage keys share the hash tag
+    /// `{<prefix>:usage}` (see the module documentation).
+    pub fn for_cluster(prefix: &str) -> Self {
+        Self {
+            tag: format!("{{{prefix}}}"),
+            usage: format!("{{{prefix}:usage}}"),
         }
     }
 

@@ -8,6 +8,7 @@ pub mod embedded;
 pub mod keys;
 pub mod rate_limit;
 pub mod redis;
+pub mod redis_conn;
 pub mod usage;
 
 use serde::{Deserialize, Serialize};

@@ -4,23 +4,23 @@
 
 use std::sync::Arc;
 
-use redis::aio::ConnectionManager;
 use redis::Script;
 
 use super::keys::Keys;
+use super::redis_conn::RedisConn;
 use super::StoreError;
 
 /// The shared buckets of one installation.
 #[derive(Clone)]
 pub struct SharedBuckets {
-    conn: ConnectionManager,
+    conn: RedisConn,
     keys: Arc<Keys>,
     script: Arc<Script>,
 }
 
 impl SharedBuckets {
     /// Buckets under `keys`, on `conn`.
-    pub fn new(conn: ConnectionManager, keys: Arc<Keys>) -> Self {
+    pub fn new(conn: RedisConn, keys: Arc<Keys>) -> Self {
         Self {
             conn,
             keys,

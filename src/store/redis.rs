@@ -6,14 +6,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::streams::StreamRangeReply;
-use redis::{AsyncCommands, Client, Script};
+use redis::{AsyncCommands, Script};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::delivery::{redis::RedisDeliveries, NewDelivery};
 use super::keys::Keys;
+use super::redis_conn::{Connector, RedisConn, RedisOptions};
 use super::{
     decode_event, encode_event, random_id, Change, ChangeSet, Collection, CommitOutcome, Position,
     Records, StoreError, CHANGE_LOG_LENGTH, LOGGED_CHANGES_MAX,
@@ -23,8 +23,8 @@ use crate::domain::event::{Event, NewEvent};
 /// The Redis backend of one installation (one key prefix).
 #[derive(Clone)]
 pub struct RedisStore {
-    client: Client,
-    conn: ConnectionManager,
+    connector: Connector,
+    conn: RedisConn,
     keys: Arc<Keys>,
     commit_script: Arc<Script>,
 }
@@ -55,24 +55,34 @@ fn commit_failure(e: redis::RedisError) -> StoreError {
     }
 }
 
+/// Classifies a failed commit-and-wait. Unlike `commit_failure`, a connection lost on the way
+/// counts as uncertain: in these modes it is usually a failover, which may come after the
+/// script ran.
+fn wait_failure(e: redis::RedisError) -> StoreError {
+    if e.is_connection_dropped() && !e.is_connection_refusal() {
+        StoreError::Uncertain(e.to_string())
+    } else {
+        commit_failure(e)
+    }
+}
+
+/// The commit script (see `commit.lua`).
+const COMMIT_SCRIPT: &str = include_str!("commit.lua");
+
 impl RedisStore {
-    /// Connects lazily to `url`: the replica starts even when Redis is down and the
-    /// connection is re-established in the background.
-    pub fn connect(url: &str, prefix: &str) -> Result<Self, StoreError> {
-        let client = Client::open(url).map_err(unavailable)?;
-        // Short timeouts so that an outage turns into a prompt 503, not a hung request.
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(Duration::from_secs(1)))
-            .set_response_timeout(Some(Duration::from_secs(2)))
-            .set_number_of_retries(1)
-            .set_max_delay(Duration::from_millis(500));
-        let conn =
-            ConnectionManager::new_lazy_with_config(client.clone(), config).map_err(unavailable)?;
+    /// Connects as `options` say (see `redis_conn::Connector::connect`: a standalone Redis
+    /// that is down is retried in the background, so the replica starts anyway).
+    pub async fn connect(options: &RedisOptions, prefix: &str) -> Result<Self, StoreError> {
+        let connector = Connector::connect(options).await?;
+        let keys = match options.mode {
+            crate::config::RedisMode::Cluster => Keys::for_cluster(prefix),
+            _ => Keys::new(prefix),
+        };
         Ok(Self {
-            client,
-            conn,
-            keys: Arc::new(Keys::new(prefix)),
-            commit_script: Arc::new(Script::new(include_str!("commit.lua"))),
+            conn: connector.conn(),
+            connector,
+            keys: Arc::new(keys),
+            commit_script: Arc::new(Script::new(COMMIT_SCRIPT)),
         })
     }
 
@@ -83,7 +93,7 @@ impl RedisStore {
 
     /// The delivery queue of this installation.
     pub fn deliveries(&self) -> RedisDeliveries {
-        RedisDeliveries::new(self.client.clone(), self.conn.clone(), self.keys.clone())
+        RedisDeliveries::new(self.connector.clone(), self.keys.clone())
     }
 
     pub(super) async fn event(&self, id: u64) -> Result<Option<Event>, StoreError> {
@@ -263,52 +273,90 @@ impl RedisStore {
         }
         let events_json =
             serde_json::to_string(&encoded).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        let mut invocation = self.commit_script.prepare_invoke();
-        invocation
-            .key(self.keys.version())
-            .key(self.keys.changes())
-            .key(self.keys.events())
-            .key(self.keys.event_seq())
-            .key(self.keys.head())
-            .key(self.keys.deliveries());
-        for c in Collection::ALL {
-            invocation.key(self.keys.collection(c));
-        }
-        for key in &extra_keys {
-            invocation.key(key);
-        }
-        invocation
-            .arg(expected.version)
-            .arg(expected.head)
-            .arg(&changes_json)
-            .arg(events_json)
-            .arg(CHANGE_LOG_LENGTH)
-            .arg(self.keys.notify_channel())
-            .arg(random_id())
-            .arg(if changes_json.len() > LOGGED_CHANGES_MAX {
-                "0"
-            } else {
-                "1"
-            });
+        let mut keys = vec![
+            self.keys.version(),
+            self.keys.changes(),
+            self.keys.events(),
+            self.keys.event_seq(),
+            self.keys.head(),
+            self.keys.deliveries(),
+        ];
+        keys.extend(Collection::ALL.map(|c| self.keys.collection(c)));
+        keys.extend(extra_keys);
         let now = chrono::Utc::now();
-        invocation
-            .arg(now.timestamp_millis())
-            .arg(now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
-            .arg("");
-        for c in Collection::ALL {
-            invocation.arg(c.as_str());
-        }
-        let mut conn = self.conn.clone();
-        let (committed, version, head): (u8, u64, u64) = invocation
-            .invoke_async(&mut conn)
-            .await
-            .map_err(commit_failure)?;
+        let log_changes = if changes_json.len() > LOGGED_CHANGES_MAX {
+            "0"
+        } else {
+            "1"
+        };
+        let mut args = vec![
+            expected.version.to_string(),
+            expected.head.to_string(),
+            changes_json,
+            events_json,
+            CHANGE_LOG_LENGTH.to_string(),
+            self.keys.notify_channel(),
+            random_id().to_string(),
+            log_changes.to_string(),
+            now.timestamp_millis().to_string(),
+            now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            String::new(),
+        ];
+        args.extend(Collection::ALL.map(|c| c.as_str().to_string()));
+        let (committed, version, head): (u8, u64, u64) = match self.connector.wait() {
+            None => {
+                let mut invocation = self.commit_script.prepare_invoke();
+                for key in &keys {
+                    invocation.key(key);
+                }
+                for arg in &args {
+                    invocation.arg(arg);
+                }
+                let mut conn = self.conn.clone();
+                invocation
+                    .invoke_async(&mut conn)
+                    .await
+                    .map_err(commit_failure)?
+            }
+            Some(wait) => self.commit_and_wait(&keys, &args, wait).await?,
+        };
         let position = Position { head, version };
         Ok(if committed == 1 {
             CommitOutcome::Committed { position }
         } else {
             CommitOutcome::Conflict { current: position }
         })
+    }
+
+    /// Runs the commit script and `WAIT` in one pipeline on one connection, so the WAIT
+    /// counts the replicas that hold this very write (in cluster mode the pipeline goes to
+    /// the master of the configuration slot, routed by the script's first key). A commit
+    /// that fewer replicas confirm in time is uncertain: a failover could still lose it.
+    async fn commit_and_wait(
+        &self,
+        keys: &[String],
+        args: &[String],
+        (replicas, timeout): (u32, Duration),
+    ) -> Result<(u8, u64, u64), StoreError> {
+        let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        let mut pipe = redis::pipe();
+        pipe.cmd("EVAL")
+            .arg(COMMIT_SCRIPT)
+            .arg(keys.len())
+            .arg(keys)
+            .arg(args)
+            .cmd("WAIT")
+            .arg(replicas)
+            .arg(timeout_ms);
+        let mut conn = self.conn.clone();
+        let (reply, confirmed): ((u8, u64, u64), u32) =
+            pipe.query_async(&mut conn).await.map_err(wait_failure)?;
+        if reply.0 == 1 && confirmed < replicas {
+            return Err(StoreError::Uncertain(format!(
+                "{confirmed} of {replicas} Redis replicas confirmed the commit within {timeout_ms} ms"
+            )));
+        }
+        Ok(reply)
     }
 
     pub(super) async fn events(
@@ -350,16 +398,33 @@ impl RedisStore {
     pub async fn listen_for_versions(&self, notify: Arc<Notify>, shutdown: CancellationToken) {
         let channel = self.keys.notify_channel();
         let mut failures = 0u32;
+        // Sentinel mode: a session on a demoted master is moved to the new one.
+        let mut switches = self.connector.master_switches();
         loop {
             let session = async {
-                let mut pubsub = self.client.get_async_pubsub().await?;
+                let mut pubsub = self.connector.pubsub().await?;
                 pubsub.subscribe(&channel).await?;
                 failures = 0;
                 // A reconnect may have missed announcements: ask for a check right away.
                 notify.notify_one();
                 let mut messages = pubsub.on_message();
-                while messages.next().await.is_some() {
-                    notify.notify_one();
+                let switched = async {
+                    match switches.as_mut() {
+                        Some(switches) => {
+                            let _ = switches.changed().await;
+                        }
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::pin!(switched);
+                loop {
+                    tokio::select! {
+                        message = messages.next() => match message {
+                            Some(_) => notify.notify_one(),
+                            None => break,
+                        },
+                        _ = &mut switched => break,
+                    }
                 }
                 Ok::<(), redis::RedisError>(())
             };

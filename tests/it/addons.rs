@@ -15,6 +15,9 @@ conformance!(
     slack_addons_bring_their_tag_type
 );
 
+// A representative subset on Redis Cluster as well (each starts a cluster of its own).
+crate::conformance_on_cluster!(addon_lifecycle_masks_secrets);
+
 fn webhook() -> Value {
     json!({"provider": "webhook", "description": "to the audit system",
            "parameters": {"url": "https://hooks.example.com/t0k3n", "secret": "s3cret",

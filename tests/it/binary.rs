@@ -84,6 +84,13 @@ fn bad_settings_are_refused_at_start() {
         "FLAGPOLE_KEY_PREFIX",
         "FLAGPOLE_LOG_FORMAT",
         "FLAGPOLE_AUTH",
+        "FLAGPOLE_REDIS_MODE",
+        "FLAGPOLE_REDIS_SENTINEL_SERVICE",
+        "FLAGPOLE_REDIS_TLS_CA",
+        "FLAGPOLE_REDIS_TLS_CERT",
+        "FLAGPOLE_REDIS_TLS_KEY",
+        "FLAGPOLE_REDIS_WAIT_REPLICAS",
+        "FLAGPOLE_REDIS_WAIT_TIMEOUT_MS",
     ] {
         assert!(
             text.contains(variable),

@@ -14,6 +14,9 @@ conformance!(
     project_writes_record_events
 );
 
+// A representative subset on Redis Cluster as well (each starts a cluster of its own).
+crate::conformance_on_cluster!(project_lifecycle_at_both_paths);
+
 /// A toggle may name a project another replica created a moment ago: references are checked
 /// against the state the write is decided on, not this replica's snapshot.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,6 +12,9 @@ conformance!(
     feature_types_are_listed
 );
 
+// A representative subset on Redis Cluster as well (each starts a cluster of its own).
+crate::conformance_on_cluster!(custom_strategy_lifecycle);
+
 async fn built_in_strategies_are_listed(backend: &Backend) {
     let app = TestApp::spawn(backend).await;
     let list = app.get("/api/admin/strategies").await.expect(200).json;

@@ -12,6 +12,9 @@ conformance!(
     tags_crud_and_cascade,
 );
 
+// A representative subset on Redis Cluster as well (each starts a cluster of its own).
+crate::conformance_on_cluster!(tags_crud_and_cascade);
+
 async fn tagging_a_toggle(backend: &Backend) {
     let app = TestApp::spawn(backend).await;
     app.create_toggle("tagged").await;

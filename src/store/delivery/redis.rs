@@ -4,12 +4,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use redis::aio::{ConnectionManager, MultiplexedConnection};
 use redis::streams::{
     StreamAutoClaimOptions, StreamAutoClaimReply, StreamId, StreamRangeReply, StreamReadOptions,
     StreamReadReply,
 };
-use redis::{AsyncCommands, AsyncConnectionConfig, Client, Script};
+use redis::{AsyncCommands, Script};
 use tokio::sync::Mutex;
 
 use super::{
@@ -18,6 +17,7 @@ use super::{
 };
 use crate::domain::delivery::{DeliveryJob, DeliveryRecord};
 use crate::store::keys::{Keys, DELIVERY_GROUP};
+use crate::store::redis_conn::{Connector, RedisConn};
 use crate::store::{Collection, StoreError};
 
 /// How long one blocking read waits for new jobs.
@@ -26,13 +26,14 @@ const BLOCK: Duration = Duration::from_secs(1);
 /// The Redis delivery queue; cheap to clone.
 #[derive(Clone)]
 pub struct RedisDeliveries {
-    client: Client,
-    conn: ConnectionManager,
+    connector: Connector,
+    conn: RedisConn,
     keys: Arc<Keys>,
     scripts: Arc<Scripts>,
     /// The connection blocking reads wait on: its own, so they hold up nothing else, with a
-    /// response timeout longer than the block (the shared connection's would cut them).
-    reader: Arc<Mutex<Option<MultiplexedConnection>>>,
+    /// response timeout longer than the block (the shared connection's would cut them); with
+    /// the master generation it was opened in (sentinel mode: replaced after a switch).
+    reader: Arc<Mutex<Option<(RedisConn, u64)>>>,
 }
 
 struct Scripts {
@@ -58,11 +59,12 @@ fn job_of_entry(entry: &StreamId) -> Result<DeliveryJob, StoreError> {
 }
 
 impl RedisDeliveries {
-    /// The queue of the installation `keys` names, on `client` (blocking reads) and `conn`.
-    pub fn new(client: Client, conn: ConnectionManager, keys: Arc<Keys>) -> Self {
+    /// The queue of the installation `keys` names, on the shared connection of `connector`
+    /// and one of its own for blocking reads.
+    pub fn new(connector: Connector, keys: Arc<Keys>) -> Self {
         Self {
-            client,
-            conn,
+            conn: connector.conn(),
+            connector,
             keys,
             scripts: Arc::new(Scripts {
                 settle: Script::new(include_str!("settle.lua")),
@@ -93,17 +95,14 @@ impl RedisDeliveries {
         max: usize,
     ) -> Result<Vec<TakenJob>, StoreError> {
         let mut reader = self.reader.lock().await;
+        let generation = self.connector.master_generation();
         let mut conn = match reader.take() {
-            Some(conn) => conn,
-            None => {
-                let config = AsyncConnectionConfig::new()
-                    .set_connection_timeout(Some(Duration::from_secs(1)))
-                    .set_response_timeout(Some(BLOCK + Duration::from_secs(3)));
-                self.client
-                    .get_multiplexed_async_connection_with_config(&config)
-                    .await
-                    .map_err(unavailable)?
-            }
+            Some((conn, opened)) if opened == generation => conn,
+            _ => self
+                .connector
+                .dedicated(BLOCK + Duration::from_secs(3))
+                .await
+                .map_err(unavailable)?,
         };
         let options = StreamReadOptions::default()
             .group(DELIVERY_GROUP, consumer)
@@ -114,7 +113,7 @@ impl RedisDeliveries {
             .await;
         match read {
             Ok(reply) => {
-                *reader = Some(conn);
+                *reader = Some((conn, generation));
                 drop(reader);
                 let entries: Vec<StreamId> = reply
                     .into_iter()
@@ -124,7 +123,7 @@ impl RedisDeliveries {
                 Ok(self.readable(&entries).await)
             }
             Err(e) if e.to_string().contains("NOGROUP") => {
-                *reader = Some(conn);
+                *reader = Some((conn, generation));
                 self.ensure_group().await?;
                 Ok(Vec::new())
             }

@@ -3,12 +3,11 @@
 //! the toggles and instances reported since the last flush, not with the number of reports;
 //! a marker key makes it apply at most once however often it is retried.
 //! (The script names keys it does not declare: fine on a standalone Redis or behind Sentinel,
-//! to be split per slot for Cluster.)
+//! and on Cluster, where all usage keys share one hash tag, hence one slot.)
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use redis::aio::ConnectionManager;
 use redis::AsyncCommands;
 
 use super::{
@@ -16,12 +15,13 @@ use super::{
     RegistrationRecord, UsageBatch, COUNTS_RETENTION_MINUTES, REGISTRY_RETENTION_MS,
 };
 use crate::store::keys::Keys;
+use crate::store::redis_conn::RedisConn;
 use crate::store::StoreError;
 
 /// The usage side of the Redis backend.
 #[derive(Clone)]
 pub struct RedisUsage {
-    conn: ConnectionManager,
+    conn: RedisConn,
     keys: Arc<Keys>,
     scripts: Arc<Scripts>,
 }
@@ -123,7 +123,7 @@ fn to_json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
 
 impl RedisUsage {
     /// The usage side over the backend's connection and keys.
-    pub(crate) fn new(conn: ConnectionManager, keys: Arc<Keys>) -> Self {
+    pub(crate) fn new(conn: RedisConn, keys: Arc<Keys>) -> Self {
         Self {
             conn,
             keys,

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod receiver;
+pub mod topology;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -146,6 +147,8 @@ fn wait_for_socket(path: &Path) {
 pub enum Backend {
     Redis(TestRedis),
     Embedded(TempDir),
+    /// A Redis Cluster of three masters with a replica each (`--redis-mode cluster`).
+    Cluster(topology::TestCluster),
 }
 
 impl Backend {
@@ -155,6 +158,10 @@ impl Backend {
 
     pub fn embedded() -> Self {
         Backend::Embedded(tempfile::tempdir().expect("temp dir for the embedded store"))
+    }
+
+    pub fn cluster() -> Self {
+        Backend::Cluster(topology::TestCluster::start())
     }
 
     /// Settings pointing a replica at this backend.
@@ -170,6 +177,11 @@ impl Backend {
                 settings.key_prefix = "test".into();
             }
             Backend::Embedded(dir) => settings.data_dir = dir.path().to_path_buf(),
+            Backend::Cluster(cluster) => {
+                settings.redis_url = Some(cluster.url());
+                settings.redis_mode = flagpole::config::RedisMode::Cluster;
+                settings.key_prefix = "test".into();
+            }
         }
         settings
     }
@@ -177,7 +189,7 @@ impl Backend {
     pub fn redis_server(&self) -> &TestRedis {
         match self {
             Backend::Redis(redis) => redis,
-            Backend::Embedded(_) => panic!("not a redis backend"),
+            _ => panic!("not a single redis-server backend"),
         }
     }
 }
@@ -445,4 +457,21 @@ pub fn feature_names(listing: Value) -> Vec<String> {
         .iter()
         .map(|t| t["name"].as_str().expect("name").to_string())
         .collect()
+}
+
+/// Runs conformance tests on a Redis Cluster too: `conformance_on_cluster!(name)` expands to
+/// `cluster::name`, calling `name(&Backend::cluster())`. (A representative subset: each test
+/// starts a six-node cluster of its own.)
+#[macro_export]
+macro_rules! conformance_on_cluster {
+    ($($name:ident),* $(,)?) => {
+        mod cluster {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(&$crate::common::Backend::cluster()).await;
+                }
+            )*
+        }
+    };
 }

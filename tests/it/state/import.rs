@@ -20,6 +20,9 @@ conformance!(
     multipart_files_and_bodies_in_json_and_yaml,
 );
 
+// A representative subset on Redis Cluster as well (each starts a cluster of its own).
+crate::conformance_on_cluster!(a_json_body_imports_every_section);
+
 /// A document with every section whose references are all satisfied inside it.
 fn whole_document() -> Value {
     json!({

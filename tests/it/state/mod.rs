@@ -159,7 +159,7 @@ pub fn toggle(name: &str) -> Value {
 pub fn isolated_settings(backend: &Backend, name: &str) -> Settings {
     let mut settings = backend.settings();
     match backend {
-        Backend::Redis(_) => settings.key_prefix = format!("test-{name}"),
+        Backend::Redis(_) | Backend::Cluster(_) => settings.key_prefix = format!("test-{name}"),
         Backend::Embedded(_) => settings.data_dir = settings.data_dir.join(name),
     }
     settings
