@@ -13,7 +13,8 @@ async fn a_commit_no_replica_confirms_is_uncertain() {
     settings.redis_url = Some(format!("redis://127.0.0.1:{}", master.port));
     settings.key_prefix = "test".into();
     settings.redis_wait_replicas = Some(1);
-    settings.redis_wait_timeout_ms = 200;
+    // Long enough for a loaded machine's replica to acknowledge once it follows.
+    settings.redis_wait_timeout_ms = 1000;
     let app = TestApp::spawn_with(settings).await;
 
     let reply = app.create_toggle_reply("unconfirmed").await.expect(503);
