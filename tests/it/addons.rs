@@ -16,7 +16,6 @@ conformance!(
 );
 
 // A representative subset on Redis Cluster as well (each starts a cluster of its own).
-crate::conformance_on_cluster!(addon_lifecycle_masks_secrets);
 
 fn webhook() -> Value {
     json!({"provider": "webhook", "description": "to the audit system",

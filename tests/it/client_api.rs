@@ -17,7 +17,6 @@ conformance!(
 );
 
 // A representative subset on Redis Cluster as well (each starts a cluster of its own).
-crate::conformance_on_cluster!(client_format, every_kind_of_write_changes_the_etag);
 
 async fn client_format(backend: &Backend) {
     let app = TestApp::spawn(backend).await;

@@ -14,10 +14,6 @@ conformance!(
 );
 
 // A representative subset on Redis Cluster as well (each starts a cluster of its own).
-crate::conformance_on_cluster!(
-    writes_record_events,
-    a_toggles_history_is_found_behind_many_newer_events
-);
 
 fn types(events: &Value) -> Vec<String> {
     events["events"]

@@ -15,7 +15,6 @@ conformance!(
 );
 
 // A representative subset on Redis Cluster as well (each starts a cluster of its own).
-crate::conformance_on_cluster!(project_lifecycle_at_both_paths);
 
 /// A toggle may name a project another replica created a moment ago: references are checked
 /// against the state the write is decided on, not this replica's snapshot.

@@ -13,7 +13,6 @@ conformance!(
 );
 
 // A representative subset on Redis Cluster as well (each starts a cluster of its own).
-crate::conformance_on_cluster!(custom_strategy_lifecycle);
 
 async fn built_in_strategies_are_listed(backend: &Backend) {
     let app = TestApp::spawn(backend).await;

@@ -13,7 +13,6 @@ conformance!(
 );
 
 // A representative subset on Redis Cluster as well (each starts a cluster of its own).
-crate::conformance_on_cluster!(tags_crud_and_cascade);
 
 async fn tagging_a_toggle(backend: &Backend) {
     let app = TestApp::spawn(backend).await;

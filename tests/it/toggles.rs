@@ -18,11 +18,6 @@ conformance!(
 );
 
 // A representative subset on Redis Cluster as well (each starts a cluster of its own).
-crate::conformance_on_cluster!(
-    create_returns_200_with_defaults,
-    archive_and_revive,
-    list_orders_by_name_and_filters
-);
 
 async fn create_returns_200_with_defaults(backend: &Backend) {
     let app = TestApp::spawn(backend).await;

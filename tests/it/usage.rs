@@ -20,11 +20,6 @@ conformance!(
 );
 
 // A representative subset on Redis Cluster as well (each starts a cluster of its own).
-crate::conformance_on_cluster!(
-    reports_are_counted_and_shown_in_every_view,
-    applications_can_be_described_filtered_and_deleted,
-    retention_forgets_what_was_not_seen_for_two_days
-);
 
 /// A replica that flushes usage every 100 ms.
 async fn spawn(backend: &Backend) -> TestApp {

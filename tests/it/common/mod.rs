@@ -425,8 +425,9 @@ pub fn without_auth(mut settings: Settings) -> Settings {
     settings
 }
 
-/// Runs a conformance test against both backends: `conformance!(name)` expands to
-/// `redis::name` and `embedded::name`, each calling `name(&Backend)`.
+/// Runs a conformance test against both backends, and Redis in Cluster mode:
+/// `conformance!(name)` expands to `redis::name`, `embedded::name` and `cluster::name`, each
+/// calling `name(&Backend)` (the cluster one on a six-node cluster of its own).
 #[macro_export]
 macro_rules! conformance {
     ($($name:ident),* $(,)?) => {
@@ -446,6 +447,14 @@ macro_rules! conformance {
                 }
             )*
         }
+        mod cluster {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(&$crate::common::Backend::cluster()).await;
+                }
+            )*
+        }
     };
 }
 
@@ -457,21 +466,4 @@ pub fn feature_names(listing: Value) -> Vec<String> {
         .iter()
         .map(|t| t["name"].as_str().expect("name").to_string())
         .collect()
-}
-
-/// Runs conformance tests on a Redis Cluster too: `conformance_on_cluster!(name)` expands to
-/// `cluster::name`, calling `name(&Backend::cluster())`. (A representative subset: each test
-/// starts a six-node cluster of its own.)
-#[macro_export]
-macro_rules! conformance_on_cluster {
-    ($($name:ident),* $(,)?) => {
-        mod cluster {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(&$crate::common::Backend::cluster()).await;
-                }
-            )*
-        }
-    };
 }

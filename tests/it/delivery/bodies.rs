@@ -21,7 +21,6 @@ conformance!(
 );
 
 // A representative subset on Redis Cluster as well (each starts a cluster of its own).
-crate::conformance_on_cluster!(every_event_kind_is_delivered_as_its_event_record);
 
 /// Every kind addons deliver (the providers' list).
 const KINDS: [&str; 6] = flagpole::domain::addon::ADDON_EVENTS;

@@ -24,7 +24,6 @@ conformance!(
 );
 
 // A representative subset on Redis Cluster as well (each starts a cluster of its own).
-crate::conformance_on_cluster!(dead_letters_after_the_last_attempt_can_be_redelivered);
 
 async fn a_failure_then_success_is_delivered_once(backend: &Backend) {
     let app = TestApp::spawn_with(quick(backend)).await;

@@ -21,7 +21,6 @@ conformance!(
 );
 
 // A representative subset on Redis Cluster as well (each starts a cluster of its own).
-crate::conformance_on_cluster!(a_json_body_imports_every_section);
 
 /// A document with every section whose references are all satisfied inside it.
 fn whole_document() -> Value {
