@@ -16,19 +16,12 @@ EXAMPLES="${FLAGPOLE_FUZZ_EXAMPLES:-50}"
 SECONDS_PER_STORE="${FLAGPOLE_FUZZ_SECONDS:-600}"
 SEED="${FLAGPOLE_FUZZ_SEED:-20261124}"
 VENV=target/fuzz-venv
-STAMP="$VENV/.flagpole-requirements"
 
-want="$(sha256sum tests/fuzz/requirements.txt | cut -d' ' -f1)"
-if [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ] || ! "$VENV/bin/st" --version >/dev/null 2>&1; then
-  echo "# installing schemathesis into $VENV" >&2
-  rm -rf "$VENV"
-  if ! { python3 -m venv "$VENV" >&2 &&
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-      --retries 2 --timeout 30 -r tests/fuzz/requirements.txt >&2; }; then
-    echo "# WARNING: schemathesis could not be installed (no network?): API fuzzing skipped" >&2
-    exit 0
-  fi
-  echo "$want" >"$STAMP"
+# shellcheck source=python-venv.sh
+. scripts/python-venv.sh
+if ! ensure_venv "$VENV" tests/fuzz/requirements.txt 'import schemathesis' schemathesis; then
+  echo "# WARNING: schemathesis could not be installed (no network?): API fuzzing skipped" >&2
+  exit 0
 fi
 
 cargo build --quiet --bin flagpole

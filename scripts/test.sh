@@ -5,6 +5,8 @@
 # The tests start their own redis-server processes on unix sockets; nothing else is needed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=python-venv.sh
+. scripts/python-venv.sh
 
 if ! command -v redis-server >/dev/null 2>&1; then
   echo "# installing redis-server" >&2
@@ -28,20 +30,8 @@ sdk_hash() {
 }
 
 install_python_sdk() {
-  local venv=target/sdk-venv stamp=target/sdk-venv/.flagpole-requirements
-  local want
-  want="$(sdk_hash tests/sdk/requirements.txt)"
-  if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ] && "$venv/bin/python" -c '' 2>/dev/null; then
-    return 0
-  fi
-  command -v python3 >/dev/null 2>&1 || { echo "# python3 not found" >&2; return 1; }
-  echo "# installing the Python Unleash SDK into $venv" >&2
-  rm -rf "$venv"
-  python3 -m venv "$venv" >&2 || return 1
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-    --retries 2 --timeout 30 -r tests/sdk/requirements.txt >&2 || return 1
-  "$venv/bin/python" -c 'import UnleashClient' >&2 || return 1
-  echo "$want" >"$stamp"
+  ensure_venv target/sdk-venv tests/sdk/requirements.txt 'import UnleashClient' \
+    "the Python Unleash SDK"
 }
 
 install_node_sdk() {
@@ -98,20 +88,8 @@ fi
 # package, unpacked into target/promtool (not installed); without it the two promtool tests say
 # "skipped". The tests start the flagpole binary cargo built and their own redis-server.
 install_chart_venv() {
-  local venv=target/chart-venv stamp=target/chart-venv/.flagpole-requirements
-  local want
-  want="$(sdk_hash helm/tests/requirements.txt)"
-  if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ] && "$venv/bin/python" -c '' 2>/dev/null; then
-    return 0
-  fi
-  command -v python3 >/dev/null 2>&1 || { echo "# python3 not found" >&2; return 1; }
-  echo "# installing the chart test tools into $venv" >&2
-  rm -rf "$venv"
-  python3 -m venv "$venv" >&2 || return 1
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-    --retries 2 --timeout 60 -r helm/tests/requirements.txt >&2 || return 1
-  "$venv/bin/python" -c 'import helm_python, kubernetes_validate, pytest, yaml' >&2 || return 1
-  echo "$want" >"$stamp"
+  ensure_venv target/chart-venv helm/tests/requirements.txt \
+    'import helm_python, kubernetes_validate, pytest, yaml' "the chart test tools"
 }
 
 find_promtool() {
