@@ -162,53 +162,26 @@ impl RateLimiter {
         // Shared buckets refill by their reports; a local one (no Redis, or Redis down) here.
         let local = self.shared.is_none() || !self.shared_ok[group.index()].load(Ordering::Relaxed);
         let mut shard = lock(self.shard(group, key));
-        let key = if shard.contains_key(key) || shard.len() < MAX_PER_SHARD {
+        // A known caller costs one lookup; the key is allocated only for a caller met for the
+        // first time (callers beyond the shard's bound share one overflow bucket).
+        if let Some(bucket) = shard.get_mut(key) {
+            return spend(bucket, limit, local, now);
+        }
+        let key = if shard.len() < MAX_PER_SHARD {
             key
         } else {
+            if let Some(bucket) = shard.get_mut(OVERFLOW) {
+                return spend(bucket, limit, local, now);
+            }
             OVERFLOW
         };
-        // Allocates the key only for a caller met for the first time (the hot path looks up).
-        if !shard.contains_key(key) {
-            shard.insert(
-                key.to_string(),
-                Bucket {
-                    tokens: limit.burst,
-                    refilled: now,
-                    used: 0,
-                    touched: now,
-                },
-            );
-        }
-        let Some(bucket) = shard.get_mut(key) else {
-            return Ok(());
-        };
-        if local {
-            let elapsed = now.duration_since(bucket.refilled).as_secs_f64();
-            bucket.tokens = (bucket.tokens + elapsed * limit.per_second).min(limit.burst);
-        }
-        bucket.refilled = now;
-        bucket.touched = now;
-        // A share below one token (a small burst over many replicas) is spent by a draw, so
-        // that the replicas together admit about what the bucket holds.
-        let admit = if bucket.tokens >= 1.0 {
-            true
-        } else if bucket.tokens > 0.0 {
-            let won = draw() < bucket.tokens;
-            if !won {
-                bucket.tokens = 0.0;
-            }
-            won
-        } else {
-            false
-        };
-        if admit {
-            bucket.tokens -= 1.0;
-            bucket.used += 1;
-            Ok(())
-        } else {
-            let wait = (1.0 - bucket.tokens.max(0.0)) / limit.per_second;
-            Err(Duration::from_secs_f64(wait.clamp(0.001, 3600.0)))
-        }
+        let bucket = shard.entry(key.to_string()).or_insert(Bucket {
+            tokens: limit.burst,
+            refilled: now,
+            used: 0,
+            touched: now,
+        });
+        spend(bucket, limit, local, now)
     }
 
     /// Reports to the shared buckets every `SYNC_EVERY` (and forgets idle callers) until
@@ -296,6 +269,37 @@ impl RateLimiter {
             }
         }
         Ok(true)
+    }
+}
+
+/// Takes one token from `bucket` (refilled first when it is `local`), or says how long to wait.
+fn spend(bucket: &mut Bucket, limit: Limit, local: bool, now: Instant) -> Result<(), Duration> {
+    if local {
+        let elapsed = now.duration_since(bucket.refilled).as_secs_f64();
+        bucket.tokens = (bucket.tokens + elapsed * limit.per_second).min(limit.burst);
+    }
+    bucket.refilled = now;
+    bucket.touched = now;
+    // A share below one token (a small burst over many replicas) is spent by a draw, so
+    // that the replicas together admit about what the bucket holds.
+    let admit = if bucket.tokens >= 1.0 {
+        true
+    } else if bucket.tokens > 0.0 {
+        let won = draw() < bucket.tokens;
+        if !won {
+            bucket.tokens = 0.0;
+        }
+        won
+    } else {
+        false
+    };
+    if admit {
+        bucket.tokens -= 1.0;
+        bucket.used += 1;
+        Ok(())
+    } else {
+        let wait = (1.0 - bucket.tokens.max(0.0)) / limit.per_second;
+        Err(Duration::from_secs_f64(wait.clamp(0.001, 3600.0)))
     }
 }
 
