@@ -264,14 +264,41 @@ def test_rendered_settings_are_flags_the_binary_has(chart, flagpole_bin):
         ({"redis": {"url": "redis://r:6379"}, "auth": {"adminToken": ADMIN_TOKEN},
           "image": {"repository": ""}}, "image.repository"),
         ({"redis": {"url": "rediss://r:6379"}, "auth": {"adminToken": ADMIN_TOKEN}}, "/redis/url"),
+        ({"redis": {"url": "redis://s:26379", "mode": "sentinel"},
+          "auth": {"adminToken": ADMIN_TOKEN}}, "redis.sentinelService"),
+        ({"redis": {"url": "redis://r:6379", "mode": "replicated"},
+          "auth": {"adminToken": ADMIN_TOKEN}}, "/redis/mode"),
     ],
     ids=["embedded-replicas", "embedded-split", "no-redis", "no-admin-token", "short-grace",
-         "latest", "seed-without-document", "no-repository", "tls-redis"],
+         "latest", "seed-without-document", "no-repository", "tls-redis",
+         "sentinel-without-service", "unknown-redis-mode"],
 )
 def test_unworkable_values_are_refused(chart, values, message):
     with pytest.raises(helm.HelmError) as refused:
         chart.render(merge(IMAGE, values), name="fp", namespace="flags")
     assert message in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "values_file, expected",
+    [
+        ("sentinel-values", {"FLAGPOLE_REDIS_MODE": "sentinel",
+                             "FLAGPOLE_REDIS_SENTINEL_SERVICE": "flagpole-master"}),
+        ("cluster-values", {"FLAGPOLE_REDIS_MODE": "cluster",
+                            "FLAGPOLE_REDIS_WAIT_REPLICAS": "1"}),
+        ("default-values", {"FLAGPOLE_REDIS_MODE": "standalone"}),
+    ],
+)
+def test_redis_modes_reach_the_binary(chart, values_file, expected):
+    docs = render(chart, ci_values(CHART / "ci" / f"{values_file}.yaml"))
+    for deployment in of_kind(docs, "Deployment"):
+        env = env_of(deployment)
+        for name, value in expected.items():
+            assert env[name].get("value") == value, (name, env.get(name))
+        # The URL (a list of sentinels or seed nodes) still comes from the Secret only.
+        assert "secretKeyRef" in env["FLAGPOLE_REDIS_URL"]["valueFrom"]
+        if "FLAGPOLE_REDIS_SENTINEL_SERVICE" not in expected:
+            assert "FLAGPOLE_REDIS_SENTINEL_SERVICE" not in env
 
 
 def test_pdb_only_with_more_than_one_replica(chart):

@@ -82,6 +82,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- else if and (not .Values.existingSecret) (not .Values.redis.url) }}
 {{- fail "set redis.url or existingSecret (with the key secretKeys.redisUrl), or embedded.enabled for a single replica" }}
 {{- end }}
+{{- if and (eq .Values.redis.mode "sentinel") (not .Values.redis.sentinelService) (not .Values.embedded.enabled) }}
+{{- fail "redis.mode sentinel needs redis.sentinelService: the master name the sentinels monitor" }}
+{{- end }}
 {{- if and (eq .Values.auth.mode "token") (not .Values.existingSecret) (not .Values.auth.adminToken) }}
 {{- fail "auth.mode token needs a bootstrap admin token: set auth.adminToken or existingSecret (with the key secretKeys.adminToken)" }}
 {{- end }}
@@ -115,6 +118,16 @@ Secrets only by reference. Optional keys of an existing Secret are optional refe
     secretKeyRef: {name: {{ $secret }}, key: {{ $v.secretKeys.redisUrl }}}
 - name: FLAGPOLE_KEY_PREFIX
   value: {{ $v.redis.keyPrefix | quote }}
+- name: FLAGPOLE_REDIS_MODE
+  value: {{ $v.redis.mode | quote }}
+{{- with $v.redis.sentinelService }}
+- name: FLAGPOLE_REDIS_SENTINEL_SERVICE
+  value: {{ . | quote }}
+{{- end }}
+{{- if not (kindIs "invalid" $v.redis.waitReplicas) }}
+- name: FLAGPOLE_REDIS_WAIT_REPLICAS
+  value: {{ $v.redis.waitReplicas | int | quote }}
+{{- end }}
 {{- end }}
 - name: FLAGPOLE_AUTH
   value: {{ $v.auth.mode | quote }}
