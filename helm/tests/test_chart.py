@@ -28,6 +28,7 @@ SECRET_ENV = {
     "FLAGPOLE_SESSION_SECRET",
 }
 PROMETHEUS_PATH = "/internal-backstage/prometheus"
+REDIS_TLS_DIR = "/etc/flagpole/redis-tls"
 ADMIN_TOKEN = "test-admin-token-0123456789"
 CLIENT_TOKEN = "test-client-token-0123456789"
 IMAGE = {"image": {"repository": "registry.example.com/flagpole"}}
@@ -78,7 +79,8 @@ VALUE_SETS = pytest.mark.parametrize("values_file", CI_VALUES, ids=lambda p: p.s
 
 def test_every_ci_value_set_is_here():
     assert {p.stem for p in CI_VALUES} >= {
-        "default-values", "ha-values", "import-seed-values", "worker-split-values"
+        "default-values", "ha-values", "import-seed-values", "worker-split-values",
+        "sentinel-values", "cluster-values", "tls-values",
     }
 
 
@@ -157,7 +159,7 @@ def test_invariants(chart, values_file):
             assert "value" not in env[name], name
             assert env[name]["valueFrom"]["secretKeyRef"]["name"]
         text = yaml.safe_dump(deployment)
-        for secret in ("redis://", values.get("auth", {}).get("adminToken"),
+        for secret in ("redis://", "rediss://", values.get("auth", {}).get("adminToken"),
                        values.get("auth", {}).get("clientToken")):
             if secret:
                 assert secret not in text, f"{secret} appears in the Deployment"
@@ -168,6 +170,17 @@ def test_invariants(chart, values_file):
         if "FLAGPOLE_IMPORT_FILE" in env:
             assert import_mount and import_mount["readOnly"] is True
             assert env["FLAGPOLE_IMPORT_FILE"]["value"].startswith("/etc/flagpole/import/")
+        # TLS files for Redis: read-only, from the Secret named in the values, by reference.
+        tls = values.get("redis", {}).get("tls", {})
+        tls_mount = mounts.get(REDIS_TLS_DIR)
+        assert bool(tls_mount) == tls.get("enabled", False)
+        if tls_mount:
+            assert tls_mount["readOnly"] is True
+            (volume,) = [v for v in spec["volumes"] if v["name"] == tls_mount["name"]]
+            assert volume["secret"]["secretName"] == tls["existingSecret"]
+        for name in ("FLAGPOLE_REDIS_TLS_CA", "FLAGPOLE_REDIS_TLS_CERT", "FLAGPOLE_REDIS_TLS_KEY"):
+            if name in env:
+                assert tls_mount and env[name]["value"].startswith(REDIS_TLS_DIR + "/"), name
 
     # Services select exactly the pods of one Deployment.
     for service in of_kind(docs, "Service"):
@@ -263,15 +276,28 @@ def test_rendered_settings_are_flags_the_binary_has(chart, flagpole_bin):
           "importSeed": {"enabled": True}}, "importSeed"),
         ({"redis": {"url": "redis://r:6379"}, "auth": {"adminToken": ADMIN_TOKEN},
           "image": {"repository": ""}}, "image.repository"),
-        ({"redis": {"url": "rediss://r:6379"}, "auth": {"adminToken": ADMIN_TOKEN}}, "/redis/url"),
+        ({"redis": {"url": "http://r:6379"}, "auth": {"adminToken": ADMIN_TOKEN}}, "/redis/url"),
         ({"redis": {"url": "redis://s:26379", "mode": "sentinel"},
           "auth": {"adminToken": ADMIN_TOKEN}}, "redis.sentinelService"),
         ({"redis": {"url": "redis://r:6379", "mode": "replicated"},
           "auth": {"adminToken": ADMIN_TOKEN}}, "/redis/mode"),
+        ({"redis": {"url": "rediss://r:6380", "tls": {"enabled": True}},
+          "auth": {"adminToken": ADMIN_TOKEN}}, "redis.tls.existingSecret"),
+        ({"redis": {"url": "redis://r:6379", "tls": {"enabled": True, "existingSecret": "tls"}},
+          "auth": {"adminToken": ADMIN_TOKEN}}, "needs a rediss:// redis.url"),
+        ({"redis": {"url": "rediss://r:6380",
+                    "tls": {"enabled": True, "existingSecret": "tls", "caKey": ""}},
+          "auth": {"adminToken": ADMIN_TOKEN}}, "mounts nothing"),
+        ({"embedded": {"enabled": True}, "replicaCount": 1, "auth": {"adminToken": ADMIN_TOKEN},
+          "redis": {"tls": {"enabled": True, "existingSecret": "tls"}}}, "uses no Redis"),
+        ({"redis": {"url": "rediss://r:6380", "tls": {"enabled": True, "existingSecret": "tls",
+                                                     "certKey": "../tls.crt"}},
+          "auth": {"adminToken": ADMIN_TOKEN}}, "/redis/tls/certKey"),
     ],
     ids=["embedded-replicas", "embedded-split", "no-redis", "no-admin-token", "short-grace",
-         "latest", "seed-without-document", "no-repository", "tls-redis",
-         "sentinel-without-service", "unknown-redis-mode"],
+         "latest", "seed-without-document", "no-repository", "not-a-redis-url",
+         "sentinel-without-service", "unknown-redis-mode", "tls-without-secret",
+         "tls-with-plain-url", "tls-mounting-nothing", "tls-with-embedded", "tls-key-a-path"],
 )
 def test_unworkable_values_are_refused(chart, values, message):
     with pytest.raises(helm.HelmError) as refused:
@@ -299,6 +325,51 @@ def test_redis_modes_reach_the_binary(chart, values_file, expected):
         assert "secretKeyRef" in env["FLAGPOLE_REDIS_URL"]["valueFrom"]
         if "FLAGPOLE_REDIS_SENTINEL_SERVICE" not in expected:
             assert "FLAGPOLE_REDIS_SENTINEL_SERVICE" not in env
+
+
+@pytest.mark.parametrize(
+    "tls, files",
+    [
+        ({"clientCertificate": True}, {"FLAGPOLE_REDIS_TLS_CA": "ca.crt",
+                                       "FLAGPOLE_REDIS_TLS_CERT": "tls.crt",
+                                       "FLAGPOLE_REDIS_TLS_KEY": "tls.key"}),
+        ({}, {"FLAGPOLE_REDIS_TLS_CA": "ca.crt"}),
+        ({"caKey": "", "clientCertificate": True, "certKey": "client.pem", "keyKey": "client-key.pem"},
+         {"FLAGPOLE_REDIS_TLS_CERT": "client.pem", "FLAGPOLE_REDIS_TLS_KEY": "client-key.pem"}),
+    ],
+    ids=["ca-and-client-certificate", "ca-only", "client-certificate-only"],
+)
+def test_redis_tls_files_are_mounted_from_the_secret(chart, tls, files):
+    values = merge(IMAGE, {
+        "redis": {"url": "rediss://r:6380/0",
+                  "tls": {"enabled": True, "existingSecret": "redis-tls", **tls}},
+        "auth": {"adminToken": ADMIN_TOKEN},
+        "delivery": {"separateDeployment": True},
+    })
+    deployments = of_kind(render(chart, values), "Deployment")
+    assert len(deployments) == 2
+    for deployment in deployments:
+        env = env_of(deployment)
+        tls_env = {k: v["value"] for k, v in env.items() if k.startswith("FLAGPOLE_REDIS_TLS_")}
+        assert tls_env == {k: f"{REDIS_TLS_DIR}/{f}" for k, f in files.items()}
+        (mount,) = [m for m in container(deployment)["volumeMounts"] if m["name"] == "redis-tls"]
+        assert mount == {"name": "redis-tls", "mountPath": REDIS_TLS_DIR, "readOnly": True}
+        (volume,) = [v for v in deployment["spec"]["template"]["spec"]["volumes"]
+                     if v["name"] == "redis-tls"]
+        assert volume["secret"]["secretName"] == "redis-tls"
+        # Only the files named, group-readable only (the pod's fsGroup).
+        assert volume["secret"]["defaultMode"] == 0o440
+        assert sorted(i["path"] for i in volume["secret"]["items"]) == sorted(files.values())
+
+
+def test_rediss_url_without_tls_files_trusts_the_system_roots(chart):
+    docs = render(chart, merge(IMAGE, {"redis": {"url": "rediss://r:6380/0"},
+                                       "auth": {"adminToken": ADMIN_TOKEN}}))
+    for deployment in of_kind(docs, "Deployment"):
+        assert not [k for k in env_of(deployment) if k.startswith("FLAGPOLE_REDIS_TLS_")]
+        assert "volumes" not in deployment["spec"]["template"]["spec"]
+    (secret,) = of_kind(docs, "Secret")
+    assert base64.b64decode(secret["data"]["redis-url"]).decode() == "rediss://r:6380/0"
 
 
 def test_pdb_only_with_more_than_one_replica(chart):
