@@ -4,14 +4,17 @@ the rendered Deployments started as real flagpole processes against a real redis
 from __future__ import annotations
 
 import base64
+import os
 import re
+import time
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import CHART, CI_VALUES, ROOT, free_port, require_venv
+from conftest import CHART, CI_VALUES, ROOT, RedisNode, free_port, require_venv
+from conftest import request as http_request
 
 require_venv()
 
@@ -415,39 +418,89 @@ def resolve_env(env: list[dict], secrets: dict[str, dict[str, str]]) -> dict[str
     return resolved
 
 
-def mount_config_maps(deployment: dict, docs: list[dict], root: Path) -> dict[str, str]:
-    """Writes the ConfigMaps the pod mounts under `root`; returns mount path → directory."""
+def mount_volumes(deployment: dict, docs: list[dict], secrets: dict[str, dict[str, str]],
+                  root: Path) -> dict[str, str]:
+    """Writes the files of the ConfigMaps and Secrets the pod mounts under `root`, as the
+    kubelet would (only the listed `items` when there are some, with the Secret's
+    defaultMode); returns mount path → directory."""
     pod = deployment["spec"]["template"]["spec"]
-    config_maps = {d["metadata"]["name"]: d for d in of_kind(docs, "ConfigMap")}
+    config_maps = {d["metadata"]["name"]: d["data"] for d in of_kind(docs, "ConfigMap")}
     volumes = {v["name"]: v for v in pod.get("volumes", [])}
     mapped = {}
     for mount in container(deployment).get("volumeMounts", []):
         volume = volumes[mount["name"]]
-        if "configMap" not in volume:
+        if "configMap" in volume:
+            source, data = volume["configMap"], config_maps[volume["configMap"]["name"]]
+        elif "secret" in volume:
+            source = volume["secret"]
+            data = secrets.get(source["secretName"])
+            assert data is not None, f"no Secret {source['secretName']} for {mount['name']}"
+        else:
             continue
         assert mount.get("readOnly") is True
+        files = {i["path"]: data[i["key"]] for i in source["items"]} if "items" in source else data
         directory = root / mount["name"]
         directory.mkdir()
-        for file_name, content in config_maps[volume["configMap"]["name"]]["data"].items():
+        for file_name, content in files.items():
             (directory / file_name).write_text(content)
+            os.chmod(directory / file_name, source.get("defaultMode", 0o644))
         mapped[mount["mountPath"]] = str(directory)
     return mapped
 
 
+class StandaloneDatabase:
+    """One database of the shared redis-server: a set-up like those of conftest.py."""
+
+    def __init__(self, server, db: int):
+        self.url = server.url(db)
+        self.node = RedisNode([], ["-n", str(db)])
+        self.node.port = server.port
+
+    def data_nodes(self) -> list[RedisNode]:
+        return [self.node]
+
+
 RUN_CASES = {
-    # values file → (extra values, existing Secret the cluster would hold)
-    "default-values": ({}, None),
-    "ha-values": ({}, {"redis-url": None, "admin-token": ADMIN_TOKEN}),
-    "import-seed-values": ({"auth": {"clientToken": CLIENT_TOKEN}}, None),
-    "worker-split-values": ({}, None),
+    # values file → (the Redis set-up it runs against, extra values)
+    "default-values": ("redis_server", {}),
+    "ha-values": ("redis_server", {}),
+    "import-seed-values": ("redis_server", {"auth": {"clientToken": CLIENT_TOKEN}}),
+    "worker-split-values": ("redis_server", {}),
+    "sentinel-values": ("redis_sentinel", {}),
+    "cluster-values": ("redis_cluster", {}),
+    "tls-values": ("redis_tls", {}),
 }
 
 
+def test_every_ci_value_set_is_run():
+    assert set(RUN_CASES) == {p.stem for p in CI_VALUES}
+
+
+def wait_for_feature(process, name: str, headers: dict[str, str], seconds: float = 10) -> None:
+    """Waits (bounded) until the client API lists the toggle `name`."""
+    deadline = time.monotonic() + seconds
+    features = set()
+    while time.monotonic() < deadline:
+        status, body = process.get("/api/client/features", headers)
+        assert status == 200, body
+        features = {f["name"] for f in yaml.safe_load(body)["features"]}
+        if name in features:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{name} never reached the client API: {sorted(features)}")
+
+
 @pytest.mark.parametrize("case", sorted(RUN_CASES))
-def test_rendered_deployments_run(chart, case, redis_server, start_flagpole, tmp_path):
-    extra, existing = RUN_CASES[case]
-    db = sorted(RUN_CASES).index(case) + 1
-    url = redis_server.url(db)
+def test_rendered_deployments_run(chart, case, redis_server, start_flagpole, tmp_path, request):
+    """Each Deployment of the value set, as a process with the environment the kubelet would
+    give it, against a real Redis of the value set's mode: ready, and a write reaches Redis
+    (its master and replica where there is one) and comes back through the client API."""
+    setup_fixture, extra = RUN_CASES[case]
+    if setup_fixture == "redis_server":
+        setup = StandaloneDatabase(redis_server, sorted(RUN_CASES).index(case) + 1)
+    else:
+        setup = request.getfixturevalue(setup_fixture)
+    url = setup.url
     values = merge(ci_values(CHART / "ci" / f"{case}.yaml"), extra)
     if not values.get("existingSecret"):
         values = merge(values, {"redis": {"url": url}, "auth": {"adminToken": ADMIN_TOKEN}})
@@ -458,15 +511,20 @@ def test_rendered_deployments_run(chart, case, redis_server, start_flagpole, tmp
         secrets[secret["metadata"]["name"]] = {
             k: base64.b64decode(v).decode() for k, v in secret.get("data", {}).items()
         }
-    if existing is not None:
+    # The Secrets the chart only names, as their owners would have made them.
+    if values.get("existingSecret"):
         assert values["existingSecret"] not in secrets, "the chart made the existing Secret"
-        secrets[values["existingSecret"]] = {k: (v or url) for k, v in existing.items()}
+        secrets[values["existingSecret"]] = {"redis-url": url, "admin-token": ADMIN_TOKEN}
+    tls = values.get("redis", {}).get("tls", {})
+    if tls.get("enabled"):
+        assert tls["existingSecret"] not in secrets, "the chart made the TLS Secret"
+        secrets[tls["existingSecret"]] = setup.secret_files
 
     running = []
     for index, deployment in enumerate(of_kind(docs, "Deployment")):
         root = tmp_path / f"pod-{index}"
         root.mkdir()
-        mounts = mount_config_maps(deployment, docs, root)
+        mounts = mount_volumes(deployment, docs, secrets, root)
         main = container(deployment)
         env = resolve_env(main["env"], secrets)
         for key, value in env.items():
@@ -489,11 +547,19 @@ def test_rendered_deployments_run(chart, case, redis_server, start_flagpole, tmp
         assert process.get("/api/admin/features")[0] == 401, "the chart runs --auth token"
         status, body = process.get("/api/client/features", admin)
         assert status == 200, body
-        features = {f["name"] for f in yaml.safe_load(body)["features"]}
         if case == "import-seed-values":
-            assert "seeded.checkout" in features
+            assert "seeded.checkout" in {f["name"] for f in yaml.safe_load(body)["features"]}
             client = {"Authorization": CLIENT_TOKEN}
             assert process.get("/api/client/features", client)[0] == 200
+        # A write: committed to this set-up's Redis, then served back.
+        name = f"chart.{case}.{index}"
+        status, body, _ = http_request(process.base + "/api/admin/features", "POST",
+                                       {"name": name, "strategies": [{"name": "default"}]}, admin)
+        assert status == 200, (status, body, process.log.read_text()[-4000:])
+        wait_for_feature(process, name, admin)
+        features_key = "{%s}:features" % env["FLAGPOLE_KEY_PREFIX"]
+        for node in setup.data_nodes():
+            assert node.cli("HEXISTS", features_key, name) == "1", (node.address, name)
         status, metrics = process.get(PROMETHEUS_PATH)
         assert status == 200 and b"flagpole_build_info" in metrics
         running.append(process)
