@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "helm" / "flagpole"
 CI_VALUES = sorted((CHART / "ci").glob("*-values.yaml"))
 
+
 def require_venv():
     """The venv's modules, or a skip naming what is missing (scripts/test.sh could not
     install helm/tests/requirements.txt: no network)."""
