@@ -1,5 +1,7 @@
-"""Fixtures of the chart and monitoring tests: the chart, its renders, a private redis-server
-and real `flagpole` processes (the binary cargo built, named by FLAGPOLE_BIN).
+"""Fixtures of the chart and monitoring tests: the chart, its renders, a private redis-server,
+a real Sentinel set-up, a real Redis Cluster and a TLS-only redis-server (from Debian's
+redis-server, as tests/it/common/topology.rs starts them), and real `flagpole` processes (the
+binary cargo built, named by FLAGPOLE_BIN).
 
 Run by scripts/test.sh from target/chart-venv (helm/tests/requirements.txt)."""
 
@@ -11,6 +13,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -21,7 +24,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "helm" / "flagpole"
 CI_VALUES = sorted((CHART / "ci").glob("*-values.yaml"))
-
 
 
 def require_venv():
@@ -127,6 +129,247 @@ def redis_server(tmp_path_factory):
     server = RedisServer(tmp_path_factory.mktemp("redis"))
     yield server
     server.stop()
+
+
+# --- Redis set-ups for the rendered Redis modes ----------------------------------------------
+# Each holds its processes and a temporary directory; `stop` kills the ones started so far and
+# removes the directory, so a fixture registers it before starting anything.
+
+def poll(what: str, seconds: float, check) -> None:
+    """Polls `check` every 50 ms until it holds; fails naming `what` after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out waiting: {what}")
+        time.sleep(0.05)
+
+
+class RedisNode:
+    """One redis-server (or sentinel) on a free loopback port, reached with redis-cli and
+    `cli_args` (TLS options)."""
+
+    def __init__(self, args: list[str], cli_args: list[str] | None = None):
+        self.args = args
+        self.cli_args = cli_args or []
+        self.process: subprocess.Popen | None = None
+        self.port = 0
+
+    def start(self, command) -> "RedisNode":
+        """Runs `command(port)` (a full argv); tries a second port when the first was taken
+        between choosing and binding it."""
+        for _ in range(2):
+            self.port = free_port()
+            self.process = subprocess.Popen(
+                command(self.port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and self.process.poll() is None:
+                if self.try_cli("PING") == "PONG":
+                    return self
+                time.sleep(0.05)
+            self.kill()
+        raise AssertionError(f"redis-server {self.args} did not come up")
+
+    def try_cli(self, *args: str) -> str | None:
+        """What redis-cli printed (stripped); None when it could not connect or failed."""
+        result = subprocess.run(
+            ["redis-cli", "-h", "127.0.0.1", "-p", str(self.port), *self.cli_args, *args],
+            capture_output=True, text=True, timeout=10,
+        )
+        out = result.stdout.strip()
+        if result.returncode != 0 or out.startswith("Could not connect"):
+            return None
+        return out
+
+    def cli(self, *args: str) -> str:
+        out = self.try_cli(*args)
+        assert out is not None, f"redis-cli {args} on port {self.port} failed"
+        return out
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def kill(self):
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+
+class RedisSetup:
+    """Processes and a temporary directory, removed by `stop` whatever was started."""
+
+    def __init__(self, name: str):
+        assert shutil.which("redis-server") and shutil.which("redis-cli"), \
+            "redis-server and redis-cli must be installed (scripts/test.sh installs them)"
+        self.dir = Path(tempfile.mkdtemp(prefix=f"flagpole-chart-{name}-"))
+        self.nodes: list[RedisNode] = []
+
+    def server(self, args: list[str], cli_args: list[str] | None = None) -> RedisNode:
+        """A redis-server with `args` (the port comes first; `--port 0 --tls-port` for TLS)."""
+        node = RedisNode(args, cli_args)
+        self.nodes.append(node)
+        tls = "--tls-cert-file" in args
+        work = self.dir / f"node-{len(self.nodes)}"
+        work.mkdir()
+        return node.start(lambda port: [
+            "redis-server", *(["--port", "0", "--tls-port"] if tls else ["--port"]), str(port),
+            "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(work), *args,
+        ])
+
+    def sentinel(self, config: list[str]) -> RedisNode:
+        node = RedisNode(["--sentinel"])
+        self.nodes.append(node)
+        work = self.dir / f"sentinel-{len(self.nodes)}"
+        work.mkdir()
+
+        def command(port):
+            # The sentinel rewrites its file: one per process, in its own directory.
+            conf = work / "sentinel.conf"
+            conf.write_text("\n".join([f"port {port}", "bind 127.0.0.1", f"dir {work}",
+                                       *config]) + "\n")
+            return ["redis-server", str(conf), "--sentinel"]
+
+        return node.start(command)
+
+    def stop(self):
+        for node in self.nodes:
+            node.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+SENTINEL_SERVICE = "flagpole-master"  # redis.sentinelService of ci/sentinel-values.yaml
+
+
+class SentinelSetup(RedisSetup):
+    """A master with one replica in sync, watched by three sentinels as SENTINEL_SERVICE."""
+
+    def __init__(self):
+        super().__init__("sentinel")
+
+    def start(self):
+        self.master = self.server(["--repl-diskless-sync-delay", "0"])
+        self.replica = self.server(["--replicaof", "127.0.0.1", str(self.master.port)])
+        # In sync, so the mode's default WAIT for one replica is met.
+        poll("the replica is in sync", 15,
+             lambda: "master_link_status:up" in self.replica.cli("INFO", "replication"))
+        config = [f"sentinel monitor {SENTINEL_SERVICE} 127.0.0.1 {self.master.port} 2",
+                  f"sentinel down-after-milliseconds {SENTINEL_SERVICE} 5000"]
+        self.sentinels = [self.sentinel(config) for _ in range(3)]
+        for sentinel in self.sentinels:
+            poll("the sentinels name the master", 10, lambda: str(self.master.port) in (
+                sentinel.try_cli("SENTINEL", "GET-MASTER-ADDR-BY-NAME", SENTINEL_SERVICE) or ""))
+        # The list of sentinels, as the Secret's redis-url holds it.
+        self.url = "redis://" + ",".join(s.address for s in self.sentinels)
+
+    def data_nodes(self) -> list[RedisNode]:
+        """Where a committed write must be: the master and, after WAIT, its replica."""
+        return [self.master, self.replica]
+
+
+class ClusterSetup(RedisSetup):
+    """A Redis Cluster of three masters with one replica each, every replica in sync."""
+
+    def __init__(self):
+        super().__init__("cluster")
+
+    def start(self):
+        for _ in range(6):
+            # The bus port is chosen: the default (port + 10000) may be taken or out of range.
+            self.server(["--cluster-enabled", "yes", "--cluster-port", str(free_port()),
+                         "--cluster-node-timeout", "2000", "--repl-diskless-sync-delay", "0"])
+        create = subprocess.run(
+            ["redis-cli", "--cluster", "create", *(n.address for n in self.nodes),
+             "--cluster-replicas", "1", "--cluster-yes"],
+            capture_output=True, text=True, timeout=30,
+        )
+        assert create.returncode == 0, f"cluster create failed: {create.stdout}{create.stderr}"
+        poll("cluster_state:ok on every node, a replica in sync on every master", 30, lambda: all(
+            "cluster_state:ok" in (n.try_cli("CLUSTER", "INFO") or "") for n in self.nodes
+        ) and self.masters_with_replica() == 3)
+        # Seed nodes, as the Secret's redis-url holds them.
+        self.url = "redis://" + ",".join(n.address for n in self.nodes)
+
+    def masters_with_replica(self) -> int:
+        infos = [n.try_cli("INFO", "replication") or "" for n in self.nodes]
+        return sum("role:master" in i and "connected_slaves:1" in i and "state=online" in i
+                   for i in infos)
+
+    def data_nodes(self) -> list[RedisNode]:
+        """A cluster client (-c, following redirections) through the first node."""
+        node = RedisNode([], ["-c"])
+        node.port = self.nodes[0].port
+        return [node]
+
+
+class TlsSetup(RedisSetup):
+    """A redis-server speaking only TLS that requires a client certificate; the CA, the
+    server's and the client's certificates made here with openssl. `secret_files` are the
+    files of the Secret ci/tls-values.yaml names (cert-manager's key names)."""
+
+    def __init__(self):
+        super().__init__("tls")
+
+    def start(self):
+        pki = self.dir / "pki"
+        pki.mkdir()
+
+        def openssl(*args: str):
+            result = subprocess.run(["openssl", *args], cwd=pki, capture_output=True,
+                                    text=True, timeout=60)
+            assert result.returncode == 0, f"openssl {args}: {result.stderr}"
+
+        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                "-subj", "/CN=flagpole chart test CA", "-keyout", "ca.key", "-out", "ca.crt")
+        # rustls wants the server's address in subjectAltName; Redis checks the client's
+        # certificate is for client authentication.
+        for name, subject, usage in (("server", "/CN=127.0.0.1", "serverAuth"),
+                                     ("client", "/CN=flagpole", "clientAuth")):
+            openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", subject,
+                    "-keyout", f"{name}.key", "-out", f"{name}.csr")
+            (pki / f"{name}.ext").write_text(
+                "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
+                f"extendedKeyUsage={usage}\n")
+            openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+                    "-CAcreateserial", "-days", "2", "-extfile", f"{name}.ext",
+                    "-out", f"{name}.crt")
+        self.server_node = self.server(
+            ["--tls-cert-file", str(pki / "server.crt"), "--tls-key-file", str(pki / "server.key"),
+             "--tls-ca-cert-file", str(pki / "ca.crt"), "--tls-auth-clients", "yes"],
+            ["--tls", "--cacert", str(pki / "ca.crt"), "--cert", str(pki / "client.crt"),
+             "--key", str(pki / "client.key")],
+        )
+        self.url = f"rediss://127.0.0.1:{self.server_node.port}/0"
+        self.secret_files = {
+            "ca.crt": (pki / "ca.crt").read_text(),
+            "tls.crt": (pki / "client.crt").read_text(),
+            "tls.key": (pki / "client.key").read_text(),
+        }
+
+    def data_nodes(self) -> list[RedisNode]:
+        return [self.server_node]
+
+
+def started(request, setup: RedisSetup) -> RedisSetup:
+    """`setup` started, its `stop` registered first so a half-made set-up is cleaned too."""
+    request.addfinalizer(setup.stop)
+    setup.start()
+    return setup
+
+
+@pytest.fixture(scope="session")
+def redis_sentinel(request) -> SentinelSetup:
+    return started(request, SentinelSetup())
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(request) -> ClusterSetup:
+    return started(request, ClusterSetup())
+
+
+@pytest.fixture(scope="session")
+def redis_tls(request) -> TlsSetup:
+    return started(request, TlsSetup())
 
 
 class Flagpole:

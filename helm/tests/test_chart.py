@@ -4,14 +4,17 @@ the rendered Deployments started as real flagpole processes against a real redis
 from __future__ import annotations
 
 import base64
+import os
 import re
+import time
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import CHART, CI_VALUES, ROOT, free_port, require_venv
+from conftest import CHART, CI_VALUES, ROOT, RedisNode, free_port, require_venv
+from conftest import request as http_request
 
 require_venv()
 
@@ -28,6 +31,7 @@ SECRET_ENV = {
     "FLAGPOLE_SESSION_SECRET",
 }
 PROMETHEUS_PATH = "/internal-backstage/prometheus"
+REDIS_TLS_DIR = "/etc/flagpole/redis-tls"
 ADMIN_TOKEN = "test-admin-token-0123456789"
 CLIENT_TOKEN = "test-client-token-0123456789"
 IMAGE = {"image": {"repository": "registry.example.com/flagpole"}}
@@ -78,7 +82,8 @@ VALUE_SETS = pytest.mark.parametrize("values_file", CI_VALUES, ids=lambda p: p.s
 
 def test_every_ci_value_set_is_here():
     assert {p.stem for p in CI_VALUES} >= {
-        "default-values", "ha-values", "import-seed-values", "worker-split-values"
+        "default-values", "ha-values", "import-seed-values", "worker-split-values",
+        "sentinel-values", "cluster-values", "tls-values",
     }
 
 
@@ -157,7 +162,7 @@ def test_invariants(chart, values_file):
             assert "value" not in env[name], name
             assert env[name]["valueFrom"]["secretKeyRef"]["name"]
         text = yaml.safe_dump(deployment)
-        for secret in ("redis://", values.get("auth", {}).get("adminToken"),
+        for secret in ("redis://", "rediss://", values.get("auth", {}).get("adminToken"),
                        values.get("auth", {}).get("clientToken")):
             if secret:
                 assert secret not in text, f"{secret} appears in the Deployment"
@@ -168,6 +173,17 @@ def test_invariants(chart, values_file):
         if "FLAGPOLE_IMPORT_FILE" in env:
             assert import_mount and import_mount["readOnly"] is True
             assert env["FLAGPOLE_IMPORT_FILE"]["value"].startswith("/etc/flagpole/import/")
+        # TLS files for Redis: read-only, from the Secret named in the values, by reference.
+        tls = values.get("redis", {}).get("tls", {})
+        tls_mount = mounts.get(REDIS_TLS_DIR)
+        assert bool(tls_mount) == tls.get("enabled", False)
+        if tls_mount:
+            assert tls_mount["readOnly"] is True
+            (volume,) = [v for v in spec["volumes"] if v["name"] == tls_mount["name"]]
+            assert volume["secret"]["secretName"] == tls["existingSecret"]
+        for name in ("FLAGPOLE_REDIS_TLS_CA", "FLAGPOLE_REDIS_TLS_CERT", "FLAGPOLE_REDIS_TLS_KEY"):
+            if name in env:
+                assert tls_mount and env[name]["value"].startswith(REDIS_TLS_DIR + "/"), name
 
     # Services select exactly the pods of one Deployment.
     for service in of_kind(docs, "Service"):
@@ -263,15 +279,28 @@ def test_rendered_settings_are_flags_the_binary_has(chart, flagpole_bin):
           "importSeed": {"enabled": True}}, "importSeed"),
         ({"redis": {"url": "redis://r:6379"}, "auth": {"adminToken": ADMIN_TOKEN},
           "image": {"repository": ""}}, "image.repository"),
-        ({"redis": {"url": "rediss://r:6379"}, "auth": {"adminToken": ADMIN_TOKEN}}, "/redis/url"),
+        ({"redis": {"url": "http://r:6379"}, "auth": {"adminToken": ADMIN_TOKEN}}, "/redis/url"),
         ({"redis": {"url": "redis://s:26379", "mode": "sentinel"},
           "auth": {"adminToken": ADMIN_TOKEN}}, "redis.sentinelService"),
         ({"redis": {"url": "redis://r:6379", "mode": "replicated"},
           "auth": {"adminToken": ADMIN_TOKEN}}, "/redis/mode"),
+        ({"redis": {"url": "rediss://r:6380", "tls": {"enabled": True}},
+          "auth": {"adminToken": ADMIN_TOKEN}}, "redis.tls.existingSecret"),
+        ({"redis": {"url": "redis://r:6379", "tls": {"enabled": True, "existingSecret": "tls"}},
+          "auth": {"adminToken": ADMIN_TOKEN}}, "needs a rediss:// redis.url"),
+        ({"redis": {"url": "rediss://r:6380",
+                    "tls": {"enabled": True, "existingSecret": "tls", "caKey": ""}},
+          "auth": {"adminToken": ADMIN_TOKEN}}, "mounts nothing"),
+        ({"embedded": {"enabled": True}, "replicaCount": 1, "auth": {"adminToken": ADMIN_TOKEN},
+          "redis": {"tls": {"enabled": True, "existingSecret": "tls"}}}, "uses no Redis"),
+        ({"redis": {"url": "rediss://r:6380", "tls": {"enabled": True, "existingSecret": "tls",
+                                                     "certKey": "../tls.crt"}},
+          "auth": {"adminToken": ADMIN_TOKEN}}, "/redis/tls/certKey"),
     ],
     ids=["embedded-replicas", "embedded-split", "no-redis", "no-admin-token", "short-grace",
-         "latest", "seed-without-document", "no-repository", "tls-redis",
-         "sentinel-without-service", "unknown-redis-mode"],
+         "latest", "seed-without-document", "no-repository", "not-a-redis-url",
+         "sentinel-without-service", "unknown-redis-mode", "tls-without-secret",
+         "tls-with-plain-url", "tls-mounting-nothing", "tls-with-embedded", "tls-key-a-path"],
 )
 def test_unworkable_values_are_refused(chart, values, message):
     with pytest.raises(helm.HelmError) as refused:
@@ -299,6 +328,51 @@ def test_redis_modes_reach_the_binary(chart, values_file, expected):
         assert "secretKeyRef" in env["FLAGPOLE_REDIS_URL"]["valueFrom"]
         if "FLAGPOLE_REDIS_SENTINEL_SERVICE" not in expected:
             assert "FLAGPOLE_REDIS_SENTINEL_SERVICE" not in env
+
+
+@pytest.mark.parametrize(
+    "tls, files",
+    [
+        ({"clientCertificate": True}, {"FLAGPOLE_REDIS_TLS_CA": "ca.crt",
+                                       "FLAGPOLE_REDIS_TLS_CERT": "tls.crt",
+                                       "FLAGPOLE_REDIS_TLS_KEY": "tls.key"}),
+        ({}, {"FLAGPOLE_REDIS_TLS_CA": "ca.crt"}),
+        ({"caKey": "", "clientCertificate": True, "certKey": "client.pem", "keyKey": "client-key.pem"},
+         {"FLAGPOLE_REDIS_TLS_CERT": "client.pem", "FLAGPOLE_REDIS_TLS_KEY": "client-key.pem"}),
+    ],
+    ids=["ca-and-client-certificate", "ca-only", "client-certificate-only"],
+)
+def test_redis_tls_files_are_mounted_from_the_secret(chart, tls, files):
+    values = merge(IMAGE, {
+        "redis": {"url": "rediss://r:6380/0",
+                  "tls": {"enabled": True, "existingSecret": "redis-tls", **tls}},
+        "auth": {"adminToken": ADMIN_TOKEN},
+        "delivery": {"separateDeployment": True},
+    })
+    deployments = of_kind(render(chart, values), "Deployment")
+    assert len(deployments) == 2
+    for deployment in deployments:
+        env = env_of(deployment)
+        tls_env = {k: v["value"] for k, v in env.items() if k.startswith("FLAGPOLE_REDIS_TLS_")}
+        assert tls_env == {k: f"{REDIS_TLS_DIR}/{f}" for k, f in files.items()}
+        (mount,) = [m for m in container(deployment)["volumeMounts"] if m["name"] == "redis-tls"]
+        assert mount == {"name": "redis-tls", "mountPath": REDIS_TLS_DIR, "readOnly": True}
+        (volume,) = [v for v in deployment["spec"]["template"]["spec"]["volumes"]
+                     if v["name"] == "redis-tls"]
+        assert volume["secret"]["secretName"] == "redis-tls"
+        # Only the files named, group-readable only (the pod's fsGroup).
+        assert volume["secret"]["defaultMode"] == 0o440
+        assert sorted(i["path"] for i in volume["secret"]["items"]) == sorted(files.values())
+
+
+def test_rediss_url_without_tls_files_trusts_the_system_roots(chart):
+    docs = render(chart, merge(IMAGE, {"redis": {"url": "rediss://r:6380/0"},
+                                       "auth": {"adminToken": ADMIN_TOKEN}}))
+    for deployment in of_kind(docs, "Deployment"):
+        assert not [k for k in env_of(deployment) if k.startswith("FLAGPOLE_REDIS_TLS_")]
+        assert "volumes" not in deployment["spec"]["template"]["spec"]
+    (secret,) = of_kind(docs, "Secret")
+    assert base64.b64decode(secret["data"]["redis-url"]).decode() == "rediss://r:6380/0"
 
 
 def test_pdb_only_with_more_than_one_replica(chart):
@@ -344,39 +418,89 @@ def resolve_env(env: list[dict], secrets: dict[str, dict[str, str]]) -> dict[str
     return resolved
 
 
-def mount_config_maps(deployment: dict, docs: list[dict], root: Path) -> dict[str, str]:
-    """Writes the ConfigMaps the pod mounts under `root`; returns mount path → directory."""
+def mount_volumes(deployment: dict, docs: list[dict], secrets: dict[str, dict[str, str]],
+                  root: Path) -> dict[str, str]:
+    """Writes the files of the ConfigMaps and Secrets the pod mounts under `root`, as the
+    kubelet would (only the listed `items` when there are some, with the Secret's
+    defaultMode); returns mount path → directory."""
     pod = deployment["spec"]["template"]["spec"]
-    config_maps = {d["metadata"]["name"]: d for d in of_kind(docs, "ConfigMap")}
+    config_maps = {d["metadata"]["name"]: d["data"] for d in of_kind(docs, "ConfigMap")}
     volumes = {v["name"]: v for v in pod.get("volumes", [])}
     mapped = {}
     for mount in container(deployment).get("volumeMounts", []):
         volume = volumes[mount["name"]]
-        if "configMap" not in volume:
+        if "configMap" in volume:
+            source, data = volume["configMap"], config_maps[volume["configMap"]["name"]]
+        elif "secret" in volume:
+            source = volume["secret"]
+            data = secrets.get(source["secretName"])
+            assert data is not None, f"no Secret {source['secretName']} for {mount['name']}"
+        else:
             continue
         assert mount.get("readOnly") is True
+        files = {i["path"]: data[i["key"]] for i in source["items"]} if "items" in source else data
         directory = root / mount["name"]
         directory.mkdir()
-        for file_name, content in config_maps[volume["configMap"]["name"]]["data"].items():
+        for file_name, content in files.items():
             (directory / file_name).write_text(content)
+            os.chmod(directory / file_name, source.get("defaultMode", 0o644))
         mapped[mount["mountPath"]] = str(directory)
     return mapped
 
 
+class StandaloneDatabase:
+    """One database of the shared redis-server: a set-up like those of conftest.py."""
+
+    def __init__(self, server, db: int):
+        self.url = server.url(db)
+        self.node = RedisNode([], ["-n", str(db)])
+        self.node.port = server.port
+
+    def data_nodes(self) -> list[RedisNode]:
+        return [self.node]
+
+
 RUN_CASES = {
-    # values file → (extra values, existing Secret the cluster would hold)
-    "default-values": ({}, None),
-    "ha-values": ({}, {"redis-url": None, "admin-token": ADMIN_TOKEN}),
-    "import-seed-values": ({"auth": {"clientToken": CLIENT_TOKEN}}, None),
-    "worker-split-values": ({}, None),
+    # values file → (the Redis set-up it runs against, extra values)
+    "default-values": ("redis_server", {}),
+    "ha-values": ("redis_server", {}),
+    "import-seed-values": ("redis_server", {"auth": {"clientToken": CLIENT_TOKEN}}),
+    "worker-split-values": ("redis_server", {}),
+    "sentinel-values": ("redis_sentinel", {}),
+    "cluster-values": ("redis_cluster", {}),
+    "tls-values": ("redis_tls", {}),
 }
 
 
+def test_every_ci_value_set_is_run():
+    assert set(RUN_CASES) == {p.stem for p in CI_VALUES}
+
+
+def wait_for_feature(process, name: str, headers: dict[str, str], seconds: float = 10) -> None:
+    """Waits (bounded) until the client API lists the toggle `name`."""
+    deadline = time.monotonic() + seconds
+    features = set()
+    while time.monotonic() < deadline:
+        status, body = process.get("/api/client/features", headers)
+        assert status == 200, body
+        features = {f["name"] for f in yaml.safe_load(body)["features"]}
+        if name in features:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{name} never reached the client API: {sorted(features)}")
+
+
 @pytest.mark.parametrize("case", sorted(RUN_CASES))
-def test_rendered_deployments_run(chart, case, redis_server, start_flagpole, tmp_path):
-    extra, existing = RUN_CASES[case]
-    db = sorted(RUN_CASES).index(case) + 1
-    url = redis_server.url(db)
+def test_rendered_deployments_run(chart, case, redis_server, start_flagpole, tmp_path, request):
+    """Each Deployment of the value set, as a process with the environment the kubelet would
+    give it, against a real Redis of the value set's mode: ready, and a write reaches Redis
+    (its master and replica where there is one) and comes back through the client API."""
+    setup_fixture, extra = RUN_CASES[case]
+    if setup_fixture == "redis_server":
+        setup = StandaloneDatabase(redis_server, sorted(RUN_CASES).index(case) + 1)
+    else:
+        setup = request.getfixturevalue(setup_fixture)
+    url = setup.url
     values = merge(ci_values(CHART / "ci" / f"{case}.yaml"), extra)
     if not values.get("existingSecret"):
         values = merge(values, {"redis": {"url": url}, "auth": {"adminToken": ADMIN_TOKEN}})
@@ -387,15 +511,20 @@ def test_rendered_deployments_run(chart, case, redis_server, start_flagpole, tmp
         secrets[secret["metadata"]["name"]] = {
             k: base64.b64decode(v).decode() for k, v in secret.get("data", {}).items()
         }
-    if existing is not None:
+    # The Secrets the chart only names, as their owners would have made them.
+    if values.get("existingSecret"):
         assert values["existingSecret"] not in secrets, "the chart made the existing Secret"
-        secrets[values["existingSecret"]] = {k: (v or url) for k, v in existing.items()}
+        secrets[values["existingSecret"]] = {"redis-url": url, "admin-token": ADMIN_TOKEN}
+    tls = values.get("redis", {}).get("tls", {})
+    if tls.get("enabled"):
+        assert tls["existingSecret"] not in secrets, "the chart made the TLS Secret"
+        secrets[tls["existingSecret"]] = setup.secret_files
 
     running = []
     for index, deployment in enumerate(of_kind(docs, "Deployment")):
         root = tmp_path / f"pod-{index}"
         root.mkdir()
-        mounts = mount_config_maps(deployment, docs, root)
+        mounts = mount_volumes(deployment, docs, secrets, root)
         main = container(deployment)
         env = resolve_env(main["env"], secrets)
         for key, value in env.items():
@@ -418,11 +547,19 @@ def test_rendered_deployments_run(chart, case, redis_server, start_flagpole, tmp
         assert process.get("/api/admin/features")[0] == 401, "the chart runs --auth token"
         status, body = process.get("/api/client/features", admin)
         assert status == 200, body
-        features = {f["name"] for f in yaml.safe_load(body)["features"]}
         if case == "import-seed-values":
-            assert "seeded.checkout" in features
+            assert "seeded.checkout" in {f["name"] for f in yaml.safe_load(body)["features"]}
             client = {"Authorization": CLIENT_TOKEN}
             assert process.get("/api/client/features", client)[0] == 200
+        # A write: committed to this set-up's Redis, then served back.
+        name = f"chart.{case}.{index}"
+        status, body, _ = http_request(process.base + "/api/admin/features", "POST",
+                                       {"name": name, "strategies": [{"name": "default"}]}, admin)
+        assert status == 200, (status, body, process.log.read_text()[-4000:])
+        wait_for_feature(process, name, admin)
+        features_key = "{%s}:features" % env["FLAGPOLE_KEY_PREFIX"]
+        for node in setup.data_nodes():
+            assert node.cli("HEXISTS", features_key, name) == "1", (node.address, name)
         status, metrics = process.get(PROMETHEUS_PATH)
         assert status == 200 and b"flagpole_build_info" in metrics
         running.append(process)

@@ -63,6 +63,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- default (include "flagpole.fullname" .) .Values.existingSecret }}
 {{- end }}
 
+{{/* Where redis.tls.existingSecret's files are mounted (read-only). */}}
+{{- define "flagpole.redisTlsDir" -}}
+/etc/flagpole/redis-tls
+{{- end }}
+
 {{- define "flagpole.importConfigMapName" -}}
 {{- default (printf "%s-import" (include "flagpole.fullname" .)) .Values.importSeed.existingConfigMap }}
 {{- end }}
@@ -84,6 +89,22 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 {{- if and (eq .Values.redis.mode "sentinel") (not .Values.redis.sentinelService) (not .Values.embedded.enabled) }}
 {{- fail "redis.mode sentinel needs redis.sentinelService: the master name the sentinels monitor" }}
+{{- end }}
+{{- with .Values.redis.tls }}
+{{- if .enabled }}
+{{- if $.Values.embedded.enabled }}
+{{- fail "redis.tls.enabled: the embedded store uses no Redis; turn one of the two off" }}
+{{- end }}
+{{- if not .existingSecret }}
+{{- fail "redis.tls.enabled needs redis.tls.existingSecret: the Secret holding the CA certificate (key redis.tls.caKey) and, with redis.tls.clientCertificate, the client certificate and key" }}
+{{- end }}
+{{- if and (not .caKey) (not .clientCertificate) }}
+{{- fail "redis.tls.enabled mounts nothing: set redis.tls.caKey or redis.tls.clientCertificate" }}
+{{- end }}
+{{- if and $.Values.redis.url (not (hasPrefix "rediss://" $.Values.redis.url)) }}
+{{- fail "redis.tls.enabled needs a rediss:// redis.url: the TLS files are used only with rediss://" }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- if and (eq .Values.auth.mode "token") (not .Values.existingSecret) (not .Values.auth.adminToken) }}
 {{- fail "auth.mode token needs a bootstrap admin token: set auth.adminToken or existingSecret (with the key secretKeys.adminToken)" }}
@@ -127,6 +148,18 @@ Secrets only by reference. Optional keys of an existing Secret are optional refe
 {{- if not (kindIs "invalid" $v.redis.waitReplicas) }}
 - name: FLAGPOLE_REDIS_WAIT_REPLICAS
   value: {{ $v.redis.waitReplicas | int | quote }}
+{{- end }}
+{{- if $v.redis.tls.enabled }}
+{{- with $v.redis.tls.caKey }}
+- name: FLAGPOLE_REDIS_TLS_CA
+  value: {{ printf "%s/%s" (include "flagpole.redisTlsDir" $root) . | quote }}
+{{- end }}
+{{- if $v.redis.tls.clientCertificate }}
+- name: FLAGPOLE_REDIS_TLS_CERT
+  value: {{ printf "%s/%s" (include "flagpole.redisTlsDir" $root) $v.redis.tls.certKey | quote }}
+- name: FLAGPOLE_REDIS_TLS_KEY
+  value: {{ printf "%s/%s" (include "flagpole.redisTlsDir" $root) $v.redis.tls.keyKey | quote }}
+{{- end }}
 {{- end }}
 {{- end }}
 - name: FLAGPOLE_AUTH
@@ -213,7 +246,7 @@ containers:
     {{- end }}
     resources:
       {{- toYaml .resources | nindent 6 }}
-    {{- if or $v.embedded.enabled $v.importSeed.enabled }}
+    {{- if or $v.embedded.enabled $v.importSeed.enabled $v.redis.tls.enabled }}
     volumeMounts:
       {{- if $v.embedded.enabled }}
       - name: data
@@ -224,8 +257,13 @@ containers:
         mountPath: /etc/flagpole/import
         readOnly: true
       {{- end }}
+      {{- if $v.redis.tls.enabled }}
+      - name: redis-tls
+        mountPath: {{ include "flagpole.redisTlsDir" $root }}
+        readOnly: true
+      {{- end }}
     {{- end }}
-{{- if or $v.embedded.enabled $v.importSeed.enabled }}
+{{- if or $v.embedded.enabled $v.importSeed.enabled $v.redis.tls.enabled }}
 volumes:
   {{- if $v.embedded.enabled }}
   - name: data
@@ -240,6 +278,23 @@ volumes:
   - name: import
     configMap:
       name: {{ include "flagpole.importConfigMapName" $root }}
+  {{- end }}
+  {{- with $v.redis.tls }}
+  {{- if .enabled }}
+  # Only the named keys; group-readable (podSecurityContext.fsGroup), the key file included.
+  - name: redis-tls
+    secret:
+      secretName: {{ .existingSecret }}
+      defaultMode: 0440
+      items:
+        {{- with .caKey }}
+        - {key: {{ . }}, path: {{ . }}}
+        {{- end }}
+        {{- if .clientCertificate }}
+        - {key: {{ .certKey }}, path: {{ .certKey }}}
+        - {key: {{ .keyKey }}, path: {{ .keyKey }}}
+        {{- end }}
+  {{- end }}
   {{- end }}
 {{- end }}
 {{- with $v.nodeSelector }}
