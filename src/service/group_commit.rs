@@ -6,16 +6,18 @@
 //! creates of one name, say). One committer task at a time commits everything decided so far
 //! in one store commit (one round trip, one fsync), applies it to the snapshot and answers
 //! all its writers, and goes on while decisions keep coming. Writers on one replica therefore
-//! never race each other; races are left to replicas, and the store's position check settles
-//! them. A batch that loses such a race is decided again by its writers, like a batch decided
-//! on top of it — unless it can be committed again as it is (`rebase`).
+//! never race each other; races are left to replicas, and the store settles them. A batch
+//! whose writes touch only toggles is committed on top of other replicas' writes when those
+//! touched neither its toggles nor anything else (`store::Rebase`, checked inside the
+//! store's commit); the batches decided on top of it then follow on the same terms. A batch
+//! that loses a race is decided again by its writers, like every batch decided on top of it.
 //!
 //! A decision that writes nothing (a no-op, or a refusal such as "not found") is answered
 //! only once the state it saw is confirmed as well: with the batch it was decided on, or by
 //! a position check of the store. A replica that has not seen another replica's write yet
 //! therefore never answers from the older state.
 
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -26,14 +28,14 @@ use crate::domain::event::NewEvent;
 use crate::domain::state::ConfigState;
 use crate::snapshot::{apply_changes, position_of, Snapshot};
 use crate::store::delivery::NewDelivery;
-use crate::store::{Change, Collection, CommitOutcome, Position, Store, StoreError};
+use crate::store::{
+    Change, Collection, CommitCheck, CommitOutcome, Position, Rebase, Store, StoreError,
+    REBASE_OWN_MAX,
+};
 use crate::telemetry::metrics::Metrics;
 
 /// At most this many writes go into one commit (bounds one commit's size and time).
 const MAX_BATCH: usize = 256;
-/// How often a lost batch is committed again on top of the winners before its writers
-/// decide again.
-const REBASE_ATTEMPTS: usize = 3;
 
 /// What happened to a decided write.
 #[derive(Debug)]
@@ -60,6 +62,20 @@ struct Batch {
 }
 
 impl Batch {
+    /// The toggles of a batch that may be committed by a rebase: it writes toggle records only,
+    /// and every writer in it wrote something (decisions that write only toggle records read,
+    /// of the toggle records, only those of the toggles they write). `None` otherwise.
+    fn rebase_toggles(&self) -> Option<Vec<String>> {
+        if self.confirms > 0
+            || self.changes.is_empty()
+            || !self.changes.iter().all(is_toggle_record)
+        {
+            return None;
+        }
+        let names: BTreeSet<&str> = self.changes.iter().map(|c| c.key.as_str()).collect();
+        Some(names.into_iter().map(str::to_string).collect())
+    }
+
     fn answer(self, outcome: impl Fn() -> Outcome) {
         for writer in self.writers {
             // A writer that went away (its request was dropped) needs no answer.
@@ -68,12 +84,56 @@ impl Batch {
     }
 }
 
+/// What the pending state holds of the store: every write up to `seen`, and this replica's
+/// commits since (`own`, non-empty only after a rebase: the state lacks the other replicas'
+/// writes between them).
+#[derive(Clone)]
+struct Chain {
+    seen: Position,
+    own: Vec<Position>,
+}
+
+impl Chain {
+    fn at(position: Position) -> Self {
+        Self {
+            seen: position,
+            own: Vec::new(),
+        }
+    }
+
+    /// The check a batch decided on this chain's state is committed under.
+    fn check(&self, batch: &Batch) -> CommitCheck {
+        let exact = self.own.is_empty();
+        let rebase = batch
+            .rebase_toggles()
+            .filter(|_| self.own.len() < REBASE_OWN_MAX)
+            .map(|toggles| Rebase {
+                seen: self.seen,
+                own: self.own.clone(),
+                toggles,
+            });
+        CommitCheck {
+            expected: exact.then_some(self.seen),
+            rebase,
+        }
+    }
+
+    /// The chain after its batch committed at `position`.
+    fn committed(&mut self, position: Position, rebased: bool) {
+        if rebased || !self.own.is_empty() {
+            self.own.push(position);
+        } else {
+            self.seen = position;
+        }
+    }
+}
+
 /// The pending state and the batch being filled.
 #[derive(Default)]
 struct Pending {
-    /// The state the next decision is made against, and the store position its chain of
-    /// uncommitted batches starts from. `None`: start again from the snapshot.
-    state: Option<(Position, ConfigState)>,
+    /// The state the next decision is made against, and what it holds of the store (its chain
+    /// of uncommitted batches starts there). `None`: start again from the snapshot.
+    state: Option<(Chain, ConfigState)>,
     /// Decided, not yet taken by a committer.
     open: Batch,
     /// A batch is being committed.
@@ -150,7 +210,7 @@ impl GroupCommit {
         let idle = !pending.committing && pending.open.writers.is_empty();
         if idle || pending.state.is_none() {
             let state = snapshot.state();
-            pending.state = Some((position_of(&state), (*state).clone()));
+            pending.state = Some((Chain::at(position_of(&state)), (*state).clone()));
         }
         if pending.open.writers.len() >= MAX_BATCH {
             return Err(DecideError::Busy);
@@ -260,14 +320,14 @@ impl GroupCommit {
             snapshot,
             metrics,
         } = target;
-        let (batch, base, committed_state) = {
+        let (batch, chain, committed_state) = {
             let mut pending = self.lock();
-            // The pending state now holds exactly the base and this batch (O(1) to copy).
-            let Some((base, state)) = pending.state.clone() else {
+            // The pending state now holds exactly the chain and this batch (O(1) to copy).
+            let Some((chain, state)) = pending.state.clone() else {
                 return;
             };
             pending.committing = true;
-            (std::mem::take(&mut pending.open), base, state)
+            (std::mem::take(&mut pending.open), chain, state)
         };
         if batch.writers.is_empty() {
             self.lock().committing = false;
@@ -275,22 +335,47 @@ impl GroupCommit {
         }
         // Should this commit stop half way (a panic), start the next decisions afresh.
         let mut reset = ResetOnDrop(Some(self));
-        let committed = if batch.changes.is_empty() && batch.events.is_empty() {
-            // Only decisions that write nothing: confirm the state they saw.
-            let position = metrics.usage.timed("position", store.position()).await;
-            position.map(|current| match current == base {
-                true => CommitOutcome::Committed { position: base },
-                false => CommitOutcome::Conflict { current },
-            })
-        } else {
-            let commit = store.commit(base, &batch.changes, &batch.events, &batch.deliveries);
-            metrics.usage.timed("commit", commit).await
+        let check = chain.check(&batch);
+        let writes_nothing = batch.changes.is_empty() && batch.events.is_empty();
+        let committed = match &check.expected {
+            // Decided on a state that lacks other replicas' writes, and not committable by a
+            // rebase: lost without asking the store.
+            None if check.rebase.is_none() => Ok(None),
+            // Only decisions that write nothing (never rebased): confirm the state they saw.
+            Some(expected) if writes_nothing => {
+                let position = metrics.usage.timed("position", store.position()).await;
+                position.map(|current| {
+                    Some(match current == *expected {
+                        true => CommitOutcome::Committed {
+                            position: current,
+                            rebased: false,
+                        },
+                        false => CommitOutcome::Conflict { current },
+                    })
+                })
+            }
+            _ => {
+                let commit = store.commit(&check, &batch.changes, &batch.events, &batch.deliveries);
+                metrics.usage.timed("commit", commit).await.map(Some)
+            }
         };
         let outcome = match committed {
-            Ok(CommitOutcome::Committed { position }) => {
-                if position == base {
+            Ok(Some(CommitOutcome::Committed { position, rebased })) => {
+                if rebased {
+                    metrics.writes.rebased();
+                }
+                let exact = !rebased && chain.own.is_empty();
+                if exact && position == chain.seen {
                     // Confirmed, nothing written.
-                } else if let Err(e) = snapshot.apply_commit(base, position, committed_state).await
+                } else if !exact {
+                    // The committed state lacks other replicas' writes: catch up from the store,
+                    // this commit included.
+                    if let Err(e) = snapshot.refresh().await {
+                        tracing::warn!(error = %e, "snapshot refresh after a rebased commit failed");
+                    }
+                } else if let Err(e) = snapshot
+                    .apply_commit(chain.seen, position, committed_state)
+                    .await
                 {
                     // The write is durable; the snapshot catches up on its next refresh.
                     tracing::warn!(error = %e, "snapshot update after commit failed");
@@ -299,26 +384,17 @@ impl GroupCommit {
                 pending.committing = false;
                 // What was decided meanwhile sits on top of this commit.
                 if let Some((chain, _)) = pending.state.as_mut() {
-                    *chain = position;
+                    chain.committed(position, rebased);
                 }
                 Ok(())
             }
-            Ok(CommitOutcome::Conflict { .. }) => {
+            Ok(Some(CommitOutcome::Conflict { .. }) | None) => {
                 // Catch up before the writers decide again; a failure here shows in their
                 // next commit.
                 if let Err(e) = snapshot.refresh().await {
                     tracing::warn!(error = %e, "snapshot refresh after a lost race failed");
                 }
-                match rebase(target, &batch, base).await {
-                    Some(Ok(())) => {
-                        // Committed on top of the other replicas' writes; what was decided
-                        // on top of the old chain is decided again.
-                        self.start_afresh();
-                        Ok(())
-                    }
-                    Some(Err(e)) => Err(Some(e)),
-                    None => Err(None),
-                }
+                Err(None)
             }
             Err(e) => Err(Some(e)),
         };
@@ -343,64 +419,6 @@ fn is_toggle_record(change: &Change) -> bool {
         change.collection,
         Collection::Features | Collection::Archive
     )
-}
-
-/// Commits a batch that lost its race again, on top of the writes that won, without deciding
-/// it again — when that cannot change any decision: the batch writes toggle records only and
-/// every writer in it wrote something; the writes that won touched toggle records only, none
-/// of the batch's toggles. Decisions that write only toggle records read, of the toggle
-/// records, only those of the toggles they write (the rest they read is in collections the
-/// winners did not touch), so they come out the same. `None`: decide again.
-async fn rebase(
-    target: &Target,
-    batch: &Batch,
-    mut base: Position,
-) -> Option<Result<(), StoreError>> {
-    if batch.confirms > 0 || batch.changes.is_empty() || !batch.changes.iter().all(is_toggle_record)
-    {
-        return None;
-    }
-    let names: HashSet<&str> = batch.changes.iter().map(|c| c.key.as_str()).collect();
-    for _ in 0..REBASE_ATTEMPTS {
-        let sets = target.store.changes_since(base).await.ok()??;
-        let winners = sets.iter().flat_map(|set| &set.changes);
-        if !winners
-            .clone()
-            .all(|c| is_toggle_record(c) && !names.contains(c.key.as_str()))
-        {
-            return None;
-        }
-        let last = sets.last()?;
-        let now = Position {
-            version: last.version,
-            head: last.head,
-        };
-        let state = target.snapshot.state();
-        if position_of(&state) != now {
-            return None;
-        }
-        let mut rebased = (*state).clone();
-        apply_changes(&mut rebased, &batch.changes).ok()?;
-        let commit = target
-            .store
-            .commit(now, &batch.changes, &batch.events, &batch.deliveries);
-        match target.metrics.usage.timed("commit", commit).await {
-            Ok(CommitOutcome::Committed { position }) => {
-                if let Err(e) = target.snapshot.apply_commit(now, position, rebased).await {
-                    tracing::warn!(error = %e, "snapshot update after commit failed");
-                }
-                return Some(Ok(()));
-            }
-            Ok(CommitOutcome::Conflict { .. }) => {
-                if let Err(e) = target.snapshot.refresh().await {
-                    tracing::warn!(error = %e, "snapshot refresh after a lost race failed");
-                }
-                base = now;
-            }
-            Err(e) => return Some(Err(e)),
-        }
-    }
-    None
 }
 
 /// Why a decision could not be queued.

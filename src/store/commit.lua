@@ -1,28 +1,81 @@
--- Atomic commit: check the position (version and the id of the commit that made it), apply
--- record changes, bump the version, record the new commit id, log the change set, append audit
--- events with consecutive ids, queue the addon deliveries of the events, and announce the new
--- version.
+-- Atomic commit: check the position (version and the id of the commit that made it) or,
+-- failing that, whether the batch may be committed on top of what was written since (a
+-- rebase, see `store::Rebase`); apply record changes, bump the version, record the new commit
+-- id and the commit marks, log the change set, append audit events with consecutive ids,
+-- queue the addon deliveries of the events, and announce the new version.
 -- KEYS[1] version, KEYS[2] changes stream, KEYS[3] events stream, KEYS[4] event id sequence,
--- KEYS[5] head (latest commit id), KEYS[6] deliveries stream, KEYS[7 .. 6+n] the n collection
--- hashes, named by ARGV[12..] in order, then the per-toggle event index lists and the
--- per-addon delivery logs the events refer to.
--- ARGV[1] expected version, ARGV[2] expected head ('0' for a store never written), ARGV[3]
--- changes (JSON array of {c, k, v}), ARGV[4] events (JSON array of [event document without id,
--- KEYS index of its toggle's index list or 0, event kind, deliveries as [addon id, KEYS index
--- of the addon's log hash, KEYS index of its recent set, the write's W3C traceparent or '']]),
--- ARGV[5] change-log length, ARGV[6]
+-- KEYS[5] head (latest commit id), KEYS[6] deliveries stream, KEYS[7] commit marks,
+-- KEYS[8 .. 7+n] the n collection hashes, named by ARGV[12..] in order, then the per-toggle
+-- event index lists and the per-addon delivery logs the events refer to.
+-- ARGV[1] expected version ('-1': no fast path, rebase only), ARGV[2] expected head ('0' for
+-- a store never written), ARGV[3] changes (JSON array of {c, k, v}), ARGV[4] events (JSON
+-- array of [event document without id, KEYS index of its toggle's index list or 0, event
+-- kind, deliveries as [addon id, KEYS index of the addon's log hash, KEYS index of its
+-- recent set, the write's W3C traceparent or '']]), ARGV[5] change-log length, ARGV[6]
 -- notify channel, ARGV[7] this commit's id, ARGV[8] '1' to log the changes, '0' to log them as
 -- too large ('null': replicas reload everything), ARGV[9] now in epoch ms, ARGV[10] now in
--- RFC 3339, ARGV[11] unused (reserved).
+-- RFC 3339, ARGV[11] the rebase terms ('' for none): JSON {"seen": [version, head], "own":
+-- [[version, head], ...], "toggles": [name, ...]}, every number as a string.
+-- Returns {committed 0/1, version, head, rebased 0/1}.
+local marks = KEYS[7]
 local current = tonumber(redis.call('GET', KEYS[1]) or '0')
 local head = redis.call('GET', KEYS[5]) or '0'
+
+-- The id of the commit that made `version`, from the change log (nil once trimmed).
+local function logged_head(version)
+  local entry = redis.call('XRANGE', KEYS[2], version .. '-0', version .. '-0')
+  if entry[1] == nil then
+    return nil
+  end
+  return entry[1][2][2]
+end
+
+-- Whether the batch comes out the same on top of everything written since `terms.seen`.
+local function may_rebase(terms)
+  local seen = tonumber(terms.seen[1])
+  -- Every commit since `seen` kept the marks.
+  if redis.call('HGET', marks, 'tracked') ~= tostring(current) then
+    return false
+  end
+  if tonumber(redis.call('HGET', marks, 'tracked_from') or '0') > seen + 1 then
+    return false
+  end
+  -- No record outside the toggles changed.
+  if tonumber(redis.call('HGET', marks, 'shared') or '0') > seen then
+    return false
+  end
+  -- `seen` and the replica's own commits are part of this store's history.
+  if logged_head(seen) ~= terms.seen[2] then
+    return false
+  end
+  local own = {}
+  for _, commit in ipairs(terms.own) do
+    if logged_head(commit[1]) ~= commit[2] then
+      return false
+    end
+    own[tonumber(commit[1])] = true
+  end
+  -- Nobody else wrote the batch's toggles.
+  for _, name in ipairs(terms.toggles) do
+    local written = tonumber(redis.call('HGET', marks, 't/' .. name) or '0')
+    if written > seen and not own[written] then
+      return false
+    end
+  end
+  return true
+end
+
+local rebased = 0
 if current ~= tonumber(ARGV[1]) or head ~= ARGV[2] then
-  return {0, current, head}
+  if ARGV[11] == '' or not may_rebase(cjson.decode(ARGV[11])) then
+    return {0, current, head, 0}
+  end
+  rebased = 1
 end
 -- Validate everything before the first write: Redis does not roll back a failed script.
 local hashes = {}
 for i = 12, #ARGV do
-  hashes[ARGV[i]] = KEYS[i - 5]
+  hashes[ARGV[i]] = KEYS[i - 4]
 end
 local changes = cjson.decode(ARGV[3])
 for _, ch in ipairs(changes) do
@@ -55,6 +108,21 @@ for _, ch in ipairs(changes) do
 end
 local version = redis.call('INCR', KEYS[1])
 redis.call('SET', KEYS[5], ARGV[7])
+local shared = false
+for _, ch in ipairs(changes) do
+  if ch.c == 'features' or ch.c == 'archive' then
+    redis.call('HSET', marks, 't/' .. ch.k, version)
+  else
+    shared = true
+  end
+end
+if shared then
+  redis.call('HSET', marks, 'shared', version)
+end
+if redis.call('HGET', marks, 'tracked') ~= tostring(current) then
+  redis.call('HSET', marks, 'tracked_from', version)
+end
+redis.call('HSET', marks, 'tracked', version)
 local logged = ARGV[3]
 if ARGV[8] == '0' then
   logged = 'null'
@@ -84,4 +152,4 @@ for _, ev in ipairs(events) do
   end
 end
 redis.call('PUBLISH', ARGV[6], version)
-return {1, version, ARGV[7]}
+return {1, version, ARGV[7], rebased}

@@ -10,8 +10,8 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
 use super::delivery::{self, embedded::EmbeddedDeliveries, NewDelivery};
 use super::{
-    decode_event, encode_event, random_id, Change, ChangeSet, Collection, CommitOutcome, Position,
-    Records, StoreError, CHANGE_LOG_LENGTH, LOGGED_CHANGES_MAX,
+    decode_event, encode_event, random_id, Change, ChangeSet, Collection, CommitCheck,
+    CommitOutcome, Position, Records, StoreError, CHANGE_LOG_LENGTH, LOGGED_CHANGES_MAX,
 };
 use crate::domain::delivery::{delivery_id, DeliveryJob, DeliveryRecord};
 use crate::domain::event::{Event, NewEvent};
@@ -213,9 +213,11 @@ impl EmbeddedStore {
         .await
     }
 
+    /// Commits when the store is at `check.expected`. One process writes an embedded store, so
+    /// nothing is ever committed by a rebase (`CommitCheck::rebase` is not looked at).
     pub(super) async fn commit(
         &self,
-        expected: Position,
+        check: &CommitCheck,
         changes: &[Change],
         events: &[NewEvent],
         deliveries: &[NewDelivery],
@@ -243,6 +245,7 @@ impl EmbeddedStore {
         let changes = changes.to_vec();
         let deliveries = deliveries.to_vec();
         let queues_jobs = !deliveries.is_empty();
+        let expected = check.expected;
         let committed = self
             .blocking(move |db| {
                 let txn = db.begin_write().map_err(failed)?;
@@ -250,7 +253,7 @@ impl EmbeddedStore {
                 {
                     let mut meta = txn.open_table(META).map_err(failed)?;
                     let current = read_position(&meta)?;
-                    if current != expected {
+                    if Some(current) != expected {
                         return Ok(CommitOutcome::Conflict { current });
                     }
                     let version = current.version + 1;
@@ -305,7 +308,10 @@ impl EmbeddedStore {
                     meta.insert("event_seq", seq).map_err(failed)?;
                 }
                 txn.commit().map_err(failed)?;
-                Ok(CommitOutcome::Committed { position })
+                Ok(CommitOutcome::Committed {
+                    position,
+                    rebased: false,
+                })
             })
             .await;
         if queues_jobs && matches!(committed, Ok(CommitOutcome::Committed { .. })) {

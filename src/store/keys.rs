@@ -57,6 +57,17 @@ impl Keys {
         format!("{}:head", self.tag)
     }
 
+    /// Hash, what the commit script needs to commit a batch on top of other replicas' writes
+    /// (`store::Rebase`): `t/<toggle name>` = the version that last wrote the toggle's active
+    /// or archived record, `shared` = the version that last wrote a record of any other
+    /// collection, `tracked` and `tracked_from` = the last version and the first of the
+    /// unbroken run of versions that kept these marks (a commit by an older binary breaks the
+    /// run). No TTL; written by the commit script only. Marks of deleted toggles stay (one
+    /// field per name ever used).
+    pub fn commit_marks(&self) -> String {
+        format!("{}:commit_marks", self.tag)
+    }
+
     /// Stream, entry id `<version>-0`, fields `head` = the commit's id and `changes` = JSON array
     /// of changes (`null` when larger than `LOGGED_CHANGES_MAX`: readers reload); trimmed to about
     /// `CHANGE_LOG_LENGTH` entries; appended by the commit script.

@@ -119,11 +119,41 @@ pub struct Records {
     pub records: Vec<(Collection, String, String)>,
 }
 
+/// What a commit is checked against before it writes anything.
+#[derive(Debug, Clone, Default)]
+pub struct CommitCheck {
+    /// Commit if the store is exactly here (the writes were decided on the store's state at
+    /// this position). `None`: only `rebase` can let the commit through.
+    pub expected: Option<Position>,
+    /// Otherwise, commit on top of whatever other replicas wrote since, on these terms.
+    pub rebase: Option<Rebase>,
+}
+
+/// Terms on which writes are committed on top of other replicas' writes made after they were
+/// decided: the writes read, of the toggle records, only those of `toggles`, and any records
+/// of other collections. They come out the same, and may be committed, if since `seen` no
+/// other replica wrote a record of `toggles` nor any record of another collection. The Redis
+/// store checks this inside its commit script; the embedded store, with a single writer,
+/// never needs to and refuses.
+#[derive(Debug, Clone, Default)]
+pub struct Rebase {
+    /// The writes were decided on a state holding every write up to this position...
+    pub seen: Position,
+    /// ...and this replica's own commits since (at most `REBASE_OWN_MAX`).
+    pub own: Vec<Position>,
+    /// The toggles (active or archived) whose records the writes read and write.
+    pub toggles: Vec<String>,
+}
+
+/// The most own commits a `Rebase` may list (bounds the commit script's checks).
+pub const REBASE_OWN_MAX: usize = 16;
+
 /// How a commit went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommitOutcome {
-    /// Written; the store is now at this position.
-    Committed { position: Position },
+    /// Written; the store is now at this position. `rebased`: on top of other replicas'
+    /// writes (see `Rebase`), which the writing replica's state does not hold yet.
+    Committed { position: Position, rebased: bool },
     /// The store was not at the expected position; nothing was written.
     Conflict { current: Position },
 }
@@ -180,17 +210,17 @@ impl Store {
     }
 
     /// Applies `changes`, bumps the version, logs the change set, appends `events` and queues
-    /// their `deliveries`, all in one atomic step, provided the store is still at `expected`.
+    /// their `deliveries`, all in one atomic step, provided `check` passes.
     pub async fn commit(
         &self,
-        expected: Position,
+        check: &CommitCheck,
         changes: &[Change],
         events: &[NewEvent],
         deliveries: &[NewDelivery],
     ) -> Result<CommitOutcome, StoreError> {
         match self {
-            Store::Redis(s) => s.commit(expected, changes, events, deliveries).await,
-            Store::Embedded(s) => s.commit(expected, changes, events, deliveries).await,
+            Store::Redis(s) => s.commit(check, changes, events, deliveries).await,
+            Store::Embedded(s) => s.commit(check, changes, events, deliveries).await,
         }
     }
 

@@ -15,8 +15,8 @@ use super::delivery::{redis::RedisDeliveries, NewDelivery};
 use super::keys::Keys;
 use super::redis_conn::{Connector, RedisConn, RedisOptions};
 use super::{
-    decode_event, encode_event, random_id, Change, ChangeSet, Collection, CommitOutcome, Position,
-    Records, StoreError, CHANGE_LOG_LENGTH, LOGGED_CHANGES_MAX,
+    decode_event, encode_event, random_id, Change, ChangeSet, Collection, CommitCheck,
+    CommitOutcome, Position, Records, StoreError, CHANGE_LOG_LENGTH, LOGGED_CHANGES_MAX,
 };
 use crate::domain::event::{Event, NewEvent};
 
@@ -64,6 +64,24 @@ fn wait_failure(e: redis::RedisError) -> StoreError {
     } else {
         commit_failure(e)
     }
+}
+
+/// The commit script's reply: committed (0/1), version, head, rebased (0/1).
+type CommitReply = (u8, u64, u64, u8);
+
+/// The commit script's rebase terms (`ARGV[11]`, see `commit.lua`): '' for none.
+fn rebase_terms(check: &CommitCheck) -> Result<String, StoreError> {
+    let Some(rebase) = &check.rebase else {
+        return Ok(String::new());
+    };
+    // Numbers as strings: Lua's numbers cannot hold every 64-bit commit id.
+    let position = |p: &Position| [p.version.to_string(), p.head.to_string()];
+    serde_json::to_string(&serde_json::json!({
+        "seen": position(&rebase.seen),
+        "own": rebase.own.iter().map(position).collect::<Vec<_>>(),
+        "toggles": rebase.toggles,
+    }))
+    .map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
 /// The commit script (see `commit.lua`).
@@ -232,7 +250,7 @@ impl RedisStore {
 
     pub(super) async fn commit(
         &self,
-        expected: Position,
+        check: &CommitCheck,
         changes: &[Change],
         events: &[NewEvent],
         deliveries: &[NewDelivery],
@@ -240,7 +258,7 @@ impl RedisStore {
         let changes_json =
             serde_json::to_string(changes).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         // Per-toggle index lists and per-addon delivery logs are declared as keys after the
-        // collections (KEYS is 1-based: 6 fixed keys, then the collections).
+        // collections (KEYS is 1-based: 7 fixed keys, then the collections).
         let mut extra_keys: Vec<String> = Vec::new();
         let mut slot_of = |key: String| {
             let position = match extra_keys.iter().position(|k| *k == key) {
@@ -250,7 +268,7 @@ impl RedisStore {
                     extra_keys.len() - 1
                 }
             };
-            6 + Collection::ALL.len() + position + 1
+            7 + Collection::ALL.len() + position + 1
         };
         let mut encoded = Vec::with_capacity(events.len());
         for (i, event) in events.iter().enumerate() {
@@ -280,6 +298,7 @@ impl RedisStore {
             self.keys.event_seq(),
             self.keys.head(),
             self.keys.deliveries(),
+            self.keys.commit_marks(),
         ];
         keys.extend(Collection::ALL.map(|c| self.keys.collection(c)));
         keys.extend(extra_keys);
@@ -289,9 +308,13 @@ impl RedisStore {
         } else {
             "1"
         };
+        let (expected_version, expected_head) = match check.expected {
+            Some(p) => (p.version.to_string(), p.head.to_string()),
+            None => ("-1".to_string(), String::new()),
+        };
         let mut args = vec![
-            expected.version.to_string(),
-            expected.head.to_string(),
+            expected_version,
+            expected_head,
             changes_json,
             events_json,
             CHANGE_LOG_LENGTH.to_string(),
@@ -300,10 +323,10 @@ impl RedisStore {
             log_changes.to_string(),
             now.timestamp_millis().to_string(),
             now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            String::new(),
+            rebase_terms(check)?,
         ];
         args.extend(Collection::ALL.map(|c| c.as_str().to_string()));
-        let (committed, version, head): (u8, u64, u64) = match self.connector.wait() {
+        let (committed, version, head, rebased): CommitReply = match self.connector.wait() {
             None => {
                 let mut invocation = self.commit_script.prepare_invoke();
                 for key in &keys {
@@ -322,7 +345,10 @@ impl RedisStore {
         };
         let position = Position { head, version };
         Ok(if committed == 1 {
-            CommitOutcome::Committed { position }
+            CommitOutcome::Committed {
+                position,
+                rebased: rebased == 1,
+            }
         } else {
             CommitOutcome::Conflict { current: position }
         })
@@ -337,7 +363,7 @@ impl RedisStore {
         keys: &[String],
         args: &[String],
         (replicas, timeout): (u32, Duration),
-    ) -> Result<(u8, u64, u64), StoreError> {
+    ) -> Result<CommitReply, StoreError> {
         let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
         let mut pipe = redis::pipe();
         pipe.cmd("EVAL")
@@ -349,7 +375,7 @@ impl RedisStore {
             .arg(replicas)
             .arg(timeout_ms);
         let mut conn = self.conn.clone();
-        let (reply, confirmed): ((u8, u64, u64), u32) =
+        let (reply, confirmed): (CommitReply, u32) =
             pipe.query_async(&mut conn).await.map_err(wait_failure)?;
         if reply.0 == 1 && confirmed < replicas {
             return Err(StoreError::Uncertain(format!(

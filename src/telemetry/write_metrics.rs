@@ -15,6 +15,7 @@ use crate::snapshot::Snapshot;
 /// Write and client document metrics.
 pub struct WriteMetrics {
     conflicts: Counter,
+    rebased: Counter,
     gave_up: Counter,
     attempts: Histogram,
     builds: Counter,
@@ -29,6 +30,7 @@ impl WriteMetrics {
     pub fn register(registry: &mut Registry) -> Self {
         let metrics = Self {
             conflicts: Counter::default(),
+            rebased: Counter::default(),
             gave_up: Counter::default(),
             attempts: Histogram::new([1.0, 2.0, 3.0, 4.0, 6.0, 8.0]),
             builds: Counter::default(),
@@ -40,6 +42,11 @@ impl WriteMetrics {
             "write_conflicts",
             "Decisions made again: their batch (or the one before it) lost the race with another replica, or failed",
             metrics.conflicts.clone(),
+        );
+        registry.register(
+            "write_rebased_commits",
+            "Batches committed on top of other replicas' writes that touched none of their toggles, without deciding again",
+            metrics.rebased.clone(),
         );
         registry.register(
             "write_contention_failures",
@@ -73,6 +80,11 @@ impl WriteMetrics {
     /// A commit lost the race with another writer.
     pub fn conflict(&self) {
         self.conflicts.inc();
+    }
+
+    /// A batch was committed on top of other replicas' writes.
+    pub fn rebased(&self) {
+        self.rebased.inc();
     }
 
     /// A write gave up after losing every attempt.

@@ -221,7 +221,7 @@ async fn versions(app: &TestApp) -> (u64, u64) {
 
 /// Waits until every replica holds the same version and serves it to clients. The replica
 /// that made the last commit holds the store's newest version, so equal means newest.
-async fn converge(apps: &[&TestApp]) -> u64 {
+pub(crate) async fn converge(apps: &[&TestApp]) -> u64 {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
         let mut seen = Vec::new();

@@ -17,6 +17,7 @@ mod events;
 mod openapi;
 mod probes;
 mod projects;
+mod rebase;
 mod redis_modes;
 mod redis_replicas;
 mod rust_sdk;

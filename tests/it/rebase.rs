@@ -1,0 +1,326 @@
+//! Commits on top of other replicas' writes (`store::Rebase`): the Redis commit script lets a
+//! batch through when nobody else wrote its toggles or any record outside the toggles since
+//! it was decided, and refuses otherwise; replicas racing on the same toggles lose no update.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::common::{send, Backend, TestApp, TestRedis};
+use flagpole::store::embedded::EmbeddedStore;
+use flagpole::store::redis::RedisStore;
+use flagpole::store::redis_conn::RedisOptions;
+use flagpole::store::{Change, Collection, CommitCheck, CommitOutcome, Position, Rebase, Store};
+
+const PREFIX: &str = "rebase-test";
+
+async fn redis_store(redis: &TestRedis) -> Store {
+    let options = RedisOptions::standalone(&redis.url());
+    Store::Redis(
+        RedisStore::connect(&options, PREFIX)
+            .await
+            .expect("connect"),
+    )
+}
+
+fn put(collection: Collection, key: &str) -> Change {
+    Change {
+        collection,
+        key: key.to_string(),
+        value: Some(format!("{{\"name\":\"{key}\"}}")),
+    }
+}
+
+/// Commits `changes` at the store's current position, as a replica with an exact state does.
+async fn commit_exact(store: &Store, changes: &[Change]) -> Position {
+    let check = CommitCheck {
+        expected: Some(store.position().await.expect("position")),
+        rebase: None,
+    };
+    match store
+        .commit(&check, changes, &[], &[])
+        .await
+        .expect("commit")
+    {
+        CommitOutcome::Committed { position, rebased } => {
+            assert!(!rebased);
+            position
+        }
+        conflict => panic!("exact commit refused: {conflict:?}"),
+    }
+}
+
+/// Commits `changes` to `toggles` by a rebase only, as a replica whose state holds the store up
+/// to `seen` and its own commits `own`.
+async fn commit_rebased(
+    store: &Store,
+    seen: Position,
+    own: &[Position],
+    toggles: &[&str],
+) -> CommitOutcome {
+    let check = CommitCheck {
+        expected: None,
+        rebase: Some(Rebase {
+            seen,
+            own: own.to_vec(),
+            toggles: toggles.iter().map(|t| t.to_string()).collect(),
+        }),
+    };
+    let changes: Vec<Change> = toggles
+        .iter()
+        .map(|t| put(Collection::Features, t))
+        .collect();
+    store
+        .commit(&check, &changes, &[], &[])
+        .await
+        .expect("commit")
+}
+
+fn rebased_position(outcome: CommitOutcome) -> Position {
+    match outcome {
+        CommitOutcome::Committed {
+            position,
+            rebased: true,
+        } => position,
+        other => panic!("expected a rebased commit, got {other:?}"),
+    }
+}
+
+fn assert_refused(outcome: CommitOutcome, why: &str) {
+    assert!(
+        matches!(outcome, CommitOutcome::Conflict { .. }),
+        "{why}: {outcome:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_commit_script_rebases_only_over_writes_to_other_toggles() {
+    let redis = TestRedis::start();
+    let store = redis_store(&redis).await;
+    let seen = commit_exact(&store, &[put(Collection::Features, "a")]).await;
+
+    // Another replica writes toggle b: a batch about a goes through on top of it.
+    commit_exact(&store, &[put(Collection::Features, "b")]).await;
+    let own = rebased_position(commit_rebased(&store, seen, &[], &["a"]).await);
+    assert_eq!(own.version, seen.version + 2);
+
+    // A batch decided on top of the rebased one (its own write of a is not someone else's).
+    let own2 = rebased_position(commit_rebased(&store, seen, &[own], &["a"]).await);
+    // Without knowing its own commit, the replica's write of a looks like somebody else's.
+    assert_refused(
+        commit_rebased(&store, seen, &[], &["a"]).await,
+        "a write to a since seen that the batch did not see",
+    );
+
+    // Another replica writes a, then archives c: a batch about a, or about c, is refused.
+    commit_exact(&store, &[put(Collection::Features, "a")]).await;
+    assert_refused(
+        commit_rebased(&store, seen, &[own, own2], &["a"]).await,
+        "another replica wrote a",
+    );
+    commit_exact(
+        &store,
+        &[
+            Change {
+                collection: Collection::Features,
+                key: "c".into(),
+                value: None,
+            },
+            put(Collection::Archive, "c"),
+        ],
+    )
+    .await;
+    let now = store.position().await.expect("position");
+    assert_refused(
+        commit_rebased(&store, own2, &[], &["c"]).await,
+        "another replica archived c",
+    );
+    rebased_position(commit_rebased(&store, own2, &[], &["d"]).await);
+
+    // Any record outside the toggles (here a project) written since refuses every rebase.
+    commit_exact(&store, &[put(Collection::Projects, "p")]).await;
+    assert_refused(
+        commit_rebased(&store, now, &[], &["e"]).await,
+        "a project was written",
+    );
+    let after_project = store.position().await.expect("position");
+    commit_exact(&store, &[put(Collection::Features, "f")]).await;
+    rebased_position(commit_rebased(&store, after_project, &[], &["e"]).await);
+
+    // Positions that are not part of this store's history are refused.
+    let forged = Position {
+        head: after_project.head ^ 1,
+        ..after_project
+    };
+    assert_refused(
+        commit_rebased(&store, forged, &[], &["g"]).await,
+        "seen is not in the history",
+    );
+    let current = store.position().await.expect("position");
+    let ahead = Position {
+        version: current.version + 5,
+        ..current
+    };
+    assert_refused(
+        commit_rebased(&store, ahead, &[], &["g"]).await,
+        "seen is ahead of the store",
+    );
+    assert_refused(
+        commit_rebased(&store, after_project, &[forged], &["g"]).await,
+        "an own commit is not in the history",
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_that_kept_no_marks_refuses_rebases_until_the_marks_run_again() {
+    let redis = TestRedis::start();
+    let store = redis_store(&redis).await;
+    commit_exact(&store, &[put(Collection::Features, "a")]).await;
+    let seen = commit_exact(&store, &[put(Collection::Features, "b")]).await;
+    // A replica of an older version commits (its script keeps no marks): its writes are
+    // unknown, so no rebase may pass over them.
+    let version = redis.cli_output(&["INCR", &format!("{{{PREFIX}}}:version")]);
+    let version = version.trim();
+    redis.cli(&["SET", &format!("{{{PREFIX}}}:head"), "77"]);
+    redis.cli(&[
+        "XADD",
+        &format!("{{{PREFIX}}}:changes"),
+        &format!("{version}-0"),
+        "head",
+        "77",
+        "changes",
+        "[]",
+    ]);
+    assert_refused(
+        commit_rebased(&store, seen, &[], &["c"]).await,
+        "an untracked commit since seen",
+    );
+    // Later commits start a new run of marks; rebases from inside it pass.
+    let fresh = commit_exact(&store, &[put(Collection::Features, "d")]).await;
+    assert_refused(
+        commit_rebased(&store, seen, &[], &["c"]).await,
+        "the untracked commit is still after seen",
+    );
+    commit_exact(&store, &[put(Collection::Features, "e")]).await;
+    rebased_position(commit_rebased(&store, fresh, &[], &["c"]).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_embedded_store_never_rebases() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = Store::Embedded(EmbeddedStore::open(dir.path()).await.expect("open"));
+    let seen = commit_exact(&store, &[put(Collection::Features, "a")]).await;
+    commit_exact(&store, &[put(Collection::Features, "b")]).await;
+    assert_refused(
+        commit_rebased(&store, seen, &[], &["a"]).await,
+        "one process writes an embedded store",
+    );
+}
+
+const SHARED_TOGGLES: usize = 4;
+const TAGGERS: usize = 12;
+const TAGS_PER_TAGGER: usize = 10;
+
+/// Writers on three replicas add tags to a few shared toggles. An addition reads the toggle's
+/// tags and writes them all back, so a batch committed over another replica's write to the
+/// same toggle would drop that write's tag: every tag added with a 201 must be on its toggle
+/// at the end, on every replica, and no other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tag_additions_racing_over_three_replicas_lose_none() {
+    let backend = Backend::redis();
+    let a = TestApp::spawn(&backend).await;
+    let b = TestApp::spawn(&backend).await;
+    let c = TestApp::spawn(&backend).await;
+    let apps = [&a, &b, &c];
+    for t in 0..SHARED_TOGGLES {
+        a.create_toggle(&format!("r.{t}")).await;
+    }
+    // Existing tags: an addition then writes the toggle record only (rebasable).
+    for w in 0..TAGGERS {
+        for n in 0..TAGS_PER_TAGGER {
+            a.post(
+                "/api/admin/tags",
+                json!({"type": "simple", "value": format!("w{w}-{n}")}),
+            )
+            .await
+            .expect(201);
+        }
+    }
+    crate::convergence::converge(&apps).await;
+    let taggers = (0..TAGGERS).map(|w| {
+        let app = apps[w % apps.len()];
+        let (http, base) = (app.http.clone(), app.base.clone());
+        tokio::spawn(async move {
+            let mut added = Vec::new();
+            for n in 0..TAGS_PER_TAGGER {
+                let toggle = (w + n) % SHARED_TOGGLES;
+                let value = format!("w{w}-{n}");
+                let reply = send(
+                    http.post(format!("{base}/api/admin/features/r.{toggle}/tags"))
+                        .basic_auth("admin", Some(""))
+                        .json(&json!({"type": "simple", "value": value})),
+                )
+                .await;
+                match reply.status.as_u16() {
+                    201 => added.push((toggle, value)),
+                    // Gave up after every attempt: nothing was written.
+                    503 => {}
+                    other => panic!(
+                        "tagging r.{toggle}: {other} {}",
+                        String::from_utf8_lossy(&reply.bytes)
+                    ),
+                }
+            }
+            added
+        })
+    });
+    let joined = tokio::time::timeout(
+        Duration::from_secs(60),
+        futures_util::future::join_all(taggers),
+    )
+    .await
+    .expect("the taggers did not finish within 60 s");
+    let mut expected = vec![BTreeSet::new(); SHARED_TOGGLES];
+    for tagger in joined {
+        for (toggle, value) in tagger.expect("tagger task") {
+            expected[toggle].insert(value);
+        }
+    }
+    let added: usize = expected.iter().map(BTreeSet::len).sum();
+    assert!(
+        added >= TAGGERS * TAGS_PER_TAGGER / 2,
+        "only {added} additions succeeded"
+    );
+    crate::convergence::converge(&apps).await;
+    for app in apps {
+        for (t, expected) in expected.iter().enumerate() {
+            let tags = app
+                .get(&format!("/api/admin/features/r.{t}/tags"))
+                .await
+                .expect(200)
+                .json;
+            let on_toggle: BTreeSet<String> = tags["tags"]
+                .as_array()
+                .expect("tags")
+                .iter()
+                .map(|tag| tag["value"].as_str().expect("value").to_string())
+                .collect();
+            assert_eq!(&on_toggle, expected, "tags of r.{t}");
+        }
+    }
+    let mut rebased = 0.0;
+    for app in apps {
+        let reply = send(app.anonymous(Method::GET, "/internal-backstage/prometheus"))
+            .await
+            .expect(200);
+        let text = String::from_utf8(reply.bytes).expect("utf-8");
+        rebased += text
+            .lines()
+            .find_map(|line| line.strip_prefix("flagpole_write_rebased_commits_total "))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .expect("flagpole_write_rebased_commits_total");
+    }
+    eprintln!("{added} tags added over 3 replicas; {rebased} batches committed by a rebase");
+}
