@@ -146,7 +146,7 @@ pub struct Rebase {
 }
 
 /// The most own commits a `Rebase` may list (bounds the commit script's checks).
-pub const REBASE_OWN_MAX: usize = 16;
+pub const REBASE_OWN_MAX: usize = 64;
 
 /// How a commit went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
