@@ -15,7 +15,8 @@
 -- notify channel, ARGV[7] this commit's id, ARGV[8] '1' to log the changes, '0' to log them as
 -- too large ('null': replicas reload everything), ARGV[9] now in epoch ms, ARGV[10] now in
 -- RFC 3339, ARGV[11] the rebase terms ('' for none): JSON {"seen": [version, head], "own":
--- [[version, head], ...], "toggles": [name, ...]}, every number as a string.
+-- [version, ...] oldest first, "own_head": head of the newest own commit or '', "toggles":
+-- [name, ...]}, every number as a string.
 -- Returns {committed 0/1, version, head, rebased 0/1}.
 local marks = KEYS[7]
 local current = tonumber(redis.call('GET', KEYS[1]) or '0')
@@ -44,16 +45,18 @@ local function may_rebase(terms)
   if tonumber(redis.call('HGET', marks, 'shared') or '0') > seen then
     return false
   end
-  -- `seen` and the replica's own commits are part of this store's history.
+  -- `seen` and the replica's own commits are part of this store's history. History is
+  -- linear (a failover loses a suffix of it, a restore replaces it), so the newest own commit
+  -- being there means the older ones are.
   if logged_head(seen) ~= terms.seen[2] then
     return false
   end
+  if #terms.own > 0 and logged_head(terms.own[#terms.own]) ~= terms.own_head then
+    return false
+  end
   local own = {}
-  for _, commit in ipairs(terms.own) do
-    if logged_head(commit[1]) ~= commit[2] then
-      return false
-    end
-    own[tonumber(commit[1])] = true
+  for _, version in ipairs(terms.own) do
+    own[tonumber(version)] = true
   end
   -- Nobody else wrote the batch's toggles.
   for _, name in ipairs(terms.toggles) do

@@ -139,7 +139,7 @@ pub struct CommitCheck {
 pub struct Rebase {
     /// The writes were decided on a state holding every write up to this position...
     pub seen: Position,
-    /// ...and this replica's own commits since (at most `REBASE_OWN_MAX`).
+    /// ...and this replica's own commits since, oldest first (at most `REBASE_OWN_MAX`).
     pub own: Vec<Position>,
     /// The toggles (active or archived) whose records the writes read and write.
     pub toggles: Vec<String>,

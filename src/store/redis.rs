@@ -75,10 +75,10 @@ fn rebase_terms(check: &CommitCheck) -> Result<String, StoreError> {
         return Ok(String::new());
     };
     // Numbers as strings: Lua's numbers cannot hold every 64-bit commit id.
-    let position = |p: &Position| [p.version.to_string(), p.head.to_string()];
     serde_json::to_string(&serde_json::json!({
-        "seen": position(&rebase.seen),
-        "own": rebase.own.iter().map(position).collect::<Vec<_>>(),
+        "seen": [rebase.seen.version.to_string(), rebase.seen.head.to_string()],
+        "own": rebase.own.iter().map(|p| p.version.to_string()).collect::<Vec<_>>(),
+        "own_head": rebase.own.last().map(|p| p.head.to_string()).unwrap_or_default(),
         "toggles": rebase.toggles,
     }))
     .map_err(|e| StoreError::Corrupt(e.to_string()))
