@@ -7,7 +7,6 @@
 //!
 //! `cargo bench --bench client_features`
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::Utc;
@@ -16,7 +15,9 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use flagpole::domain::filter::FeatureFilter;
 use flagpole::domain::state::ConfigState;
 use flagpole::domain::tag::TagRef;
-use flagpole::domain::toggle::{Constraint, Operator, Strategy, Toggle, Variant, WeightType};
+use flagpole::domain::toggle::{
+    Constraint, Operator, Parameters, Strategy, Toggle, Variant, WeightType,
+};
 use flagpole::snapshot::client_document::{build_filtered, ClientDocuments, PieceList};
 
 /// `n` toggles shaped like the shared bench kit's: 2 strategies, some constraints and variants.
@@ -24,7 +25,7 @@ fn state_with(n: usize) -> ConfigState {
     let mut state = ConfigState::default();
     for i in 0..n {
         let name = format!("team-{}.feature-{i}", i % 8);
-        let mut parameters = BTreeMap::new();
+        let mut parameters = Parameters::new();
         parameters.insert("rollout".to_string(), format!("{}", i % 100));
         parameters.insert("stickiness".to_string(), "default".to_string());
         parameters.insert("groupId".to_string(), name.clone());
@@ -70,7 +71,7 @@ fn state_with(n: usize) -> ConfigState {
                 },
                 Strategy {
                     name: "default".into(),
-                    parameters: BTreeMap::new(),
+                    parameters: Parameters::new(),
                     constraints: Vec::new(),
                 },
             ],

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use chrono::{DateTime, Utc};
+use litemap::LiteMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -49,13 +50,28 @@ pub struct Toggle {
     pub archived_at: Option<DateTime<Utc>>,
 }
 
+/// A strategy's parameters, in key order. A sorted vector rather than a `BTreeMap`: a map of
+/// two or three entries then takes one small allocation, not a B-tree node of eleven slots
+/// (at 10,000 toggles, about 7 MiB less).
+pub type Parameters = LiteMap<String, String>;
+
+/// Writes parameters as an object, also when empty (`LiteMap` on its own writes an empty map
+/// as `[]` in human-readable formats).
+pub fn serialize_parameters<S: serde::Serializer>(
+    parameters: &Parameters,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_map(parameters.iter())
+}
+
 /// An activation strategy on a toggle.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Strategy {
     pub name: String,
-    #[serde(default)]
-    pub parameters: BTreeMap<String, String>,
+    #[serde(default, serialize_with = "serialize_parameters")]
+    #[schema(value_type = BTreeMap<String, String>)]
+    pub parameters: Parameters,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub constraints: Vec<Constraint>,
 }
@@ -332,7 +348,7 @@ fn validate_strategy(
     if let Err(m) = check_name("name", &name, 1, NAME_MAX) {
         errors.push(format!("{path}.name"), m);
     }
-    let mut parameters = BTreeMap::new();
+    let mut parameters = Parameters::new();
     for (key, value) in spec.parameters.unwrap_or_default() {
         // Clients evaluate parameters as strings; numbers and booleans are accepted for
         // convenience and stored in their string form.
@@ -522,6 +538,25 @@ mod tests {
     }
 
     #[test]
+    fn parameters_are_written_as_an_object_in_key_order_even_when_empty() {
+        let mut strategy = Strategy {
+            name: "default".into(),
+            parameters: Parameters::new(),
+            constraints: Vec::new(),
+        };
+        let text = |s: &Strategy| serde_json::to_string(s).expect("serialises");
+        assert_eq!(text(&strategy), r#"{"name":"default","parameters":{}}"#);
+        strategy.parameters.insert("z".into(), "1".into());
+        strategy.parameters.insert("a".into(), "2".into());
+        assert_eq!(
+            text(&strategy),
+            r#"{"name":"default","parameters":{"a":"2","z":"1"}}"#
+        );
+        let back: Strategy = serde_json::from_str(&text(&strategy)).expect("parses");
+        assert_eq!(back, strategy);
+    }
+
+    #[test]
     fn defaults_are_applied() {
         let t = spec(json!({"name": "demo", "strategies": [{"name": "default"}]}))
             .validate(Some(&ConfigState::default()))
@@ -590,7 +625,13 @@ mod tests {
             "constraints": [{"contextName": "userId", "operator": "NOT_IN", "values": ["1"], "inverted": false}]}]}))
         .validate(Some(&ConfigState::default()))
         .expect("valid");
-        assert_eq!(good.strategies[0].parameters["rollout"], "50");
+        assert_eq!(
+            good.strategies[0]
+                .parameters
+                .get("rollout")
+                .map(String::as_str),
+            Some("50")
+        );
         assert_eq!(good.impression_data, Some(true));
         assert_eq!(
             serde_json::to_value(&good.strategies[0].constraints[0]).expect("json"),

@@ -1,14 +1,11 @@
 //! The JSON shapes toggles are served in. Pure serde; built from domain types.
-
-use std::collections::BTreeMap;
-
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::context_field::ContextField;
 use super::state::ConfigState;
 use super::tag::Tag;
-use super::toggle::{Strategy, Toggle, Variant};
+use super::toggle::{serialize_parameters, Parameters, Strategy, Toggle, Variant};
 
 /// A toggle in admin responses: `variants` and `tags` (with `id`) always present (spec §2.1).
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -40,10 +37,19 @@ pub struct AdminToggle<'a> {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct LegacyStrategy<'a> {
     pub strategy: &'a str,
-    pub parameters: &'a BTreeMap<String, String>,
+    #[serde(serialize_with = "serialize_borrowed_parameters")]
+    #[schema(value_type = BTreeMap<String, String>)]
+    pub parameters: &'a Parameters,
 }
 
-static NO_PARAMETERS: BTreeMap<String, String> = BTreeMap::new();
+fn serialize_borrowed_parameters<S: serde::Serializer>(
+    parameters: &&Parameters,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serialize_parameters(parameters, serializer)
+}
+
+static NO_PARAMETERS: Parameters = Parameters::new();
 
 impl<'a> LegacyStrategy<'a> {
     fn of(toggle: &'a Toggle) -> Self {

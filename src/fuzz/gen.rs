@@ -308,7 +308,7 @@ pub(crate) fn toggle(universe: Universe) -> impl Strategy<Value = Toggle> {
     )
         .prop_map(|(name, parameters, constraints)| ToggleStrategy {
             name,
-            parameters,
+            parameters: parameters.into_iter().collect(),
             constraints,
         });
     let mut projects = universe.projects.clone();

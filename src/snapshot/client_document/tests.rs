@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::*;
 use crate::domain::state::ConfigState;
 use crate::domain::tag::TagRef;
-use crate::domain::toggle::{Constraint, Operator, Strategy as ToggleStrategy, Toggle};
+use crate::domain::toggle::{Constraint, Operator, Parameters, Strategy as ToggleStrategy, Toggle};
 use crate::domain::views::ClientToggle;
 
 /// The document as one serialisation of the selected toggles: the reference.
@@ -130,7 +130,7 @@ fn toggle(name: &str, seed: u32) -> Toggle {
                 .collect();
             ToggleStrategy {
                 name: kind.into(),
-                parameters,
+                parameters: parameters.into_iter().collect(),
                 constraints,
             }
         })
@@ -419,7 +419,7 @@ fn long_groups_and_large_toggles_assemble_like_from_scratch() {
         if ClientPiece::of(&toggle).ends_group {
             continue;
         }
-        let mut parameters = BTreeMap::new();
+        let mut parameters = Parameters::new();
         parameters.insert(
             "userIds".to_string(),
             (0..300)
