@@ -37,6 +37,15 @@ use crate::telemetry::metrics::Metrics;
 /// At most this many writes go into one commit (bounds one commit's size and time).
 const MAX_BATCH: usize = 256;
 
+/// What a writer decided: the records and events it writes (possibly none).
+#[derive(Debug, Default)]
+pub struct Decision {
+    pub changes: Vec<Change>,
+    pub events: Vec<NewEvent>,
+    /// See `Plan::reads_only_its_toggles`.
+    pub reads_only_its_toggles: bool,
+}
+
 /// What happened to a decided write.
 #[derive(Debug)]
 pub enum Outcome {
@@ -57,18 +66,18 @@ struct Batch {
     /// The addon deliveries of `events` (indexes into them).
     deliveries: Vec<NewDelivery>,
     writers: Vec<oneshot::Sender<Outcome>>,
-    /// Writers whose decision writes nothing (their reads are not in `changes`).
-    confirms: usize,
+    /// Writers whose decision holds the batch to the position it was made at: it writes
+    /// nothing (the position confirms what it read), or it may have read toggles it does not
+    /// write.
+    pinned: usize,
 }
 
 impl Batch {
     /// The toggles of a batch that may be committed by a rebase: it writes toggle records only,
-    /// and every writer in it wrote something (decisions that write only toggle records read,
-    /// of the toggle records, only those of the toggles they write). `None` otherwise.
+    /// and every writer in it wrote something and read, of the toggle records, only those of
+    /// the toggles it writes. `None` otherwise.
     fn rebase_toggles(&self) -> Option<Vec<String>> {
-        if self.confirms > 0
-            || self.changes.is_empty()
-            || !self.changes.iter().all(is_toggle_record)
+        if self.pinned > 0 || self.changes.is_empty() || !self.changes.iter().all(is_toggle_record)
         {
             return None;
         }
@@ -204,7 +213,7 @@ impl GroupCommit {
         &self,
         snapshot: &Snapshot,
         snapshot_is_current: bool,
-        decide: impl FnOnce(&ConfigState) -> (Vec<Change>, Vec<NewEvent>),
+        decide: impl FnOnce(&ConfigState) -> Decision,
     ) -> Result<Decided, DecideError> {
         let mut pending = self.lock();
         let idle = !pending.committing && pending.open.writers.is_empty();
@@ -223,7 +232,11 @@ impl GroupCommit {
         let Some((_, state)) = state.as_mut() else {
             return Err(DecideError::Busy);
         };
-        let (changes, events) = decide(state);
+        let Decision {
+            changes,
+            events,
+            reads_only_its_toggles,
+        } = decide(state);
         let writes = !(changes.is_empty() && events.is_empty());
         let clean = !*committing && open.writers.is_empty();
         if !writes && clean && snapshot_is_current {
@@ -257,7 +270,7 @@ impl GroupCommit {
         open.changes.extend(changes);
         open.events.extend(events);
         open.writers.push(sender);
-        open.confirms += usize::from(!writes);
+        open.pinned += usize::from(!writes || !reads_only_its_toggles);
         Ok(Decided {
             receiver: Some(receiver),
             writes,
@@ -368,11 +381,7 @@ impl GroupCommit {
                 if exact && position == chain.seen {
                     // Confirmed, nothing written.
                 } else if !exact {
-                    // The committed state lacks other replicas' writes: catch up from the store,
-                    // this commit included.
-                    if let Err(e) = snapshot.refresh().await {
-                        tracing::warn!(error = %e, "snapshot refresh after a rebased commit failed");
-                    }
+                    catch_up_after_rebase(snapshot).await;
                 } else if let Err(e) = snapshot
                     .apply_commit(chain.seen, position, committed_state)
                     .await
@@ -408,6 +417,25 @@ impl GroupCommit {
                     None => batch.answer(|| Outcome::Lost),
                     Some(e) => batch.answer(|| Outcome::Failed(e.clone())),
                 }
+            }
+        }
+    }
+}
+
+/// Brings the snapshot up to a commit made on top of other replicas' writes (the committed
+/// state lacks those), so its writers read their write on this replica when answered. A few
+/// tries: the write is durable either way, and a snapshot still behind catches up on its next
+/// refresh.
+async fn catch_up_after_rebase(snapshot: &Snapshot) {
+    const TRIES: u32 = 3;
+    for attempt in 1..=TRIES {
+        match snapshot.refresh().await {
+            Ok(()) => return,
+            Err(e) if attempt == TRIES => {
+                tracing::warn!(error = %e, "snapshot refresh after a rebased commit failed");
+            }
+            Err(_) => {
+                tokio::time::sleep(std::time::Duration::from_millis(10 * u64::from(attempt))).await
             }
         }
     }

@@ -30,7 +30,7 @@ use crate::snapshot::Snapshot;
 use crate::store::{Change, Collection, Store, StoreError};
 use crate::telemetry::metrics::Metrics;
 
-use group_commit::{DecideError, GroupCommit, Outcome, Target};
+use group_commit::{DecideError, Decision, GroupCommit, Outcome, Target};
 
 /// How often a write is decided again after its batch lost a race with another replica.
 pub const COMMIT_ATTEMPTS: usize = 12;
@@ -63,6 +63,7 @@ pub struct Plan<T> {
     events: Vec<NewEvent>,
     now: DateTime<Utc>,
     output: T,
+    reads_only_its_toggles: bool,
 }
 
 impl<T> Plan<T> {
@@ -73,11 +74,26 @@ impl<T> Plan<T> {
             events: Vec::new(),
             now,
             output,
+            reads_only_its_toggles: false,
         }
     }
 
-    fn into_parts(self) -> (Vec<Change>, Vec<NewEvent>, T) {
-        (self.changes, self.events, self.output)
+    /// Declares that the decision read, of the toggle records, only those of the toggles it
+    /// writes (records of other collections it may read freely). Its batch may then be
+    /// committed on top of other replicas' writes to other toggles without deciding again
+    /// (`store::Rebase`); undeclared decisions are always committed at the position they were
+    /// made at.
+    pub fn reads_only_its_toggles(&mut self) {
+        self.reads_only_its_toggles = true;
+    }
+
+    fn into_parts(self) -> (Decision, T) {
+        let decision = Decision {
+            changes: self.changes,
+            events: self.events,
+            reads_only_its_toggles: self.reads_only_its_toggles,
+        };
+        (decision, self.output)
     }
 
     /// The same plan returning `output` instead.
@@ -87,6 +103,7 @@ impl<T> Plan<T> {
             events: self.events,
             now: self.now,
             output,
+            reads_only_its_toggles: self.reads_only_its_toggles,
         }
     }
 
@@ -195,13 +212,13 @@ impl Service {
             let decided = self.writes.decide(&self.snapshot, refreshed, |state| {
                 match decide(state, now) {
                     Ok(plan) => {
-                        let (changes, events, output) = plan.into_parts();
+                        let (decision, output) = plan.into_parts();
                         result = Some(Ok(output));
-                        (changes, events)
+                        decision
                     }
                     Err(e) => {
                         result = Some(Err(ServiceError::Domain(e)));
-                        (Vec::new(), Vec::new())
+                        Decision::default()
                     }
                 }
             });

@@ -1,4 +1,7 @@
 //! Toggle use-cases: create, replace, switch, mark stale, archive, revive, tag and untag.
+//! Each reads, of the toggle records, only those of the toggle it writes, and declares it
+//! (`Plan::reads_only_its_toggles`), so that its write need not be decided again when other
+//! replicas write other toggles meanwhile.
 
 use std::sync::Arc;
 
@@ -83,6 +86,7 @@ impl Service {
                 event_data(&toggle),
                 vec![],
             );
+            plan.reads_only_its_toggles();
             Ok(plan)
         })
         .await
@@ -118,6 +122,7 @@ impl Service {
                 event_data(&toggle),
                 toggle.tags.clone(),
             );
+            plan.reads_only_its_toggles();
             Ok(plan)
         })
         .await
@@ -177,6 +182,7 @@ impl Service {
                 plan.event(kind, actor, event_data(&toggle), toggle.tags.clone());
                 plan.output = toggle;
             }
+            plan.reads_only_its_toggles();
             Ok(plan)
         })
         .await
@@ -200,6 +206,7 @@ impl Service {
                 json!({"name": name}),
                 toggle.tags.clone(),
             );
+            plan.reads_only_its_toggles();
             Ok(plan)
         })
         .await
@@ -228,6 +235,7 @@ impl Service {
                 json!({"name": name}),
                 toggle.tags.clone(),
             );
+            plan.reads_only_its_toggles();
             Ok(plan)
         })
         .await
@@ -265,6 +273,7 @@ impl Service {
                 json!({"featureName": name, "tag": tag_ref}),
                 toggle.tags.clone(),
             );
+            plan.reads_only_its_toggles();
             Ok(plan.with_output(tag))
         })
         .await
@@ -295,6 +304,7 @@ impl Service {
                 json!({"featureName": name, "tag": tag_ref}),
                 toggle.tags.clone(),
             );
+            plan.reads_only_its_toggles();
             Ok(plan)
         })
         .await

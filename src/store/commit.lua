@@ -35,7 +35,7 @@ end
 local function may_rebase(terms)
   local seen = tonumber(terms.seen[1])
   -- Every commit since `seen` kept the marks.
-  if redis.call('HGET', marks, 'tracked') ~= tostring(current) then
+  if tonumber(redis.call('HGET', marks, 'tracked') or '-1') ~= current then
     return false
   end
   if tonumber(redis.call('HGET', marks, 'tracked_from') or '0') > seen + 1 then
@@ -80,6 +80,10 @@ local hashes = {}
 for i = 12, #ARGV do
   hashes[ARGV[i]] = KEYS[i - 4]
 end
+local marks_type = redis.call('TYPE', marks).ok
+if marks_type ~= 'hash' and marks_type ~= 'none' then
+  return redis.error_reply('FLAGPOLE_INCONSISTENT commit marks are not a hash')
+end
 local changes = cjson.decode(ARGV[3])
 for _, ch in ipairs(changes) do
   if hashes[ch.c] == nil then
@@ -122,7 +126,7 @@ end
 if shared then
   redis.call('HSET', marks, 'shared', version)
 end
-if redis.call('HGET', marks, 'tracked') ~= tostring(current) then
+if tonumber(redis.call('HGET', marks, 'tracked') or '-1') ~= current then
   redis.call('HSET', marks, 'tracked_from', version)
 end
 redis.call('HSET', marks, 'tracked', version)
