@@ -65,17 +65,25 @@ struct Batch {
     events: Vec<NewEvent>,
     /// The addon deliveries of `events` (indexes into them).
     deliveries: Vec<NewDelivery>,
-    writers: Vec<oneshot::Sender<Outcome>>,
+    writers: Vec<Writer>,
     /// Writers whose decision holds the batch to the position it was made at: it writes
-    /// nothing (the position confirms what it read), or it may have read toggles it does not
-    /// write.
+    /// something and may have read toggles it does not write.
     pinned: usize,
+}
+
+/// A writer waiting in a batch.
+struct Writer {
+    answer: oneshot::Sender<Outcome>,
+    /// Whether its decision writes anything. One that does not waits for the confirmation of
+    /// the state it read: a commit at the position it was decided at, or a position check.
+    writes: bool,
 }
 
 impl Batch {
     /// The toggles of a batch that may be committed by a rebase: it writes toggle records only,
-    /// and every writer in it wrote something and read, of the toggle records, only those of
-    /// the toggles it writes. `None` otherwise.
+    /// and every writer in it that wrote something read, of the toggle records, only those of
+    /// the toggles it writes. `None` otherwise. (Writers that wrote nothing are then answered
+    /// `Lost`: a rebase does not confirm what they read.)
     fn rebase_toggles(&self) -> Option<Vec<String>> {
         if self.pinned > 0 || self.changes.is_empty() || !self.changes.iter().all(is_toggle_record)
         {
@@ -85,10 +93,11 @@ impl Batch {
         Some(names.into_iter().map(str::to_string).collect())
     }
 
-    fn answer(self, outcome: impl Fn() -> Outcome) {
+    /// Answers every writer with `outcome(writes)`.
+    fn answer(self, outcome: impl Fn(bool) -> Outcome) {
         for writer in self.writers {
             // A writer that went away (its request was dropped) needs no answer.
-            let _ = writer.send(outcome());
+            let _ = writer.answer.send(outcome(writer.writes));
         }
     }
 }
@@ -269,8 +278,11 @@ impl GroupCommit {
         let (sender, receiver) = oneshot::channel();
         open.changes.extend(changes);
         open.events.extend(events);
-        open.writers.push(sender);
-        open.pinned += usize::from(!writes || !reads_only_its_toggles);
+        open.writers.push(Writer {
+            answer: sender,
+            writes,
+        });
+        open.pinned += usize::from(writes && !reads_only_its_toggles);
         Ok(Decided {
             receiver: Some(receiver),
             writes,
@@ -323,7 +335,7 @@ impl GroupCommit {
             pending.state = None;
             std::mem::take(&mut pending.open)
         };
-        stale.answer(|| Outcome::Lost);
+        stale.answer(|_| Outcome::Lost);
     }
 
     /// Commits the open batch (only the committer task calls this).
@@ -395,7 +407,7 @@ impl GroupCommit {
                 if let Some((chain, _)) = pending.state.as_mut() {
                     chain.committed(position, rebased);
                 }
-                Ok(())
+                Ok(rebased)
             }
             Ok(Some(CommitOutcome::Conflict { .. }) | None) => {
                 // Catch up before the writers decide again; a failure here shows in their
@@ -409,13 +421,17 @@ impl GroupCommit {
         };
         reset.0 = None;
         match outcome {
-            Ok(()) => batch.answer(|| Outcome::Committed),
+            Ok(rebased) => batch.answer(|writes| match writes || !rebased {
+                true => Outcome::Committed,
+                // Nothing written, and the state it read was not confirmed.
+                false => Outcome::Lost,
+            }),
             Err(failure) => {
                 // Everything decided on top of the failed batch must be decided again.
                 self.start_afresh();
                 match failure {
-                    None => batch.answer(|| Outcome::Lost),
-                    Some(e) => batch.answer(|| Outcome::Failed(e.clone())),
+                    None => batch.answer(|_| Outcome::Lost),
+                    Some(e) => batch.answer(|_| Outcome::Failed(e.clone())),
                 }
             }
         }
