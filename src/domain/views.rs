@@ -1,4 +1,5 @@
 //! The JSON shapes toggles are served in. Pure serde; built from domain types.
+
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 

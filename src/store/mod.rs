@@ -120,7 +120,7 @@ pub struct Records {
 }
 
 /// What a commit is checked against before it writes anything.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct CommitCheck {
     /// Commit if the store is exactly here (the writes were decided on the store's state at
     /// this position). `None`: only `rebase` can let the commit through.
@@ -135,7 +135,7 @@ pub struct CommitCheck {
 /// other replica wrote a record of `toggles` nor any record of another collection. The Redis
 /// store checks this inside its commit script; the embedded store, with a single writer,
 /// never needs to and refuses.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Rebase {
     /// The writes were decided on a state holding every write up to this position...
     pub seen: Position,

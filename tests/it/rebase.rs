@@ -6,9 +6,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use reqwest::Method;
-use serde_json::json;
+use serde_json::{json, Value};
 
-use crate::common::{send, Backend, TestApp, TestRedis};
+use crate::common::{send, Backend, Reply, TestApp, TestRedis};
 use flagpole::store::embedded::EmbeddedStore;
 use flagpole::store::redis::RedisStore;
 use flagpole::store::redis_conn::RedisOptions;
@@ -219,6 +219,63 @@ async fn the_embedded_store_never_rebases() {
     );
 }
 
+/// Three replicas on one Redis, with the toggles `names` and the simple tags `tags` created,
+/// all of them holding the same version.
+struct ThreeReplicas {
+    apps: [TestApp; 3],
+    _backend: Backend,
+}
+
+async fn three_replicas(names: &[String], tags: &[String]) -> ThreeReplicas {
+    let backend = Backend::redis();
+    let apps = [
+        TestApp::spawn(&backend).await,
+        TestApp::spawn(&backend).await,
+        TestApp::spawn(&backend).await,
+    ];
+    for name in names {
+        apps[0].create_toggle(name).await;
+    }
+    for value in tags {
+        apps[0]
+            .post("/api/admin/tags", json!({"type": "simple", "value": value}))
+            .await
+            .expect(201);
+    }
+    let replicas = ThreeReplicas {
+        apps,
+        _backend: backend,
+    };
+    crate::convergence::converge(&replicas.refs()).await;
+    replicas
+}
+
+impl ThreeReplicas {
+    fn refs(&self) -> [&TestApp; 3] {
+        [&self.apps[0], &self.apps[1], &self.apps[2]]
+    }
+}
+
+/// Adds the simple tag `value` to `toggle` through the replica at `base`.
+async fn add_tag(http: &reqwest::Client, base: &str, toggle: &str, value: &str) -> Reply {
+    send(
+        http.post(format!("{base}/api/admin/features/{toggle}/tags"))
+            .basic_auth("admin", Some(""))
+            .json(&json!({"type": "simple", "value": value})),
+    )
+    .await
+}
+
+/// The values of the tags in a `{"tags": [...]}` listing.
+fn tag_values(listing: &Value) -> BTreeSet<String> {
+    listing["tags"]
+        .as_array()
+        .expect("tags")
+        .iter()
+        .map(|tag| tag["value"].as_str().expect("value").to_string())
+        .collect()
+}
+
 const SHARED_TOGGLES: usize = 4;
 const TAGGERS: usize = 12;
 const TAGS_PER_TAGGER: usize = 10;
@@ -229,26 +286,13 @@ const TAGS_PER_TAGGER: usize = 10;
 /// at the end, on every replica, and no other.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tag_additions_racing_over_three_replicas_lose_none() {
-    let backend = Backend::redis();
-    let a = TestApp::spawn(&backend).await;
-    let b = TestApp::spawn(&backend).await;
-    let c = TestApp::spawn(&backend).await;
-    let apps = [&a, &b, &c];
-    for t in 0..SHARED_TOGGLES {
-        a.create_toggle(&format!("r.{t}")).await;
-    }
+    let names: Vec<String> = (0..SHARED_TOGGLES).map(|t| format!("r.{t}")).collect();
     // Existing tags: an addition then writes the toggle record only (rebasable).
-    for w in 0..TAGGERS {
-        for n in 0..TAGS_PER_TAGGER {
-            a.post(
-                "/api/admin/tags",
-                json!({"type": "simple", "value": format!("w{w}-{n}")}),
-            )
-            .await
-            .expect(201);
-        }
-    }
-    crate::convergence::converge(&apps).await;
+    let tags: Vec<String> = (0..TAGGERS)
+        .flat_map(|w| (0..TAGS_PER_TAGGER).map(move |n| format!("w{w}-{n}")))
+        .collect();
+    let replicas = three_replicas(&names, &tags).await;
+    let apps = replicas.refs();
     let taggers = (0..TAGGERS).map(|w| {
         let app = apps[w % apps.len()];
         let (http, base) = (app.http.clone(), app.base.clone());
@@ -257,12 +301,7 @@ async fn tag_additions_racing_over_three_replicas_lose_none() {
             for n in 0..TAGS_PER_TAGGER {
                 let toggle = (w + n) % SHARED_TOGGLES;
                 let value = format!("w{w}-{n}");
-                let reply = send(
-                    http.post(format!("{base}/api/admin/features/r.{toggle}/tags"))
-                        .basic_auth("admin", Some(""))
-                        .json(&json!({"type": "simple", "value": value})),
-                )
-                .await;
+                let reply = add_tag(&http, &base, &format!("r.{toggle}"), &value).await;
                 match reply.status.as_u16() {
                     201 => added.push((toggle, value)),
                     // Gave up after every attempt: nothing was written.
@@ -301,13 +340,7 @@ async fn tag_additions_racing_over_three_replicas_lose_none() {
                 .await
                 .expect(200)
                 .json;
-            let on_toggle: BTreeSet<String> = tags["tags"]
-                .as_array()
-                .expect("tags")
-                .iter()
-                .map(|tag| tag["value"].as_str().expect("value").to_string())
-                .collect();
-            assert_eq!(&on_toggle, expected, "tags of r.{t}");
+            assert_eq!(&tag_values(&tags), expected, "tags of r.{t}");
         }
     }
     let mut rebased = 0.0;
@@ -336,35 +369,18 @@ async fn a_tag_deleted_meanwhile_is_never_added_by_a_rebase() {
     const TOGGLES: usize = 8;
     const TAGS: usize = 24;
     const DELETE_EVERY: usize = 3;
-    let backend = Backend::redis();
-    let a = TestApp::spawn(&backend).await;
-    let b = TestApp::spawn(&backend).await;
-    let c = TestApp::spawn(&backend).await;
-    let apps = [&a, &b, &c];
-    for t in 0..TOGGLES {
-        a.create_toggle(&format!("d.{t}")).await;
-    }
-    for n in 0..TAGS {
-        a.post(
-            "/api/admin/tags",
-            json!({"type": "simple", "value": format!("v{n}")}),
-        )
-        .await
-        .expect(201);
-    }
-    crate::convergence::converge(&apps).await;
+    let names: Vec<String> = (0..TOGGLES).map(|t| format!("d.{t}")).collect();
+    let tags: Vec<String> = (0..TAGS).map(|n| format!("v{n}")).collect();
+    let replicas = three_replicas(&names, &tags).await;
+    let apps = replicas.refs();
+    let [a, _, c] = apps;
     let taggers = (0..TOGGLES).map(|t| {
         let app = apps[t % 2];
         let (http, base) = (app.http.clone(), app.base.clone());
         tokio::spawn(async move {
             for n in 0..TAGS {
                 let value = format!("v{n}");
-                let reply = send(
-                    http.post(format!("{base}/api/admin/features/d.{t}/tags"))
-                        .basic_auth("admin", Some(""))
-                        .json(&json!({"type": "simple", "value": value})),
-                )
-                .await;
+                let reply = add_tag(&http, &base, &format!("d.{t}"), &value).await;
                 match reply.status.as_u16() {
                     // Tags the deleter leaves alone must show at once on the adding replica.
                     201 if n % DELETE_EVERY != 0 => {
@@ -376,11 +392,7 @@ async fn a_tag_deleted_meanwhile_is_never_added_by_a_rebase() {
                         .expect(200)
                         .json;
                         assert!(
-                            tags["tags"]
-                                .as_array()
-                                .expect("tags")
-                                .iter()
-                                .any(|tag| tag["value"] == value.as_str()),
+                            tag_values(&tags).contains(&value),
                             "d.{t}: the replica that added {value} does not show it"
                         );
                     }
@@ -422,12 +434,7 @@ async fn a_tag_deleted_meanwhile_is_never_added_by_a_rebase() {
     .await
     .expect("the writers did not finish within 60 s");
     crate::convergence::converge(&apps).await;
-    let existing: BTreeSet<String> = a.get("/api/admin/tags").await.expect(200).json["tags"]
-        .as_array()
-        .expect("tags")
-        .iter()
-        .map(|tag| tag["value"].as_str().expect("value").to_string())
-        .collect();
+    let existing = tag_values(&a.get("/api/admin/tags").await.expect(200).json);
     assert!(existing.len() < TAGS, "no tag was deleted");
     for t in 0..TOGGLES {
         let tags = a
@@ -435,10 +442,9 @@ async fn a_tag_deleted_meanwhile_is_never_added_by_a_rebase() {
             .await
             .expect(200)
             .json;
-        for tag in tags["tags"].as_array().expect("tags") {
-            let value = tag["value"].as_str().expect("value");
+        for value in tag_values(&tags) {
             assert!(
-                existing.contains(value),
+                existing.contains(&value),
                 "d.{t} carries the deleted tag {value}"
             );
         }
