@@ -18,6 +18,10 @@ pub fn free_port() -> u16 {
         .expect("free port")
 }
 
+/// Starts of a server tried on fresh ports: a free port can be taken again before the server
+/// binds it (tests running alongside open connections from the same port range).
+const START_ATTEMPTS: u32 = 3;
+
 /// One redis-server (or sentinel) process on a TCP port. Killed on drop.
 pub struct RedisNode {
     pub port: u16,
@@ -41,9 +45,9 @@ impl RedisNode {
     }
 
     /// Starts `redis-server` with the arguments `args(port)`; `cli_args` reach it with
-    /// redis-cli. Retries once on another port (the free port may have been taken).
+    /// redis-cli. Retried on other ports (the free port may have been taken).
     pub fn start_with(args: impl Fn(u16) -> Vec<String>, cli_args: Vec<String>) -> Self {
-        for attempt in 0..2 {
+        for attempt in 1..=START_ATTEMPTS {
             let dir = tempfile::tempdir().expect("temp dir for redis");
             let port = free_port();
             let child = Command::new("redis-server")
@@ -63,14 +67,17 @@ impl RedisNode {
             if node.wait_answering(Duration::from_secs(10)) {
                 return node;
             }
-            assert!(attempt == 0, "redis-server did not come up on port {port}");
+            assert!(
+                attempt < START_ATTEMPTS,
+                "redis-server did not come up on port {port}"
+            );
         }
         unreachable!()
     }
 
     /// Starts a sentinel with `config` (lines of a sentinel configuration file).
     pub fn sentinel(config: &[String]) -> Self {
-        for attempt in 0..2 {
+        for attempt in 1..=START_ATTEMPTS {
             let dir = tempfile::tempdir().expect("temp dir for the sentinel");
             let port = free_port();
             let file = dir.path().join("sentinel.conf");
@@ -97,7 +104,10 @@ impl RedisNode {
             if node.wait_answering(Duration::from_secs(10)) {
                 return node;
             }
-            assert!(attempt == 0, "the sentinel did not come up on port {port}");
+            assert!(
+                attempt < START_ATTEMPTS,
+                "the sentinel did not come up on port {port}"
+            );
         }
         unreachable!()
     }
@@ -291,10 +301,11 @@ impl TestCluster {
         // The bus port is given: the default (port + 10,000) may be taken or out of range.
         let nodes: Vec<RedisNode> = (0..6)
             .map(|_| {
-                let bus = free_port().to_string();
                 let extra = extra.clone();
                 RedisNode::start_with(
                     move |port| {
+                        // Chosen again on each attempt: a taken bus port fails the start too.
+                        let bus = free_port().to_string();
                         let mut args: Vec<String> = if tls {
                             vec!["--port".into(), "0".into(), "--tls-port".into()]
                         } else {
