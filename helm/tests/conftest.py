@@ -155,9 +155,9 @@ class RedisNode:
         self.port = 0
 
     def start(self, command) -> "RedisNode":
-        """Runs `command(port)` (a full argv); tries a second port when the first was taken
-        between choosing and binding it."""
-        for _ in range(2):
+        """Runs `command(port)` (a full argv); tries other ports when one was taken between
+        choosing and binding it."""
+        for _ in range(3):
             self.port = free_port()
             self.process = subprocess.Popen(
                 command(self.port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -212,9 +212,14 @@ class RedisSetup:
         tls = "--tls-cert-file" in args
         work = self.dir / f"node-{len(self.nodes)}"
         work.mkdir()
+        # A cluster node's bus port is chosen on each attempt too: the default (port + 10000)
+        # may be taken or out of range, and a taken one fails the start like a taken port.
+        bus = (lambda: ["--cluster-port", str(free_port())]) if "--cluster-enabled" in args \
+            else list
         return node.start(lambda port: [
             "redis-server", *(["--port", "0", "--tls-port"] if tls else ["--port"]), str(port),
             "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(work), *args,
+            *bus(),
         ])
 
     def sentinel(self, config: list[str]) -> RedisNode:
@@ -275,9 +280,8 @@ class ClusterSetup(RedisSetup):
 
     def start(self):
         for _ in range(6):
-            # The bus port is chosen: the default (port + 10000) may be taken or out of range.
-            self.server(["--cluster-enabled", "yes", "--cluster-port", str(free_port()),
-                         "--cluster-node-timeout", "2000", "--repl-diskless-sync-delay", "0"])
+            self.server(["--cluster-enabled", "yes", "--cluster-node-timeout", "2000",
+                         "--repl-diskless-sync-delay", "0"])
         create = subprocess.run(
             ["redis-cli", "--cluster", "create", *(n.address for n in self.nodes),
              "--cluster-replicas", "1", "--cluster-yes"],
