@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::context_field::ContextField;
 use super::error::ValidationErrors;
+use super::exact_capacity;
 use super::fields::{refuse_unsupported, ExtraFields};
 
 /// Longest value a constraint may compare with (API-FACTS §11.2).
@@ -18,7 +19,11 @@ pub struct Constraint {
     pub context_name: String,
     pub operator: Operator,
     /// The values of list operators (`IN`, `NOT_IN`, `STR_*`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "exact_capacity::option_vec"
+    )]
     pub values: Option<Vec<String>>,
     /// The value of single-value operators (`NUM_*`, `DATE_*`, `SEMVER_*`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

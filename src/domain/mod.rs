@@ -8,6 +8,7 @@ pub mod delivery;
 pub mod error;
 pub mod event;
 pub mod event_diff;
+pub mod exact_capacity;
 pub mod export;
 pub mod feature_type;
 pub mod fields;

@@ -12,6 +12,7 @@ use super::constraint::ConstraintSpec;
 pub use super::constraint::{Constraint, Operator};
 use super::context_field::is_built_in;
 use super::error::{DomainError, ValidationErrors};
+use super::exact_capacity;
 use super::fields::{refuse_unsupported, ExtraFields};
 use super::name::{check_name, NAME_MAX};
 use super::state::ConfigState;
@@ -34,8 +35,9 @@ pub struct Toggle {
     pub project: String,
     pub enabled: bool,
     pub stale: bool,
+    #[serde(deserialize_with = "exact_capacity::vec")]
     pub strategies: Vec<Strategy>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "exact_capacity::vec")]
     pub variants: Vec<Variant>,
     /// Whether SDKs emit impression events for this toggle; absent unless it was sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -44,7 +46,7 @@ pub struct Toggle {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_seen_at: Option<DateTime<Utc>>,
     /// Tags carried by the toggle, in the order they were added.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "exact_capacity::vec")]
     pub tags: Vec<TagRef>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub archived_at: Option<DateTime<Utc>>,
@@ -69,10 +71,18 @@ pub fn serialize_parameters<S: serde::Serializer>(
 #[serde(rename_all = "camelCase")]
 pub struct Strategy {
     pub name: String,
-    #[serde(default, serialize_with = "serialize_parameters")]
+    #[serde(
+        default,
+        serialize_with = "serialize_parameters",
+        deserialize_with = "exact_capacity::lite_map"
+    )]
     #[schema(value_type = BTreeMap<String, String>)]
     pub parameters: Parameters,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "exact_capacity::vec"
+    )]
     pub constraints: Vec<Constraint>,
 }
 
@@ -86,7 +96,7 @@ pub struct Variant {
     pub stickiness: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload: Option<Payload>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "exact_capacity::vec")]
     pub overrides: Vec<Override>,
 }
 
@@ -111,6 +121,7 @@ pub struct Payload {
 #[serde(rename_all = "camelCase")]
 pub struct Override {
     pub context_name: String,
+    #[serde(deserialize_with = "exact_capacity::vec")]
     pub values: Vec<String>,
 }
 
