@@ -81,7 +81,7 @@ fn state_with(n: usize) -> ConfigState {
             last_seen_at: None,
             tags: vec![TagRef {
                 kind: "simple".into(),
-                value: format!("team-{}", i % 8),
+                value: format!("team-{}", i % 8).into(),
             }],
             archived_at: None,
         };

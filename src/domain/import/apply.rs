@@ -347,8 +347,8 @@ fn ensure_tag(next: &mut ConfigState, tag: &TagRef) -> bool {
         tag.key(),
         Arc::new(Tag {
             id,
-            kind: tag.kind.clone(),
-            value: tag.value.clone(),
+            kind: tag.kind.to_string(),
+            value: tag.value.to_string(),
         }),
     );
     true
@@ -362,7 +362,7 @@ fn import_tags(
 ) -> RecordCounts {
     let mut counts = RecordCounts::default();
     for (i, tag) in tags {
-        if !next.tag_types.contains_key(&tag.kind) {
+        if !next.tag_types.contains_key(tag.kind.as_str()) {
             errors.push(
                 format!("tags[{i}].type"),
                 format!(
@@ -515,7 +515,7 @@ fn import_feature_tags(
             );
             continue;
         };
-        if !next.tag_types.contains_key(&feature_tag.tag.kind) {
+        if !next.tag_types.contains_key(feature_tag.tag.kind.as_str()) {
             errors.push(
                 format!("{path}.tagType"),
                 format!(

@@ -156,7 +156,7 @@ fn toggle(name: &str, seed: u32) -> Toggle {
         last_seen_at: None,
         tags: vec![TagRef {
             kind: "simple".into(),
-            value: format!("team-{}", seed % 4),
+            value: format!("team-{}", seed % 4).into(),
         }],
         archived_at: None,
     }
@@ -237,7 +237,7 @@ fn apply(state: &mut ConfigState, op: &Op) {
                 let mut changed = (**current).clone();
                 changed.tags = vec![TagRef {
                     kind: "simple".into(),
-                    value: format!("team-{t}"),
+                    value: format!("team-{t}").into(),
                 }];
                 state
                     .features
