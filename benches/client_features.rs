@@ -26,9 +26,9 @@ fn state_with(n: usize) -> ConfigState {
     for i in 0..n {
         let name = format!("team-{}.feature-{i}", i % 8);
         let mut parameters = Parameters::new();
-        parameters.insert("rollout".to_string(), format!("{}", i % 100));
-        parameters.insert("stickiness".to_string(), "default".to_string());
-        parameters.insert("groupId".to_string(), name.clone());
+        parameters.insert("rollout".into(), format!("{}", i % 100).into());
+        parameters.insert("stickiness".into(), "default".into());
+        parameters.insert("groupId".into(), name.as_str().into());
         let constraints = if i % 3 == 0 {
             vec![Constraint {
                 context_name: "environment".into(),
@@ -45,7 +45,7 @@ fn state_with(n: usize) -> ConfigState {
             ["blue", "green"]
                 .iter()
                 .map(|v| Variant {
-                    name: v.to_string(),
+                    name: (*v).into(),
                     weight: 500,
                     weight_type: WeightType::Variable,
                     stickiness: "default".into(),
@@ -57,7 +57,7 @@ fn state_with(n: usize) -> ConfigState {
             Vec::new()
         };
         let toggle = Toggle {
-            name: name.clone(),
+            name: name.as_str().into(),
             description: "benchmark toggle".into(),
             kind: "release".into(),
             project: "default".into(),
@@ -81,7 +81,7 @@ fn state_with(n: usize) -> ConfigState {
             last_seen_at: None,
             tags: vec![TagRef {
                 kind: "simple".into(),
-                value: format!("team-{}", i % 8),
+                value: format!("team-{}", i % 8).into(),
             }],
             archived_at: None,
         };

@@ -281,8 +281,8 @@ mod tests {
             tags: tags
                 .iter()
                 .map(|(k, v)| TagRef {
-                    kind: k.to_string(),
-                    value: v.to_string(),
+                    kind: (*k).into(),
+                    value: (*v).into(),
                 })
                 .collect(),
         }

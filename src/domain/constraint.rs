@@ -7,6 +7,7 @@ use super::context_field::ContextField;
 use super::error::ValidationErrors;
 use super::exact_capacity;
 use super::fields::{refuse_unsupported, ExtraFields};
+use super::text::Text;
 
 /// Longest value a constraint may compare with (API-FACTS §11.2).
 const VALUE_MAX: usize = 100;
@@ -16,7 +17,8 @@ const VALUE_MAX: usize = 100;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Constraint {
-    pub context_name: String,
+    #[schema(value_type = String)]
+    pub context_name: Text,
     pub operator: Operator,
     /// The values of list operators (`IN`, `NOT_IN`, `STR_*`).
     #[serde(
@@ -24,10 +26,12 @@ pub struct Constraint {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "exact_capacity::option_vec"
     )]
-    pub values: Option<Vec<String>>,
+    #[schema(value_type = Option<Vec<String>>)]
+    pub values: Option<Vec<Text>>,
     /// The value of single-value operators (`NUM_*`, `DATE_*`, `SEMVER_*`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub value: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub value: Option<Text>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inverted: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -150,7 +154,8 @@ pub struct ConstraintSpec {
     pub context_name: Option<String>,
     #[schema(required = true)]
     pub operator: Option<String>,
-    pub values: Option<Vec<String>>,
+    #[schema(value_type = Option<Vec<String>>)]
+    pub values: Option<Vec<Text>>,
     pub value: Option<String>,
     pub inverted: Option<bool>,
     pub case_insensitive: Option<bool>,
@@ -210,22 +215,17 @@ impl ConstraintSpec {
         }
         let operator = operator?;
         (errors.0.len() == before).then_some(Constraint {
-            context_name,
+            context_name: context_name.into(),
             operator,
             values: self.values,
-            value: self.value,
+            value: self.value.map(Text::from),
             inverted: self.inverted,
             case_insensitive: self.case_insensitive,
         })
     }
 }
 
-fn check_values(
-    values: Option<&[String]>,
-    path: &str,
-    op: Operator,
-    errors: &mut ValidationErrors,
-) {
+fn check_values(values: Option<&[Text]>, path: &str, op: Operator, errors: &mut ValidationErrors) {
     match values {
         None | Some([]) => errors.push(
             format!("{path}.values"),

@@ -53,7 +53,7 @@ pub struct StateDocument<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tags: Option<Vec<TagRef>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub feature_tags: Option<Vec<FeatureTag>>,
+    pub feature_tags: Option<Vec<FeatureTag<'a>>>,
 }
 
 /// An active toggle with the admin field set (tags travel in `featureTags`).
@@ -87,10 +87,10 @@ pub struct ExportedStrategy<'a> {
 /// A tag on a toggle.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct FeatureTag {
-    pub feature_name: String,
-    pub tag_type: String,
-    pub tag_value: String,
+pub struct FeatureTag<'a> {
+    pub feature_name: &'a str,
+    pub tag_type: &'a str,
+    pub tag_value: &'a str,
 }
 
 impl<'a> ExportedToggle<'a> {
@@ -161,9 +161,9 @@ pub fn export(state: &ConfigState, sections: ExportSections) -> StateDocument<'_
             .values()
             .flat_map(|t| {
                 t.tags.iter().map(|tag| FeatureTag {
-                    feature_name: t.name.clone(),
-                    tag_type: tag.kind.clone(),
-                    tag_value: tag.value.clone(),
+                    feature_name: &t.name,
+                    tag_type: &tag.kind,
+                    tag_value: &tag.value,
                 })
             })
             .collect()

@@ -85,7 +85,7 @@ impl FeatureFilter {
     /// Whether `toggle` passes the filter.
     pub fn matches(&self, toggle: &Toggle) -> bool {
         (self.tags.is_empty() || toggle.tags.iter().any(|t| self.tags.contains(t)))
-            && (self.projects.is_empty() || self.projects.contains(&toggle.project))
+            && (self.projects.is_empty() || self.projects.iter().any(|p| *p == toggle.project))
             && self
                 .name_prefix
                 .as_deref()

@@ -20,6 +20,7 @@ pub mod state;
 pub mod strategy;
 pub mod tag;
 pub mod template;
+pub mod text;
 pub mod toggle;
 pub mod usage;
 pub mod views;

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use super::error::{DomainError, ValidationErrors};
 use super::fields::{refuse_unsupported, ExtraFields};
 use super::name::{check_name, resolve_name, TAG_MAX};
+use super::text::Text;
 
 /// The tag type every installation starts with.
 pub fn simple_tag_type() -> TagType {
@@ -31,8 +32,10 @@ pub struct TagType {
 )]
 pub struct TagRef {
     #[serde(rename = "type")]
-    pub kind: String,
-    pub value: String,
+    #[schema(value_type = String)]
+    pub kind: Text,
+    #[schema(value_type = String)]
+    pub value: Text,
 }
 
 impl TagRef {
@@ -46,8 +49,8 @@ impl TagRef {
     pub fn parse(item: &str) -> Option<Self> {
         let (kind, value) = item.split_once(':')?;
         (!kind.is_empty() && !value.is_empty()).then(|| Self {
-            kind: kind.to_string(),
-            value: value.to_string(),
+            kind: kind.into(),
+            value: value.into(),
         })
     }
 }
@@ -65,8 +68,8 @@ impl Tag {
     /// The (type, value) reference of this tag.
     pub fn reference(&self) -> TagRef {
         TagRef {
-            kind: self.kind.clone(),
-            value: self.value.clone(),
+            kind: self.kind.as_str().into(),
+            value: self.value.as_str().into(),
         }
     }
 }
@@ -102,7 +105,10 @@ impl TagSpec {
                 format!("\"value\" length must be between 2 and {TAG_MAX} characters"),
             );
         }
-        errors.into_result(TagRef { kind, value })
+        errors.into_result(TagRef {
+            kind: kind.into(),
+            value: value.into(),
+        })
     }
 }
 

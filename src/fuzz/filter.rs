@@ -91,8 +91,8 @@ fn query() -> impl Strategy<Value = String> {
 /// A valid tag filter item: a type without `:` and a value, both non-empty.
 fn tag() -> impl Strategy<Value = TagRef> {
     (odd_text(), odd_text()).prop_map(|(kind, value)| TagRef {
-        kind: format!("t{}", kind.replace(':', "")),
-        value: format!("v{value}"),
+        kind: format!("t{}", kind.replace(':', "")).into(),
+        value: format!("v{value}").into(),
     })
 }
 

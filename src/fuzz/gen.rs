@@ -14,6 +14,7 @@ use crate::domain::project::{default_project, Project};
 use crate::domain::state::ConfigState;
 use crate::domain::strategy::{built_in_strategies, ParameterDefinition, StrategyDefinition};
 use crate::domain::tag::{simple_tag_type, Tag, TagRef, TagType};
+use crate::domain::text::Text;
 use crate::domain::toggle::{
     Override, Payload, Strategy as ToggleStrategy, Toggle, Variant, WeightType, DEFAULT_PROJECT,
 };
@@ -241,13 +242,14 @@ pub(crate) fn constraint(fields: Vec<(String, Vec<String>)>) -> impl Strategy<Va
                 };
                 values.prop_map(move |values| {
                     // The empty counterpart the Unleash UI sends (`value: ""`, `values: []`).
+                    let values: Vec<Text> = values.into_iter().map(Text::from).collect();
                     let (values, value) = if op.operand() == Operand::Strings {
-                        (Some(values), empty_other.then(String::new))
+                        (Some(values), empty_other.then(Text::default))
                     } else {
                         (empty_other.then(Vec::new), values.into_iter().next())
                     };
                     Constraint {
-                        context_name: context_name.clone(),
+                        context_name: context_name.as_str().into(),
                         operator: op,
                         values,
                         value,
@@ -273,20 +275,23 @@ fn variants() -> impl Strategy<Value = Vec<Variant>> {
     )
         .prop_map(
             |(name, weight, fix, stickiness, payload, overrides)| Variant {
-                name,
+                name: name.into(),
                 weight,
                 weight_type: if fix {
                     WeightType::Fix
                 } else {
                     WeightType::Variable
                 },
-                stickiness,
-                payload: payload.map(|(kind, value)| Payload { kind, value }),
+                stickiness: stickiness.into(),
+                payload: payload.map(|(kind, value)| Payload {
+                    kind: kind.into(),
+                    value: value.into(),
+                }),
                 overrides: overrides
                     .into_iter()
                     .map(|(context_name, values)| Override {
-                        context_name,
-                        values,
+                        context_name: context_name.into(),
+                        values: values.into_iter().map(Text::from).collect(),
                     })
                     .collect(),
             },
@@ -307,8 +312,11 @@ pub(crate) fn toggle(universe: Universe) -> impl Strategy<Value = Toggle> {
         prop::collection::vec(constraint(universe.fields.clone()), 0..3),
     )
         .prop_map(|(name, parameters, constraints)| ToggleStrategy {
-            name,
-            parameters: parameters.into_iter().collect(),
+            name: name.into(),
+            parameters: parameters
+                .into_iter()
+                .map(|(key, value)| (key.into(), value.into()))
+                .collect(),
             constraints,
         });
     let mut projects = universe.projects.clone();
@@ -348,10 +356,10 @@ pub(crate) fn toggle(universe: Universe) -> impl Strategy<Value = Toggle> {
                     }
                 }
                 Toggle {
-                    name,
-                    description,
-                    kind,
-                    project,
+                    name: name.into(),
+                    description: description.into(),
+                    kind: kind.into(),
+                    project: project.into(),
                     enabled,
                     stale,
                     strategies,
@@ -492,7 +500,7 @@ pub(crate) fn configuration() -> impl Strategy<Value = ConfigState> {
         let toggles = prop::collection::vec(toggle(Universe::of(&state)), 0..6);
         (Just(state), toggles).prop_map(|(mut state, toggles)| {
             for t in toggles {
-                state.features.insert(t.name.clone(), Arc::new(t));
+                state.features.insert(t.name.to_string(), Arc::new(t));
             }
             state
         })

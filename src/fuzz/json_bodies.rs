@@ -40,7 +40,12 @@ fn body() -> impl Strategy<Value = Body> {
         1 => context_field().prop_map(Body::ContextField),
         1 => definition().prop_map(Body::Strategy),
         1 => tag_type().prop_map(Body::TagType),
-        1 => ("[a-z]{2,10}", tag_value()).prop_map(|(kind, value)| Body::Tag(TagRef { kind, value })),
+        1 => ("[a-z]{2,10}", tag_value()).prop_map(|(kind, value)| {
+            Body::Tag(TagRef {
+                kind: kind.into(),
+                value: value.into(),
+            })
+        }),
     ]
 }
 

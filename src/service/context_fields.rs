@@ -49,7 +49,7 @@ fn toggles_where(
                 .flat_map(|s| &s.constraints)
                 .any(|c| c.context_name == field && breaks(c))
         })
-        .map(|t| t.name.clone())
+        .map(|t| t.name.to_string())
         .collect()
 }
 

@@ -133,7 +133,7 @@ fn move_archived_to_default(
     let mut moved = Vec::new();
     for toggle in state.archive.values().filter(|t| t.project == id) {
         let toggle = Toggle {
-            project: DEFAULT_PROJECT.to_string(),
+            project: DEFAULT_PROJECT.into(),
             ..(**toggle).clone()
         };
         plan.put(Collection::Archive, &toggle.name, &toggle)?;
@@ -143,7 +143,7 @@ fn move_archived_to_default(
             event_data(&toggle),
             toggle.tags.clone(),
         );
-        moved.push(toggle.name);
+        moved.push(toggle.name.into());
     }
     Ok(moved)
 }

@@ -40,7 +40,7 @@ fn untag_everywhere<T>(
 
 /// Fails unless the tag type of `tag_ref` exists.
 pub(super) fn ensure_tag_type(state: &ConfigState, tag_ref: &TagRef) -> Result<(), DomainError> {
-    if state.tag_types.contains_key(&tag_ref.kind) {
+    if state.tag_types.contains_key(tag_ref.kind.as_str()) {
         Ok(())
     } else {
         Err(DomainError::NotFound(format!(
@@ -61,8 +61,8 @@ pub(super) fn put_new_tag<T>(
 ) -> Result<Tag, DomainError> {
     let tag = Tag {
         id: state.next_id("tag"),
-        kind: tag_ref.kind.clone(),
-        value: tag_ref.value.clone(),
+        kind: tag_ref.kind.to_string(),
+        value: tag_ref.value.to_string(),
     };
     plan.put(Collection::Counters, "tag", &tag.id)?;
     plan.put(Collection::Tags, &tag_ref.key(), &tag)?;

@@ -252,7 +252,7 @@ fn move_orphans_to_default(next: &mut ConfigState) {
     let orphans: Vec<_> = next
         .archive
         .values()
-        .filter(|t| t.project != DEFAULT_PROJECT && !next.projects.contains_key(&t.project))
+        .filter(|t| t.project != DEFAULT_PROJECT && !next.projects.contains_key(t.project.as_str()))
         .cloned()
         .collect();
     for toggle in orphans {
@@ -260,7 +260,8 @@ fn move_orphans_to_default(next: &mut ConfigState) {
             project: DEFAULT_PROJECT.into(),
             ..(*toggle).clone()
         };
-        next.archive.insert(toggle.name.clone(), Arc::new(toggle));
+        next.archive
+            .insert(toggle.name.to_string(), Arc::new(toggle));
     }
 }
 
@@ -330,7 +331,7 @@ fn remove_tags(next: &mut ConfigState, gone: &[TagRef]) {
         for toggle in affected {
             let mut toggle = (*toggle).clone();
             toggle.tags.retain(|r| !gone.contains(r));
-            map.insert(toggle.name.clone(), Arc::new(toggle));
+            map.insert(toggle.name.to_string(), Arc::new(toggle));
         }
     }
 }
@@ -346,8 +347,8 @@ fn ensure_tag(next: &mut ConfigState, tag: &TagRef) -> bool {
         tag.key(),
         Arc::new(Tag {
             id,
-            kind: tag.kind.clone(),
-            value: tag.value.clone(),
+            kind: tag.kind.to_string(),
+            value: tag.value.to_string(),
         }),
     );
     true
@@ -361,7 +362,7 @@ fn import_tags(
 ) -> RecordCounts {
     let mut counts = RecordCounts::default();
     for (i, tag) in tags {
-        if !next.tag_types.contains_key(&tag.kind) {
+        if !next.tag_types.contains_key(tag.kind.as_str()) {
             errors.push(
                 format!("tags[{i}].type"),
                 format!(
@@ -439,14 +440,14 @@ fn import_toggles(
             .cloned()
             .collect();
         for toggle in unlisted {
-            next.features.remove(&toggle.name);
+            next.features.remove(toggle.name.as_str());
             let archived = Toggle {
                 enabled: false,
                 archived_at: Some(now),
                 ..(*toggle).clone()
             };
             next.archive
-                .insert(archived.name.clone(), Arc::new(archived));
+                .insert(archived.name.to_string(), Arc::new(archived));
             counts.archived += 1;
         }
     }
@@ -488,7 +489,8 @@ fn import_feature_tags(
                 .tags
                 .retain(|r| listed.contains(&(toggle.name.as_str(), r)));
             counts.removed += before - toggle.tags.len();
-            next.features.insert(toggle.name.clone(), Arc::new(toggle));
+            next.features
+                .insert(toggle.name.to_string(), Arc::new(toggle));
         }
     }
     for (i, feature_tag) in feature_tags {
@@ -513,7 +515,7 @@ fn import_feature_tags(
             );
             continue;
         };
-        if !next.tag_types.contains_key(&feature_tag.tag.kind) {
+        if !next.tag_types.contains_key(feature_tag.tag.kind.as_str()) {
             errors.push(
                 format!("{path}.tagType"),
                 format!(
@@ -530,7 +532,8 @@ fn import_feature_tags(
         let mut toggle = (**toggle).clone();
         toggle.tags.push(feature_tag.tag.clone());
         ensure_tag(next, &feature_tag.tag);
-        next.features.insert(toggle.name.clone(), Arc::new(toggle));
+        next.features
+            .insert(toggle.name.to_string(), Arc::new(toggle));
         counts.added += 1;
     }
     counts
@@ -551,7 +554,7 @@ fn problems_of(toggle: &Toggle, state: &ConfigState) -> Vec<(&'static str, Strin
         }
     }
     for strategy in &toggle.strategies {
-        if !state.strategies.contains_key(&strategy.name) {
+        if !state.strategies.contains_key(strategy.name.as_str()) {
             problems.push((
                 "strategies",
                 format!("there is no strategy definition \"{}\"", strategy.name),
@@ -582,7 +585,7 @@ fn check_references(
         let path = format!("features[{i}]");
         errors.absorb(&path, toggle.check_references(next));
         for (j, strategy) in toggle.strategies.iter().enumerate() {
-            if !next.strategies.contains_key(&strategy.name) {
+            if !next.strategies.contains_key(strategy.name.as_str()) {
                 errors.push(
                     format!("{path}.strategies[{j}].name"),
                     format!(
@@ -597,11 +600,11 @@ fn check_references(
     for toggle in next
         .features
         .values()
-        .filter(|t| !written.contains(&t.name))
+        .filter(|t| !written.contains(t.name.as_str()))
     {
         let problems = problems_of(toggle, next);
         // Broken before this import already: not its doing.
-        let unchanged = before.features.get(&toggle.name) == Some(toggle);
+        let unchanged = before.features.get(toggle.name.as_str()) == Some(toggle);
         if problems.is_empty() || (unchanged && !problems_of(toggle, before).is_empty()) {
             continue;
         }

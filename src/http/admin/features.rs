@@ -356,7 +356,10 @@ async fn remove_feature_tag(
     actor: Actor,
     AppPath((name, kind, value)): AppPath<(String, String, String)>,
 ) -> ApiResult<StatusCode> {
-    let tag = TagRef { kind, value };
+    let tag = TagRef {
+        kind: kind.into(),
+        value: value.into(),
+    };
     match service.remove_toggle_tag(&actor, &name, tag).await {
         Ok(()) => Ok(StatusCode::OK),
         // spec §7: removing a tag while the database cannot be reached is a 500.

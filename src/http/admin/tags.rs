@@ -93,7 +93,10 @@ async fn get_tag(
     AppPath((kind, value)): AppPath<(String, String)>,
 ) -> ApiResult<Json<Value>> {
     let state = service.state()?;
-    let tag_ref = TagRef { kind, value };
+    let tag_ref = TagRef {
+        kind: kind.into(),
+        value: value.into(),
+    };
     let tag = state
         .tag(&tag_ref)
         .ok_or_else(|| ApiError::NotFound(format!("Could not find the tag {}", tag_ref.key())))?;
@@ -140,6 +143,10 @@ async fn delete_tag(
     actor: Actor,
     AppPath((kind, value)): AppPath<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    service.delete_tag(&actor, TagRef { kind, value }).await?;
+    let tag_ref = TagRef {
+        kind: kind.into(),
+        value: value.into(),
+    };
+    service.delete_tag(&actor, tag_ref).await?;
     Ok(StatusCode::OK)
 }

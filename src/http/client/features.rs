@@ -212,7 +212,7 @@ pub async fn get_client_feature(
         .filter(|t| {
             scope
                 .as_ref()
-                .is_none_or(|projects| projects.contains(&t.project))
+                .is_none_or(|projects| projects.iter().any(|p| *p == t.project))
         })
         .ok_or_else(|| ApiError::NotFound(format!("Could not find feature \"{name}\"")))?;
     Ok(Json(ClientToggle::new(toggle)).into_response())

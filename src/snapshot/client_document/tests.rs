@@ -1,6 +1,6 @@
 //! Documents assembled from pieces against documents built from scratch.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::sync::Arc;
 
@@ -12,6 +12,7 @@ use serde::Serialize;
 use super::*;
 use crate::domain::state::ConfigState;
 use crate::domain::tag::TagRef;
+use crate::domain::text::Text;
 use crate::domain::toggle::{Constraint, Operator, Parameters, Strategy as ToggleStrategy, Toggle};
 use crate::domain::views::ClientToggle;
 
@@ -92,23 +93,23 @@ fn toggle(name: &str, seed: u32) -> Toggle {
     let mut rng = Rng(u64::from(seed).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let strategies = (0..=rng.below(2))
         .map(|_| {
-            let mut parameters = BTreeMap::new();
+            let mut parameters = Parameters::new();
             let kind = rng.pick(&["flexibleRollout", "userWithId", "remoteAddress", "default"]);
             match kind {
                 "flexibleRollout" => {
-                    parameters.insert("rollout".into(), rng.below(101).to_string());
+                    parameters.insert("rollout".into(), rng.below(101).to_string().into());
                     parameters.insert("stickiness".into(), rng.pick(&["default", "userId"]).into());
-                    parameters.insert("groupId".into(), name.to_string());
+                    parameters.insert("groupId".into(), name.into());
                 }
                 "userWithId" => {
                     let ids = rng.list(11, |r| r.below(10_000_000).to_string());
-                    parameters.insert("userIds".into(), ids);
+                    parameters.insert("userIds".into(), ids.into());
                 }
                 "remoteAddress" => {
                     let ips = rng.list(3, |r| {
                         format!("10.{}.{}.{}", r.below(256), r.below(256), r.below(254))
                     });
-                    parameters.insert("IPs".into(), ips);
+                    parameters.insert("IPs".into(), ips.into());
                 }
                 _ => {}
             }
@@ -119,7 +120,7 @@ fn toggle(name: &str, seed: u32) -> Toggle {
                     values: Some(
                         rng.list(3, |r| format!("tenant-{}", r.below(5_000)))
                             .split(',')
-                            .map(str::to_string)
+                            .map(Text::from)
                             .collect(),
                     ),
                     value: None,
@@ -130,7 +131,7 @@ fn toggle(name: &str, seed: u32) -> Toggle {
                 .collect();
             ToggleStrategy {
                 name: kind.into(),
-                parameters: parameters.into_iter().collect(),
+                parameters,
                 constraints,
             }
         })
@@ -140,8 +141,8 @@ fn toggle(name: &str, seed: u32) -> Toggle {
         .collect::<Vec<_>>()
         .join(" ");
     Toggle {
-        name: name.to_string(),
-        description,
+        name: name.into(),
+        description: description.into(),
         kind: rng
             .pick(&["release", "release", "killswitch", "operational"])
             .into(),
@@ -155,7 +156,7 @@ fn toggle(name: &str, seed: u32) -> Toggle {
         last_seen_at: None,
         tags: vec![TagRef {
             kind: "simple".into(),
-            value: format!("team-{}", seed % 4),
+            value: format!("team-{}", seed % 4).into(),
         }],
         archived_at: None,
     }
@@ -209,26 +210,26 @@ fn apply(state: &mut ConfigState, op: &Op) {
                 changed.tags = current.tags.clone();
                 state
                     .features
-                    .insert(changed.name.clone(), Arc::new(changed));
+                    .insert(changed.name.to_string(), Arc::new(changed));
             }
         }
         Op::Archive(n) => {
             if let Some(toggle) = state.features.remove(&name_of(*n)) {
-                state.archive.insert(toggle.name.clone(), toggle);
+                state.archive.insert(toggle.name.to_string(), toggle);
             }
         }
         Op::Revive(n) => {
             if let Some(toggle) = state.archive.remove(&name_of(*n)) {
-                state.features.insert(toggle.name.clone(), toggle);
+                state.features.insert(toggle.name.to_string(), toggle);
             }
         }
         Op::Describe(n, seed) => {
             if let Some(current) = state.features.get(&name_of(*n)) {
                 let mut changed = (**current).clone();
-                changed.description = format!("described {seed}");
+                changed.description = format!("described {seed}").into();
                 state
                     .features
-                    .insert(changed.name.clone(), Arc::new(changed));
+                    .insert(changed.name.to_string(), Arc::new(changed));
             }
         }
         Op::Retag(n, t) => {
@@ -236,11 +237,11 @@ fn apply(state: &mut ConfigState, op: &Op) {
                 let mut changed = (**current).clone();
                 changed.tags = vec![TagRef {
                     kind: "simple".into(),
-                    value: format!("team-{t}"),
+                    value: format!("team-{t}").into(),
                 }];
                 state
                     .features
-                    .insert(changed.name.clone(), Arc::new(changed));
+                    .insert(changed.name.to_string(), Arc::new(changed));
             }
         }
     }
@@ -421,11 +422,12 @@ fn long_groups_and_large_toggles_assemble_like_from_scratch() {
         }
         let mut parameters = Parameters::new();
         parameters.insert(
-            "userIds".to_string(),
+            "userIds".into(),
             (0..300)
                 .map(|i| (i * n).to_string())
                 .collect::<Vec<_>>()
-                .join(","),
+                .join(",")
+                .into(),
         );
         toggle.strategies = vec![ToggleStrategy {
             name: "userWithId".into(),
