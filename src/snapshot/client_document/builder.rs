@@ -12,13 +12,11 @@ use crate::domain::state::ConfigState;
 
 /// The shortest pause between two builds: a burst of writes within it is one build.
 const MIN_GAP: Duration = Duration::from_millis(5);
-/// The longest pause between two builds (what the pause may add to a write's visibility).
-/// Reached only under write storms: at 10,000 toggles a build after a few changes takes 1–2 ms
-/// (a pause of 8–16 ms), one after thousands of writes recompresses most groups (~70 ms).
-const MAX_GAP: Duration = Duration::from_millis(500);
+/// The longest pause between two builds (what a build may add to a write's visibility).
+const MAX_GAP: Duration = Duration::from_millis(100);
 /// Pause after a build, in multiples of that build's time: the builder takes at most about
-/// a ninth of one core however fast versions come (builds longer than `MAX_GAP / GAP_FACTOR`
-/// excepted), leaving the rest to the writes.
+/// a ninth of one core however fast versions come (under thousands of writes a second at
+/// 10,000 toggles, every build recompresses most groups).
 const GAP_FACTOR: u32 = 8;
 
 impl ClientDocuments {
