@@ -165,7 +165,7 @@ pub async fn run(
         shared_buckets,
     ));
     workers.spawn(limiter.clone().run_sync(shutdown.clone()));
-    let app = http::app(AppState {
+    let app = http::app(AppState::new(state::AppStateParts {
         auth,
         limiter,
         service,
@@ -175,7 +175,7 @@ pub async fn run(
         usage,
         trust_proxy: settings.trust_proxy,
         edge: state::EdgeSettings::from_settings(&settings),
-    });
+    }));
     tracing::info!(address = %listener.local_addr()?, "listening");
     let served = axum::serve(
         listener,

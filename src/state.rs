@@ -12,9 +12,27 @@ use crate::snapshot::Snapshot;
 use crate::telemetry::metrics::Metrics;
 use crate::usage::UsageRecorder;
 
-/// Everything the HTTP layer needs; cheap to clone.
+/// Everything the HTTP layer needs. One pointer: axum clones the state for every request.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<AppStateParts>);
+
+impl AppState {
+    /// The state of a router serving `parts`.
+    pub fn new(parts: AppStateParts) -> Self {
+        Self(Arc::new(parts))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = AppStateParts;
+
+    fn deref(&self) -> &AppStateParts {
+        &self.0
+    }
+}
+
+/// What an `AppState` holds.
+pub struct AppStateParts {
     pub service: Service,
     pub snapshot: Arc<Snapshot>,
     /// What `/health/ready` reports (fails while the replica drains before stopping).

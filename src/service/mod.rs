@@ -151,24 +151,36 @@ impl<T> Plan<T> {
     }
 }
 
-/// The use-cases over one store and this replica's snapshot.
+/// The use-cases over one store and this replica's snapshot. One pointer: handlers take a
+/// clone per request.
 #[derive(Clone)]
-pub struct Service {
+pub struct Service(Arc<ServiceParts>);
+
+/// What a `Service` works with.
+pub struct ServiceParts {
     store: Store,
     snapshot: Arc<Snapshot>,
     metrics: Arc<Metrics>,
     writes: Arc<GroupCommit>,
 }
 
+impl std::ops::Deref for Service {
+    type Target = ServiceParts;
+
+    fn deref(&self) -> &ServiceParts {
+        &self.0
+    }
+}
+
 impl Service {
     /// Use-cases writing to `store` and reading `snapshot`; commits are timed in `metrics`.
     pub fn new(store: Store, snapshot: Arc<Snapshot>, metrics: Arc<Metrics>) -> Self {
-        Self {
+        Self(Arc::new(ServiceParts {
             store,
             snapshot,
             metrics,
             writes: Arc::new(GroupCommit::default()),
-        }
+        }))
     }
 
     /// The current configuration, or `NotReady` before the first load and seeding.
