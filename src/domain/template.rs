@@ -73,11 +73,6 @@ impl Write for Capped {
 /// The deepest section nesting of `template`, after checking what the wrapper refuses.
 fn shape(template: &str) -> Result<usize, TemplateError> {
     let refuse = |m: &str| Err(TemplateError(m.to_string()));
-    if template.len() > TEMPLATE_MAX {
-        return Err(TemplateError(format!(
-            "the template is longer than {TEMPLATE_MAX} bytes"
-        )));
-    }
     let (mut depth, mut deepest) = (0usize, 0usize);
     let mut rest = template;
     while let Some(start) = rest.find("{{") {
@@ -100,6 +95,34 @@ fn shape(template: &str) -> Result<usize, TemplateError> {
         rest = &rest[start + 2..];
     }
     Ok(deepest)
+}
+
+/// `template` with every comment emptied (`{{! a {{ b }}` becomes `{{!}}`): a comment runs
+/// to the first `}}` whatever it holds, but mustache2 reads a `{{` inside one as a tag and
+/// refuses the template. Emptying keeps the tag, so standalone comment lines still vanish.
+fn without_comment_bodies(template: &str) -> Cow<'_, str> {
+    let mut out = String::new();
+    let mut copied = 0;
+    let mut from = 0;
+    while let Some(start) = template[from..].find("{{").map(|i| from + i) {
+        let tag = &template[start + 2..];
+        let body = tag.trim_start();
+        if !body.starts_with('!') {
+            from = start + 2;
+            continue;
+        }
+        let Some(end) = body.find("}}") else { break };
+        let after = template.len() - body.len() + end + 2;
+        out.push_str(&template[copied..start]);
+        out.push_str("{{!}}");
+        copied = after;
+        from = after;
+    }
+    if copied == 0 {
+        return Cow::Borrowed(template);
+    }
+    out.push_str(&template[copied..]);
+    Cow::Owned(out)
 }
 
 /// The length of the longest list anywhere in `value`.
@@ -137,6 +160,12 @@ fn plain(message: &str) -> String {
 
 /// Renders `template` with `context`.
 pub fn render(template: &str, context: &Value) -> Result<String, TemplateError> {
+    if template.len() > TEMPLATE_MAX {
+        return Err(TemplateError(format!(
+            "the template is longer than {TEMPLATE_MAX} bytes"
+        )));
+    }
+    let template = &*without_comment_bodies(template);
     let depth = shape(template)?;
     let iterations = longest_list(context).max(1).saturating_pow(depth as u32);
     if iterations > ITERATIONS_MAX {
@@ -241,6 +270,26 @@ mod tests {
         assert!(started.elapsed() < std::time::Duration::from_secs(1));
         let two = "{{#event.data.strategies}}".repeat(2) + &"{{/event.data.strategies}}".repeat(2);
         assert!(render(&two, &context).is_ok());
+    }
+
+    #[test]
+    fn comments_hold_anything_but_their_end() {
+        let cases = [
+            ("a{{!{{}}b", "ab"),
+            ("{{! {{#event }}x", "x"),
+            ("{{! {{#event}} }}x", " }}x"),
+            ("{{!{{#a}}}}", "}}"),
+            ("a\n  {{! {{c }}\nb", "a\nb"),
+            ("{{ ! x }}{{event.type}}{{!y}}", "feature-created"),
+        ];
+        for (template, expected) in cases {
+            assert_eq!(
+                render(template, &event()).as_deref(),
+                Ok(expected),
+                "{template}"
+            );
+        }
+        assert!(check("{{! never closed").is_err());
     }
 
     #[test]
