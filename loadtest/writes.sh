@@ -7,7 +7,8 @@
 #   3. runs the bench kit's writebench.sh (--connections concurrent writers, each PUT a real
 #      change of a random toggle) --rounds times, the writers spread over the replicas;
 #   4. reads each replica's Prometheus metrics (conflicts, writes given up, client document
-#      builds) and peak RSS, and stops what it started.
+#      builds), peak RSS and the CPU time the replicas and Redis spent per write during the
+#      rounds (what scaling out costs, whatever the cores), and stops what it started.
 # It prints one line per (store, size) and, per store, writes/s at the largest size over
 # writes/s at the smallest.
 #
@@ -74,11 +75,22 @@ metric() {
     | awk -v name="$2" '$1 == name { sum += $2 } END { printf "%d", sum }'
 }
 
+# cpu_ticks PID...: user + system CPU time of the processes, in clock ticks
+cpu_ticks() {
+  local pid total=0
+  for pid in "$@"; do
+    [ -n "$pid" ] || continue
+    # Fields 14 and 15 of /proc/PID/stat, counted after the command name's closing paren.
+    total=$((total + $(sed 's/.*) //' "/proc/$pid/stat" | awk '{ print $12 + $13 }')))
+  done
+  echo "$total"
+}
+
 # peak_rss PID: VmHWM of PID in MiB
 peak_rss() { awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status" 2>/dev/null || echo "?"; }
 
-echo "store,replicas,toggles,load_s,writes_per_s,p99_ms,errors,conflicts,gave_up,builds,peak_rss_mib" > "$OUT/results.csv"
-printf '%-9s %8s %7s %9s %11s %8s %7s %10s %8s %7s %9s\n' store replicas toggles load_s writes/s p99_ms errors conflicts gave_up builds rss_MiB >&2
+echo "store,replicas,toggles,load_s,writes_per_s,p99_ms,errors,conflicts,gave_up,builds,cpu_ms_per_write,peak_rss_mib" > "$OUT/results.csv"
+printf '%-9s %8s %7s %9s %11s %8s %7s %10s %8s %7s %7s %9s\n' store replicas toggles load_s writes/s p99_ms errors conflicts gave_up builds cpu_ms rss_MiB >&2
 
 for STORE in $STORES; do
   check_store
@@ -109,6 +121,7 @@ for STORE in $STORES; do
       before_builds=$((before_builds + $(metric "$u" flagpole_client_document_builds_total)))
     done
     : > "$OUT/rounds-$STORE-$N.txt"
+    ticks_before=$(cpu_ticks "${PIDS[@]}" "$REDIS_PID")
     for round in $(seq "$ROUNDS"); do
       # The writers, spread over the replicas; each writebench prints one summary line.
       pids=()
@@ -125,6 +138,7 @@ for STORE in $STORES; do
         /^writes\/s/ { w += $2; if ($6 > p) p = $6; e += $10 }
         END { printf "%.1f %.2f %d\n", w, p, e }' >> "$OUT/rounds-$STORE-$N.txt"
     done
+    ticks=$(( $(cpu_ticks "${PIDS[@]}" "$REDIS_PID") - ticks_before ))
     conflicts=0; gave_up=0; builds=0; rss=""
     for i in "${!URLS[@]}"; do
       u=${URLS[$i]}
@@ -136,9 +150,12 @@ for STORE in $STORES; do
     conflicts=$((conflicts - before_conflicts)); gave_up=$((gave_up - before_gave_up)); builds=$((builds - before_builds))
     read -r writes p99 errors <<<"$(sort -n -k1,1 "$OUT/rounds-$STORE-$N.txt" | awk '
       { w[NR] = $1; p[NR] = $2; e += $3 } END { m = int((NR + 1) / 2); printf "%s %s %d\n", w[m], p[m], e }')"
-    echo "$STORE,$REPLICAS,$N,$load_s,$writes,$p99,$errors,$conflicts,$gave_up,$builds,$rss" >> "$OUT/results.csv"
-    printf '%-9s %8s %7s %9s %11s %8s %7s %10s %8s %7s %9s\n' \
-      "$STORE" "$REPLICAS" "$N" "$load_s" "$writes" "$p99" "$errors" "$conflicts" "$gave_up" "$builds" "$rss" >&2
+    # CPU per write over all rounds: ticks are 1/CLK_TCK s, writes are writes/s × duration.
+    writes_all=$(awk '{ all += $1 } END { printf "%.1f", all }' "$OUT/rounds-$STORE-$N.txt")
+    cpu_ms=$(python3 -c "import os, sys; t, w, d = map(float, sys.argv[1:]); print(f'{t * 1000 / os.sysconf(\"SC_CLK_TCK\") / max(w * d, 1):.3f}')" "$ticks" "$writes_all" "$DURATION")
+    echo "$STORE,$REPLICAS,$N,$load_s,$writes,$p99,$errors,$conflicts,$gave_up,$builds,$cpu_ms,$rss" >> "$OUT/results.csv"
+    printf '%-9s %8s %7s %9s %11s %8s %7s %10s %8s %7s %7s %9s\n' \
+      "$STORE" "$REPLICAS" "$N" "$load_s" "$writes" "$p99" "$errors" "$conflicts" "$gave_up" "$builds" "$cpu_ms" "$rss" >&2
     stop_all
   done
 done

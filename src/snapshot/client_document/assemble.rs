@@ -52,10 +52,25 @@ pub(super) fn stored_blocks(plain: &[u8], last: bool) -> Vec<u8> {
 }
 
 thread_local! {
-    /// One compressor per thread, reset between stretches: its tables take hundreds of KiB,
-    /// and allocating them per group left the heap fragmented (resident memory grew by a
-    /// third at 10,000 toggles).
-    static COMPRESSOR: RefCell<Option<Compress>> = const { RefCell::new(None) };
+    /// One compressor per thread, reset between stretches, and the buffer it writes into:
+    /// its tables take hundreds of KiB, and allocating them per group left the heap
+    /// fragmented (resident memory grew by a third at 10,000 toggles).
+    static COMPRESSOR: RefCell<Option<(Compress, Vec<u8>)>> = const { RefCell::new(None) };
+    /// The buffer a group's toggles are serialised into.
+    static GROUP_SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `work` on this thread's cleared group buffer (a fresh one if it is in use). Groups
+/// are written into a reused buffer and kept as exact-size copies: growing a buffer per group
+/// and shrinking it after left a trail of freed blocks in the heap.
+fn with_group_scratch<T>(work: impl FnOnce(&mut Vec<u8>) -> T) -> T {
+    GROUP_SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut scratch) => {
+            scratch.clear();
+            work(&mut scratch)
+        }
+        Err(_) => work(&mut Vec::new()),
+    })
 }
 
 /// Compressed bytes of one stretch of the document, with what the gzip trailer needs.
@@ -70,23 +85,26 @@ impl Deflated {
     /// `plain` as deflate blocks ending in a sync flush (`last`: in a final block), able to
     /// refer back into `before`, the document bytes that precede it.
     fn of(plain: &[u8], before: &[u8], last: bool) -> Self {
+        let fresh = || Compress::new(Compression::new(6), false);
         COMPRESSOR.with(|cell| match cell.try_borrow_mut() {
             Ok(mut slot) => {
-                let compress =
-                    slot.get_or_insert_with(|| Compress::new(Compression::new(6), false));
+                let (compress, blocks) = slot.get_or_insert_with(|| (fresh(), Vec::new()));
                 compress.reset();
-                Self::with(compress, plain, before, last)
+                blocks.clear();
+                Self::with(compress, blocks, plain, before, last)
             }
-            Err(_) => Self::with(
-                &mut Compress::new(Compression::new(6), false),
-                plain,
-                before,
-                last,
-            ),
+            Err(_) => Self::with(&mut fresh(), &mut Vec::new(), plain, before, last),
         })
     }
 
-    fn with(compress: &mut Compress, plain: &[u8], before: &[u8], last: bool) -> Self {
+    /// Compresses into `blocks` (empty) and keeps an exact-size copy.
+    fn with(
+        compress: &mut Compress,
+        blocks: &mut Vec<u8>,
+        plain: &[u8],
+        before: &[u8],
+        last: bool,
+    ) -> Self {
         let before = &before[before.len().saturating_sub(WINDOW)..];
         // A dictionary only improves compression; without it the output is still correct.
         if !before.is_empty() && compress.set_dictionary(before).is_err() {
@@ -97,7 +115,7 @@ impl Deflated {
         } else {
             FlushCompress::Sync
         };
-        let mut blocks = Vec::with_capacity(plain.len() / 4 + 64);
+        blocks.reserve(plain.len() / 4 + 64);
         let start = compress.total_in();
         loop {
             let consumed = (compress.total_in() - start) as usize;
@@ -106,11 +124,11 @@ impl Deflated {
             }
             // Compressing from memory into memory has no failure mode but a bug; should one
             // show, the stretch goes out as stored (uncompressed) blocks, still valid.
-            let status = match compress.compress_vec(&plain[consumed..], &mut blocks, flush) {
+            let status = match compress.compress_vec(&plain[consumed..], blocks, flush) {
                 Ok(status) => status,
                 Err(e) => {
                     tracing::error!(error = %e, "deflate failed; storing the stretch uncompressed");
-                    blocks = stored_blocks(plain, last);
+                    *blocks = stored_blocks(plain, last);
                     break;
                 }
             };
@@ -123,7 +141,7 @@ impl Deflated {
         let mut crc = crc32fast::Hasher::new();
         crc.update(plain);
         Self {
-            blocks: Bytes::from(blocks.into_boxed_slice()),
+            blocks: Bytes::copy_from_slice(blocks),
             crc: crc.finalize(),
             len: plain.len() as u64,
         }
@@ -362,21 +380,25 @@ fn strip_weak(tag: &[u8]) -> &[u8] {
 /// the prefix, its groups and the suffix.
 fn new_group(members: &[&PieceEntry], after: [u8; 32], before: Option<&Arc<Group>>) -> Group {
     let mut hasher = Sha256::new();
-    let mut plain = Vec::new();
-    for (i, entry) in members.iter().enumerate() {
+    for entry in members {
         hasher.update(entry.piece.digest);
-        if i > 0 || before.is_some() {
-            plain.extend_from_slice(SEPARATOR);
-        }
-        write_client_json(&entry.toggle, &mut plain);
     }
-    let dictionary = before.map_or(PREFIX, |group| &group.plain[..]);
-    let deflated = Deflated::of(&plain, dictionary, false);
+    let (plain, deflated) = with_group_scratch(|plain| {
+        for (i, entry) in members.iter().enumerate() {
+            if i > 0 || before.is_some() {
+                plain.extend_from_slice(SEPARATOR);
+            }
+            write_client_json(&entry.toggle, plain);
+        }
+        let dictionary = before.map_or(PREFIX, |group| &group.plain[..]);
+        let deflated = Deflated::of(plain, dictionary, false);
+        (Bytes::copy_from_slice(plain), deflated)
+    });
     Group {
         members: members.iter().map(|e| Arc::clone(&e.piece)).collect(),
         digest: hasher.finalize().into(),
         after,
-        plain: Bytes::from(plain.into_boxed_slice()),
+        plain,
         deflated,
     }
 }
