@@ -18,7 +18,7 @@ use bytes::Bytes;
 use flate2::{Compress, Compression, FlushCompress, Status};
 use sha2::{Digest, Sha256};
 
-use super::piece::{write_client_json, ClientPiece, PieceEntry};
+use super::piece::{with_scratch, write_client_json, ClientPiece, PieceEntry};
 
 /// spec §4.1: the client format is version 1; the toggles follow.
 const PREFIX: &[u8] = br#"{"version":1,"features":["#;
@@ -56,21 +56,6 @@ thread_local! {
     /// its tables take hundreds of KiB, and allocating them per group left the heap
     /// fragmented (resident memory grew by a third at 10,000 toggles).
     static COMPRESSOR: RefCell<Option<(Compress, Vec<u8>)>> = const { RefCell::new(None) };
-    /// The buffer a group's toggles are serialised into.
-    static GROUP_SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Runs `work` on this thread's cleared group buffer (a fresh one if it is in use). Groups
-/// are written into a reused buffer and kept as exact-size copies: growing a buffer per group
-/// and shrinking it after left a trail of freed blocks in the heap.
-fn with_group_scratch<T>(work: impl FnOnce(&mut Vec<u8>) -> T) -> T {
-    GROUP_SCRATCH.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut scratch) => {
-            scratch.clear();
-            work(&mut scratch)
-        }
-        Err(_) => work(&mut Vec::new()),
-    })
 }
 
 /// Compressed bytes of one stretch of the document, with what the gzip trailer needs.
@@ -383,7 +368,7 @@ fn new_group(members: &[&PieceEntry], after: [u8; 32], before: Option<&Arc<Group
     for entry in members {
         hasher.update(entry.piece.digest);
     }
-    let (plain, deflated) = with_group_scratch(|plain| {
+    let (plain, deflated) = with_scratch(|plain| {
         for (i, entry) in members.iter().enumerate() {
             if i > 0 || before.is_some() {
                 plain.extend_from_slice(SEPARATOR);

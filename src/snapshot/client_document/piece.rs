@@ -3,6 +3,7 @@
 //! every filtered document that includes the toggle. The bytes themselves live only in the
 //! groups (`assemble`), which serialise their toggles again when they are rebuilt.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use imbl::ordmap::DiffItem;
@@ -30,9 +31,10 @@ pub struct ClientPiece {
 impl ClientPiece {
     /// The client form of `toggle`.
     pub fn of(toggle: &Toggle) -> Self {
-        let mut json = Vec::new();
-        write_client_json(toggle, &mut json);
-        let digest = Sha256::digest(&json).into();
+        let digest = with_scratch(|json| {
+            write_client_json(toggle, json);
+            Sha256::digest(json).into()
+        });
         let name_hash = Sha256::digest(toggle.name.as_bytes());
         let spread = u16::from_le_bytes([name_hash[0], name_hash[1]]);
         Self {
@@ -40,6 +42,32 @@ impl ClientPiece {
             ends_group: spread % GROUP_SPREAD == 0,
         }
     }
+}
+
+/// A scratch buffer grown past this (by a group of unusually large toggles) is let go.
+const SCRATCH_KEPT_MAX: usize = 1 << 20;
+
+thread_local! {
+    /// The buffer toggles are serialised into before they are hashed or copied.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `work` on this thread's cleared scratch buffer (a fresh one if it is in use). Pieces
+/// and groups are serialised into a reused buffer, and groups kept as exact-size copies:
+/// growing a buffer per group and shrinking it after left a trail of freed blocks that kept
+/// the heap about 1.5 MiB larger at 10,000 toggles.
+pub(super) fn with_scratch<T>(work: impl FnOnce(&mut Vec<u8>) -> T) -> T {
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut scratch) => {
+            scratch.clear();
+            let result = work(&mut scratch);
+            if scratch.capacity() > SCRATCH_KEPT_MAX {
+                *scratch = Vec::new();
+            }
+            result
+        }
+        Err(_) => work(&mut Vec::new()),
+    })
 }
 
 /// Appends `toggle`'s JSON object in the client format to `out`.
