@@ -2,7 +2,8 @@
 //! document built from scratch (every toggle serialised, the whole document compressed and
 //! hashed — what every version cost before documents were assembled from pieces) side by
 //! side with the rebuild after a one-toggle change (one piece serialised, one group
-//! recompressed, the rest reused), for the unfiltered and a tag-filtered document.
+//! recompressed, the rest reused), for the unfiltered and a tag-filtered document, and after
+//! 100 changes at once (what one build sees under a burst of writes).
 //! Requests themselves only pick the built bytes.
 //!
 //! `cargo bench --bench client_features`
@@ -90,6 +91,19 @@ fn state_with(n: usize) -> ConfigState {
     state
 }
 
+/// `state` at the next version with `count` toggles switched, spread evenly over the names.
+fn spread_changes(state: &ConfigState, count: usize) -> ConfigState {
+    let mut next = state.clone();
+    let step = (state.features.len() / count).max(1);
+    for (name, toggle) in state.features.iter().step_by(step).take(count) {
+        let mut changed = (**toggle).clone();
+        changed.enabled = !changed.enabled;
+        next.features.insert(name.clone(), Arc::new(changed));
+    }
+    next.version += 1;
+    next
+}
+
 /// `state` at the next version with one toggle switched: the middle one (in name order) of
 /// those `pick` accepts.
 fn one_change(state: &ConfigState, pick: impl Fn(&Toggle) -> bool) -> ConfigState {
@@ -131,6 +145,19 @@ fn build(c: &mut Criterion) {
         let mut next = 1;
         c.bench_function(
             &format!("after one change: client document, {n} toggles"),
+            |b| {
+                b.iter(|| {
+                    documents.build(&versions[next]);
+                    next = 1 - next;
+                })
+            },
+        );
+        let versions = [state.clone(), spread_changes(&state, 100)];
+        let documents = ClientDocuments::default();
+        documents.build(&versions[0]);
+        let mut next = 1;
+        c.bench_function(
+            &format!("after 100 changes: client document, {n} toggles"),
             |b| {
                 b.iter(|| {
                     documents.build(&versions[next]);

@@ -160,6 +160,9 @@ pub struct Group {
     after: [u8; 32],
     /// The toggles' JSON joined by the separator (and led by one, after another group).
     plain: Bytes,
+    /// Where each member's JSON lies in `plain` (start, end), so a later group holding the
+    /// same toggle copies its bytes instead of serialising it again.
+    spans: Box<[(u32, u32)]>,
     deflated: Deflated,
 }
 
@@ -306,25 +309,27 @@ impl ClientResponse {
         version: u64,
         previous: Option<&ClientResponse>,
     ) -> ClientResponse {
-        let reusable: HashMap<*const ClientPiece, &Arc<Group>> = previous
-            .map(|p| {
-                p.groups
-                    .iter()
-                    .filter_map(|g| Some((Arc::as_ptr(g.members.first()?), g)))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let previous_groups = previous.map_or(&[][..], |p| &p.groups[..]);
+        let reusable: HashMap<*const ClientPiece, usize> = previous_groups
+            .iter()
+            .enumerate()
+            .filter_map(|(i, g)| Some((Arc::as_ptr(g.members.first()?), i)))
+            .collect();
+        let mut previous_bytes = PreviousBytes::new(previous_groups);
         let mut groups: Vec<Arc<Group>> = Vec::new();
         let mut members: Vec<&PieceEntry> = Vec::with_capacity(MAX_GROUP);
-        let close = |members: &mut Vec<&PieceEntry>, groups: &mut Vec<Arc<Group>>| {
+        let mut close = |members: &mut Vec<&PieceEntry>, groups: &mut Vec<Arc<Group>>| {
             let before = groups.last();
             let after = before.map_or([0; 32], |g| g.digest);
             let reused = reusable
                 .get(&Arc::as_ptr(&members[0].piece))
-                .filter(|g| g.is_run_of(members, after));
+                .filter(|&&i| previous_groups[i].is_run_of(members, after));
             let group = match reused {
-                Some(group) => Arc::clone(group),
-                None => Arc::new(new_group(members, after, before)),
+                Some(&i) => {
+                    previous_bytes.skip_past(i);
+                    Arc::clone(&previous_groups[i])
+                }
+                None => Arc::new(new_group(members, after, before, &mut previous_bytes)),
             };
             groups.push(group);
             members.clear();
@@ -362,18 +367,30 @@ fn strip_weak(tag: &[u8]) -> &[u8] {
 
 /// A group of `members` compressed after `before` (the group that precedes it, or the prefix
 /// when it comes first). A group after another starts with the separator, so a document is
-/// the prefix, its groups and the suffix.
-fn new_group(members: &[&PieceEntry], after: [u8; 32], before: Option<&Arc<Group>>) -> Group {
+/// the prefix, its groups and the suffix. Toggles the previous document holds are copied from
+/// it; only changed ones are serialised.
+fn new_group(
+    members: &[&PieceEntry],
+    after: [u8; 32],
+    before: Option<&Arc<Group>>,
+    previous: &mut PreviousBytes<'_>,
+) -> Group {
     let mut hasher = Sha256::new();
     for entry in members {
         hasher.update(entry.piece.digest);
     }
+    let mut spans = Vec::with_capacity(members.len());
     let (plain, deflated) = with_scratch(|plain| {
         for (i, entry) in members.iter().enumerate() {
             if i > 0 || before.is_some() {
                 plain.extend_from_slice(SEPARATOR);
             }
-            write_client_json(&entry.toggle, plain);
+            let start = plain.len();
+            match previous.bytes_of(&entry.piece) {
+                Some(bytes) => plain.extend_from_slice(bytes),
+                None => write_client_json(&entry.toggle, plain),
+            }
+            spans.push((offset(start), offset(plain.len())));
         }
         let dictionary = before.map_or(PREFIX, |group| &group.plain[..]);
         let deflated = Deflated::of(plain, dictionary, false);
@@ -384,7 +401,64 @@ fn new_group(members: &[&PieceEntry], after: [u8; 32], before: Option<&Arc<Group
         digest: hasher.finalize().into(),
         after,
         plain,
+        spans: spans.into_boxed_slice(),
         deflated,
+    }
+}
+
+/// A position in a group. Groups hold at most `MAX_GROUP` toggles of a client document, far
+/// below 4 GiB; a larger one would only lose the copy, never the bytes (`bytes_of` checks).
+fn offset(position: usize) -> u32 {
+    u32::try_from(position).unwrap_or(u32::MAX)
+}
+
+/// How far past its cursor `PreviousBytes` looks for a toggle: unchanged toggles follow each
+/// other in both documents, so only removed and changed ones sit in between.
+const LOOKAHEAD: usize = 8;
+
+/// The previous document's groups, walked in name order alongside the new document: the
+/// bytes of a toggle whose piece is unchanged are found near the cursor.
+struct PreviousBytes<'a> {
+    groups: &'a [Arc<Group>],
+    group: usize,
+    member: usize,
+}
+
+impl<'a> PreviousBytes<'a> {
+    fn new(groups: &'a [Arc<Group>]) -> Self {
+        Self {
+            groups,
+            group: 0,
+            member: 0,
+        }
+    }
+
+    /// Moves the cursor past the previous group `index` (reused whole by the new document).
+    fn skip_past(&mut self, index: usize) {
+        self.group = index + 1;
+        self.member = 0;
+    }
+
+    /// The JSON of `piece` if the previous document holds it within `LOOKAHEAD` toggles of the
+    /// cursor (which then moves past it).
+    fn bytes_of(&mut self, piece: &Arc<ClientPiece>) -> Option<&'a [u8]> {
+        let (mut group, mut member) = (self.group, self.member);
+        for _ in 0..LOOKAHEAD {
+            let mut candidate = self.groups.get(group)?;
+            if member >= candidate.members.len() {
+                group += 1;
+                member = 0;
+                candidate = self.groups.get(group)?;
+            }
+            if Arc::ptr_eq(candidate.members.get(member)?, piece) {
+                let (start, end) = *candidate.spans.get(member)?;
+                let bytes = candidate.plain.get(start as usize..end as usize)?;
+                (self.group, self.member) = (group, member + 1);
+                return Some(bytes);
+            }
+            member += 1;
+        }
+        None
     }
 }
 
