@@ -20,9 +20,14 @@ async fn main() -> std::process::ExitCode {
     // On a worker rather than the main thread: the main thread would be a third thread with
     // its own allocator arena for what the listener and start-up allocate (about 1 MiB more
     // resident at 10,000 toggles).
-    let code = tokio::spawn(serve(settings))
-        .await
-        .unwrap_or(std::process::ExitCode::FAILURE);
+    let code = match tokio::spawn(serve(settings)).await {
+        Ok(code) => code,
+        Err(e) => {
+            // A panic: logged where the logs go, with the exit code Rust gives one.
+            tracing::error!(error = %e, "flagpole stopped");
+            std::process::ExitCode::from(101)
+        }
+    };
     // Export the spans still buffered (the batch exporter sends every few seconds); a blocking
     // call, bounded by OTEL_EXPORTER_OTLP_TIMEOUT (10 s by default).
     if let Some(provider) = traces {

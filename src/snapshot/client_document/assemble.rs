@@ -18,7 +18,7 @@ use bytes::Bytes;
 use flate2::{Compress, Compression, FlushCompress, Status};
 use sha2::{Digest, Sha256};
 
-use super::piece::{with_scratch, write_client_json, ClientPiece, PieceEntry};
+use super::piece::{with_scratch, write_client_json, ClientPiece, PieceEntry, SCRATCH_KEPT_MAX};
 
 /// spec §4.1: the client format is version 1; the toggles follow.
 const PREFIX: &[u8] = br#"{"version":1,"features":["#;
@@ -76,7 +76,11 @@ impl Deflated {
                 let (compress, blocks) = slot.get_or_insert_with(|| (fresh(), Vec::new()));
                 compress.reset();
                 blocks.clear();
-                Self::with(compress, blocks, plain, before, last)
+                let deflated = Self::with(compress, blocks, plain, before, last);
+                if blocks.capacity() > SCRATCH_KEPT_MAX {
+                    *blocks = Vec::new();
+                }
+                deflated
             }
             Err(_) => Self::with(&mut fresh(), &mut Vec::new(), plain, before, last),
         })
@@ -413,7 +417,8 @@ fn offset(position: usize) -> u32 {
 }
 
 /// How far past its cursor `PreviousBytes` looks for a toggle: unchanged toggles follow each
-/// other in both documents, so only removed and changed ones sit in between.
+/// other in both documents, so only removed and changed ones sit in between. (Past a longer
+/// run of removed toggles the rest of the group is serialised again: slower, never wrong.)
 const LOOKAHEAD: usize = 8;
 
 /// The previous document's groups, walked in name order alongside the new document: the

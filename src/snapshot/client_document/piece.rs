@@ -45,7 +45,7 @@ impl ClientPiece {
 }
 
 /// A scratch buffer grown past this (by a group of unusually large toggles) is let go.
-const SCRATCH_KEPT_MAX: usize = 1 << 20;
+pub(super) const SCRATCH_KEPT_MAX: usize = 1 << 20;
 
 thread_local! {
     /// The buffer toggles are serialised into before they are hashed or copied.
