@@ -1,7 +1,8 @@
 //! `ClientPiece`: what a document needs to know of one toggle's client form without holding
 //! its bytes — their digest and where groups end — made once and shared by every version and
 //! every filtered document that includes the toggle. The bytes themselves live only in the
-//! groups (`assemble`), which serialise their toggles again when they are rebuilt.
+//! groups (`assemble`): a rebuilt group copies its unchanged toggles' bytes from the previous
+//! document and serialises the changed ones.
 
 use std::cell::RefCell;
 use std::sync::Arc;
