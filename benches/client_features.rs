@@ -117,6 +117,20 @@ fn one_change(state: &ConfigState, pick: impl Fn(&Toggle) -> bool) -> ConfigStat
     next
 }
 
+/// Builds alternating between two versions: every build is a rebuild after the changes
+/// between them.
+fn rebuilds(c: &mut Criterion, name: &str, versions: [ConfigState; 2]) {
+    let documents = ClientDocuments::default();
+    documents.build(&versions[0]);
+    let mut next = 1;
+    c.bench_function(name, |b| {
+        b.iter(|| {
+            documents.build(&versions[next]);
+            next = 1 - next;
+        })
+    });
+}
+
 fn build(c: &mut Criterion) {
     let one_team =
         FeatureFilter::parse(&["simple:team-3".into()], &[], None).expect("valid filter");
@@ -137,33 +151,15 @@ fn build(c: &mut Criterion) {
             },
         );
 
-        // Alternating between two versions one toggle apart: every build is a rebuild after
-        // a one-toggle change.
-        let versions = [state.clone(), one_change(&state, |_| true)];
-        let documents = ClientDocuments::default();
-        documents.build(&versions[0]);
-        let mut next = 1;
-        c.bench_function(
+        rebuilds(
+            c,
             &format!("after one change: client document, {n} toggles"),
-            |b| {
-                b.iter(|| {
-                    documents.build(&versions[next]);
-                    next = 1 - next;
-                })
-            },
+            [state.clone(), one_change(&state, |_| true)],
         );
-        let versions = [state.clone(), spread_changes(&state, 100)];
-        let documents = ClientDocuments::default();
-        documents.build(&versions[0]);
-        let mut next = 1;
-        c.bench_function(
+        rebuilds(
+            c,
             &format!("after 100 changes: client document, {n} toggles"),
-            |b| {
-                b.iter(|| {
-                    documents.build(&versions[next]);
-                    next = 1 - next;
-                })
-            },
+            [state.clone(), spread_changes(&state, 100)],
         );
         // The changed toggle is one the filter selects.
         let versions = [state.clone(), one_change(&state, |t| one_team.matches(t))];
