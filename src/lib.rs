@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
-use tokio::sync::Notify;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use config::Settings;
@@ -30,7 +30,7 @@ use service::import::StartupImport;
 use service::Service;
 use snapshot::Snapshot;
 use state::AppState;
-use store::{embedded::EmbeddedStore, redis::RedisStore, Store, StoreError};
+use store::{embedded::EmbeddedStore, redis::RedisStore, Announcement, Store, StoreError};
 
 /// Why the service could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -101,13 +101,13 @@ pub async fn run(
             .then_some(settings.prometheus_toggle_usage_series),
     ));
     let service = Service::new(store.clone(), snapshot.clone(), metrics.clone());
-    let notify = Arc::new(Notify::new());
+    let (announce, announcements) = watch::channel(Announcement::Unknown);
     let interval = Duration::from_millis(settings.refresh_interval_ms);
 
     let mut workers = tokio::task::JoinSet::new();
     if let Store::Redis(redis) = &store {
-        let (redis, notify, shutdown) = (redis.clone(), notify.clone(), shutdown.clone());
-        workers.spawn(async move { redis.listen_for_versions(notify, shutdown).await });
+        let (redis, shutdown) = (redis.clone(), shutdown.clone());
+        workers.spawn(async move { redis.listen_for_versions(announce, shutdown).await });
     }
     let startup_import = match &settings.import_file {
         Some(path) => Some(read_startup_import(path, settings.import_mode)?),
@@ -139,7 +139,7 @@ pub async fn run(
         service.clone(),
         snapshot.clone(),
         metrics.clone(),
-        notify,
+        announcements,
         interval,
         shutdown.clone(),
     ));
@@ -222,30 +222,49 @@ fn read_startup_import(
         .map_err(|e| RunError::Import(format!("the import file {shown}: {}", describe(&e))))
 }
 
-/// Keeps the snapshot fresh until `shutdown`: on every `notify` (pub/sub) and at least every
-/// `interval` (the fallback when announcements are lost). A store found empty again (flushed,
-/// or restarted without persistence) gets its built-ins back.
+/// Keeps the snapshot fresh until `shutdown`: on every version announcement (Redis pub/sub)
+/// naming a position the snapshot does not hold, and with a position check every `interval`
+/// (the fallback when announcements are lost, and what finds a store that started another
+/// history). A store found empty again (flushed, or restarted without persistence) gets its
+/// built-ins back.
 async fn keep_fresh(
     service: Service,
     snapshot: Arc<Snapshot>,
     metrics: Arc<telemetry::metrics::Metrics>,
-    notify: Arc<Notify>,
+    mut announcements: watch::Receiver<Announcement>,
     interval: Duration,
     shutdown: CancellationToken,
 ) {
     let mut failing = false;
+    // Announcements keep coming under writes: the periodic check must not wait for a lull.
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Without a listener (the embedded store) only the periodic check runs.
+    let mut listening = true;
     loop {
-        tokio::select! {
+        let announced = tokio::select! {
             _ = shutdown.cancelled() => return,
-            _ = notify.notified() => {}
-            _ = tokio::time::sleep(interval) => {}
-        }
-        // Logged once per outage, not on every check.
+            changed = announcements.changed(), if listening => match changed {
+                Ok(()) => *announcements.borrow_and_update(),
+                Err(_) => {
+                    listening = false;
+                    continue;
+                }
+            },
+            _ = ticks.tick() => Announcement::Unknown,
+        };
         let started = std::time::Instant::now();
-        let checked = snapshot.check().await;
+        let checked = match announced {
+            // This replica's own commit, or a version a refresh already brought.
+            Announcement::At(position) if snapshot.holds(position) => continue,
+            // Announced, so the store moved: no need to ask it first.
+            Announcement::At(position) => snapshot.refresh_to(position).await,
+            Announcement::Unknown => snapshot.check().await,
+        };
         metrics
             .usage
             .operation("snapshot_check", started.elapsed(), checked.as_ref().err());
+        // Logged once per outage, not on every check.
         match checked {
             Err(e) => {
                 if !failing {

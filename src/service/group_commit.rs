@@ -393,7 +393,7 @@ impl GroupCommit {
                 if exact && position == chain.seen {
                     // Confirmed, nothing written.
                 } else if !exact {
-                    catch_up_after_rebase(snapshot).await;
+                    catch_up_after_rebase(snapshot, position).await;
                 } else if let Err(e) = snapshot
                     .apply_commit(chain.seen, position, committed_state)
                     .await
@@ -439,13 +439,13 @@ impl GroupCommit {
 }
 
 /// Brings the snapshot up to a commit made on top of other replicas' writes (the committed
-/// state lacks those), so its writers read their write on this replica when answered. A few
-/// tries: the write is durable either way, and a snapshot still behind catches up on its next
-/// refresh.
-async fn catch_up_after_rebase(snapshot: &Snapshot) {
+/// state lacks those), at `position`, so its writers read their write on this replica when
+/// answered. A few tries: the write is durable either way, and a snapshot still behind
+/// catches up on its next refresh.
+async fn catch_up_after_rebase(snapshot: &Snapshot, position: Position) {
     const TRIES: u32 = 3;
     for attempt in 1..=TRIES {
-        match snapshot.refresh().await {
+        match snapshot.refresh_to(position).await {
             Ok(()) => return,
             Err(e) if attempt == TRIES => {
                 tracing::warn!(error = %e, "snapshot refresh after a rebased commit failed");

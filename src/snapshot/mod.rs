@@ -121,6 +121,30 @@ impl Snapshot {
         result
     }
 
+    /// Brings the snapshot up to at least `target` (a commit this replica made, or one a
+    /// version announcement named), unless it holds it already: a refresh running meanwhile
+    /// may have brought it, and then this costs no round trip to the store.
+    pub async fn refresh_to(&self, target: Position) -> Result<(), StoreError> {
+        if self.holds(target) {
+            return Ok(());
+        }
+        let _guard = self.update.lock().await;
+        if self.holds(target) {
+            return Ok(());
+        }
+        let result = self.refresh_locked().await;
+        self.note(&result);
+        result
+    }
+
+    /// Whether the snapshot holds the store at `target`: it is there, or past it. Past is
+    /// judged by the version alone; should the store have started another history (flushed,
+    /// failed over to a lagging replica), the periodic position check finds it.
+    pub fn holds(&self, target: Position) -> bool {
+        let current = position_of(&self.current.load());
+        self.is_loaded() && (current == target || current.version > target.version)
+    }
+
     async fn refresh_locked(&self) -> Result<(), StoreError> {
         let current = self.current.load_full();
         if !self.is_loaded() {

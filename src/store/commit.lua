@@ -2,7 +2,7 @@
 -- failing that, whether the batch may be committed on top of what was written since (a
 -- rebase, see `store::Rebase`); apply record changes, bump the version, record the new commit
 -- id and the commit marks, log the change set, append audit events with consecutive ids,
--- queue the addon deliveries of the events, and announce the new version.
+-- queue the addon deliveries of the events, and announce the new position ('<version> <head>').
 -- KEYS[1] version, KEYS[2] changes stream, KEYS[3] events stream, KEYS[4] event id sequence,
 -- KEYS[5] head (latest commit id), KEYS[6] deliveries stream, KEYS[7] commit marks,
 -- KEYS[8 .. 7+n] the n collection hashes, named by ARGV[12..] in order, then the per-toggle
@@ -158,5 +158,5 @@ for _, ev in ipairs(events) do
     redis.call('ZADD', KEYS[d[3]], id, delivery)
   end
 end
-redis.call('PUBLISH', ARGV[6], version)
+redis.call('PUBLISH', ARGV[6], version .. ' ' .. ARGV[7])
 return {1, version, ARGV[7], rebased}

@@ -92,7 +92,8 @@ impl Keys {
         format!("{}:event_seq", self.tag)
     }
 
-    /// Pub/sub channel carrying each new version number; published by the commit script.
+    /// Pub/sub channel carrying each new position (`<version> <head>`); published by the commit
+    /// script.
     pub fn notify_channel(&self) -> String {
         format!("{}:notify", self.tag)
     }

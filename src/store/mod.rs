@@ -103,6 +103,29 @@ pub(crate) fn random_id() -> u64 {
     hasher.finish().max(1)
 }
 
+/// What the last version announcement said (Redis pub/sub, one per commit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Announcement {
+    /// Some announcement may have been missed (a reconnect), or one could not be read (a
+    /// replica of an older release announces the version alone): check the store.
+    Unknown,
+    /// A commit took the store to this position.
+    At(Position),
+}
+
+impl Announcement {
+    /// Reads an announcement's payload: `<version> <head>`.
+    pub fn parse(payload: &str) -> Self {
+        let mut fields = payload.split(' ').map(str::parse::<u64>);
+        match (fields.next(), fields.next(), fields.next()) {
+            (Some(Ok(version)), Some(Ok(head)), None) => {
+                Announcement::At(Position { head, version })
+            }
+            _ => Announcement::Unknown,
+        }
+    }
+}
+
 /// The changes one committed version made.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChangeSet {
@@ -277,4 +300,28 @@ pub(crate) fn encode_event(event: &NewEvent) -> Result<String, StoreError> {
 /// Decodes a stored event document.
 pub(crate) fn decode_event(raw: &str) -> Result<Event, StoreError> {
     serde_json::from_str(raw).map_err(|e| StoreError::Corrupt(format!("event: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Announcement, Position};
+
+    #[test]
+    fn announcements_name_a_position_or_ask_for_a_check() {
+        assert_eq!(
+            Announcement::parse("42 1234567890123"),
+            Announcement::At(Position {
+                version: 42,
+                head: 1234567890123
+            })
+        );
+        // An older release announces the version alone; anything unreadable asks for a check.
+        for payload in ["42", "", "42 x", "42 1 2", "-1 3", "42  7"] {
+            assert_eq!(
+                Announcement::parse(payload),
+                Announcement::Unknown,
+                "{payload:?}"
+            );
+        }
+    }
 }

@@ -8,15 +8,16 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use redis::streams::StreamRangeReply;
 use redis::{AsyncCommands, Script};
-use tokio::sync::Notify;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::delivery::{redis::RedisDeliveries, NewDelivery};
 use super::keys::Keys;
 use super::redis_conn::{Connector, RedisConn, RedisOptions};
 use super::{
-    decode_event, encode_event, random_id, Change, ChangeSet, Collection, CommitCheck,
-    CommitOutcome, Position, Records, StoreError, CHANGE_LOG_LENGTH, LOGGED_CHANGES_MAX,
+    decode_event, encode_event, random_id, Announcement, Change, ChangeSet, Collection,
+    CommitCheck, CommitOutcome, Position, Records, StoreError, CHANGE_LOG_LENGTH,
+    LOGGED_CHANGES_MAX,
 };
 use crate::domain::event::{Event, NewEvent};
 
@@ -419,9 +420,13 @@ impl RedisStore {
             .collect()
     }
 
-    /// Listens for version announcements and signals `notify` for each, reconnecting after
+    /// Listens for version announcements and hands each to `announce`, reconnecting after
     /// failures until `shutdown`.
-    pub async fn listen_for_versions(&self, notify: Arc<Notify>, shutdown: CancellationToken) {
+    pub async fn listen_for_versions(
+        &self,
+        announce: watch::Sender<Announcement>,
+        shutdown: CancellationToken,
+    ) {
         let channel = self.keys.notify_channel();
         let mut failures = 0u32;
         // Sentinel mode: a session on a demoted master is moved to the new one.
@@ -432,7 +437,7 @@ impl RedisStore {
                 pubsub.subscribe(&channel).await?;
                 failures = 0;
                 // A reconnect may have missed announcements: ask for a check right away.
-                notify.notify_one();
+                announce.send_replace(Announcement::Unknown);
                 let mut messages = pubsub.on_message();
                 let switched = async {
                     match switches.as_mut() {
@@ -446,7 +451,10 @@ impl RedisStore {
                 loop {
                     tokio::select! {
                         message = messages.next() => match message {
-                            Some(_) => notify.notify_one(),
+                            Some(message) => {
+                                let payload: String = message.get_payload().unwrap_or_default();
+                                announce.send_replace(Announcement::parse(&payload));
+                            }
                             None => break,
                         },
                         _ = &mut switched => break,
