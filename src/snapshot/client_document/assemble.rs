@@ -30,8 +30,15 @@ const MAX_GROUP: usize = 128;
 /// gzip member header: deflate, no name, no mtime, unknown OS (RFC 1952).
 const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
 
-/// Deflate's window: a dictionary longer than this is never referred to.
-const WINDOW: usize = 32 * 1024;
+/// How much of the document before a stretch its compressor is primed with. Deflate could
+/// refer back 32 KiB, but priming costs time per group.
+const DICTIONARY: usize = 16 * 1024;
+
+/// The compression level of every stretch. Against level 6 with a 32 KiB dictionary, at
+/// 10,000 toggles: a gzip body 4.6 % larger (1.08 times whole-document gzip), builds 21–30 %
+/// faster (`cargo bench --bench client_features`). Under a write storm a replica spends more
+/// time recompressing groups than on anything else.
+const LEVEL: u32 = 5;
 
 /// `plain` as deflate stored blocks (byte aligned, like every stretch's start).
 pub(super) fn stored_blocks(plain: &[u8], last: bool) -> Vec<u8> {
@@ -70,7 +77,7 @@ impl Deflated {
     /// `plain` as deflate blocks ending in a sync flush (`last`: in a final block), able to
     /// refer back into `before`, the document bytes that precede it.
     fn of(plain: &[u8], before: &[u8], last: bool) -> Self {
-        let fresh = || Compress::new(Compression::new(6), false);
+        let fresh = || Compress::new(Compression::new(LEVEL), false);
         COMPRESSOR.with(|cell| match cell.try_borrow_mut() {
             Ok(mut slot) => {
                 let (compress, blocks) = slot.get_or_insert_with(|| (fresh(), Vec::new()));
@@ -94,7 +101,7 @@ impl Deflated {
         before: &[u8],
         last: bool,
     ) -> Self {
-        let before = &before[before.len().saturating_sub(WINDOW)..];
+        let before = &before[before.len().saturating_sub(DICTIONARY)..];
         // A dictionary only improves compression; without it the output is still correct.
         if !before.is_empty() && compress.set_dictionary(before).is_err() {
             compress.reset();
