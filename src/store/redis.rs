@@ -28,6 +28,30 @@ pub struct RedisStore {
     conn: RedisConn,
     keys: Arc<Keys>,
     commit_script: Arc<Script>,
+    own_commits: Arc<OwnCommits>,
+}
+
+/// The ids of this replica's latest commits. Their announcements are not passed on: the
+/// committer brings the snapshot to its own commit itself, and an announcement arriving
+/// first would cost a refresh that finds nothing new.
+#[derive(Default)]
+struct OwnCommits(std::sync::Mutex<([u64; OWN_COMMITS_KEPT], usize)>);
+
+/// More than the commits one replica has in flight at a time (one, plus stragglers).
+const OWN_COMMITS_KEPT: usize = 8;
+
+impl OwnCommits {
+    fn record(&self, head: u64) {
+        if let Ok(mut own) = self.0.lock() {
+            let (heads, next) = &mut *own;
+            heads[*next] = head;
+            *next = (*next + 1) % OWN_COMMITS_KEPT;
+        }
+    }
+
+    fn contains(&self, head: u64) -> bool {
+        self.0.lock().is_ok_and(|own| own.0.contains(&head))
+    }
 }
 
 fn unavailable(e: redis::RedisError) -> StoreError {
@@ -102,6 +126,7 @@ impl RedisStore {
             connector,
             keys: Arc::new(keys),
             commit_script: Arc::new(Script::new(COMMIT_SCRIPT)),
+            own_commits: Arc::default(),
         })
     }
 
@@ -313,6 +338,8 @@ impl RedisStore {
             Some(p) => (p.version.to_string(), p.head.to_string()),
             None => ("-1".to_string(), String::new()),
         };
+        let head = random_id();
+        self.own_commits.record(head);
         let mut args = vec![
             expected_version,
             expected_head,
@@ -320,7 +347,7 @@ impl RedisStore {
             events_json,
             CHANGE_LOG_LENGTH.to_string(),
             self.keys.notify_channel(),
-            random_id().to_string(),
+            head.to_string(),
             log_changes.to_string(),
             now.timestamp_millis().to_string(),
             now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
@@ -420,8 +447,8 @@ impl RedisStore {
             .collect()
     }
 
-    /// Listens for version announcements and hands each to `announce`, reconnecting after
-    /// failures until `shutdown`.
+    /// Listens for version announcements and hands each to `announce` (but those of this
+    /// replica's own commits), reconnecting after failures until `shutdown`.
     pub async fn listen_for_versions(
         &self,
         announce: watch::Sender<Announcement>,
@@ -453,7 +480,13 @@ impl RedisStore {
                         message = messages.next() => match message {
                             Some(message) => {
                                 let payload: String = message.get_payload().unwrap_or_default();
-                                announce.send_replace(Announcement::parse(&payload));
+                                match Announcement::parse(&payload) {
+                                    Announcement::At(position)
+                                        if self.own_commits.contains(position.head) => {}
+                                    announced => {
+                                        announce.send_replace(announced);
+                                    }
+                                }
                             }
                             None => break,
                         },
