@@ -239,7 +239,8 @@ async fn keep_fresh(
     // Announcements keep coming under writes: the periodic check must not wait for a lull.
     let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // Without a listener (the embedded store) only the periodic check runs.
+    // The embedded store has no listener (nothing is ever announced); once the Redis listener
+    // ends (at shutdown), only the periodic check runs.
     let mut listening = true;
     loop {
         let announced = tokio::select! {
@@ -255,7 +256,7 @@ async fn keep_fresh(
         };
         let started = std::time::Instant::now();
         let checked = match announced {
-            // This replica's own commit, or a version a refresh already brought.
+            // A version a refresh or a commit of this replica already brought.
             Announcement::At(position) if snapshot.holds(position) => continue,
             // Announced, so the store moved: no need to ask it first.
             Announcement::At(position) => snapshot.refresh_to(position).await,

@@ -417,7 +417,16 @@ impl GroupCommit {
                 }
                 Err(None)
             }
-            Err(e) => Err(Some(e)),
+            Err(e) => {
+                // The commit may have been written (its reply was lost, or too few Redis
+                // replicas confirmed it), and this replica skips its own announcements: look
+                // at the store now rather than at the next periodic check.
+                let snapshot = snapshot.clone();
+                tokio::spawn(async move {
+                    let _ = snapshot.check().await;
+                });
+                Err(Some(e))
+            }
         };
         reset.0 = None;
         match outcome {
@@ -441,7 +450,9 @@ impl GroupCommit {
 /// Brings the snapshot up to a commit made on top of other replicas' writes (the committed
 /// state lacks those), at `position`, so its writers read their write on this replica when
 /// answered. A few tries: the write is durable either way, and a snapshot still behind
-/// catches up on its next refresh.
+/// catches up on its next refresh. (A snapshot past `position` counts as holding it, see
+/// `Snapshot::holds`: after a failover that lost writes this replica already served, the
+/// writers may be answered before it holds their write, until the periodic check.)
 async fn catch_up_after_rebase(snapshot: &Snapshot, position: Position) {
     const TRIES: u32 = 3;
     for attempt in 1..=TRIES {

@@ -223,7 +223,7 @@ impl Snapshot {
     /// Installs a commit this replica just made: it took the store from `base` to `to`, and
     /// `committed` is the state at `base` with its changes applied (the writer has it already;
     /// decoding the changes again would double the cost of a write). Falls back to a refresh
-    /// when the snapshot is not at `base`.
+    /// when the snapshot is not at `base`, unless a refresh already brought it past `to`.
     pub async fn apply_commit(
         &self,
         base: Position,
@@ -233,6 +233,9 @@ impl Snapshot {
         let _guard = self.update.lock().await;
         let current = self.current.load_full();
         if position_of(&current) != base || !self.is_loaded() {
+            if self.holds(to) {
+                return Ok(());
+            }
             let result = self.refresh_locked().await;
             self.note(&result);
             return result;

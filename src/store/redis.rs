@@ -33,7 +33,7 @@ pub struct RedisStore {
 
 /// The ids of this replica's latest commits. Their announcements are not passed on: the
 /// committer brings the snapshot to its own commit itself, and an announcement arriving
-/// first would cost a refresh that finds nothing new.
+/// first would read and decode that commit again from the store.
 #[derive(Default)]
 struct OwnCommits(std::sync::Mutex<([u64; OWN_COMMITS_KEPT], usize)>);
 

@@ -30,8 +30,8 @@ const MAX_GROUP: usize = 128;
 /// gzip member header: deflate, no name, no mtime, unknown OS (RFC 1952).
 const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
 
-/// How much of the document before a stretch its compressor is primed with. Deflate could
-/// refer back 32 KiB, but priming costs time per group.
+/// How much of the bytes before a stretch (the previous group's, or the prefix) its compressor
+/// is primed with. Deflate could refer back 32 KiB, but priming costs time per group.
 const DICTIONARY: usize = 16 * 1024;
 
 /// The compression level of every stretch. Against level 6 with a 32 KiB dictionary, at
