@@ -18,7 +18,7 @@
 //! therefore never answers from the older state.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::oneshot;
@@ -33,6 +33,9 @@ use crate::store::{
     REBASE_OWN_MAX,
 };
 use crate::telemetry::metrics::Metrics;
+
+/// A replica whose last this many commits met no other replica's write writes alone.
+const ALONE_AFTER: u32 = 16;
 
 /// At most this many writes go into one commit (bounds one commit's size and time).
 const MAX_BATCH: usize = 256;
@@ -164,6 +167,8 @@ pub struct GroupCommit {
     pending: Mutex<Pending>,
     /// A committer task runs (or is about to): one store commit at a time per replica.
     committer: AtomicBool,
+    /// Commits in a row that met no other replica's write (were neither rebased nor lost).
+    alone_for: AtomicU32,
 }
 
 /// Where batches are committed, applied and timed.
@@ -314,6 +319,13 @@ impl GroupCommit {
             // Should the task end half way (a panic), the next decision starts another.
             let _running = CommitterRunning(&group.committer);
             loop {
+                // While other replicas write too, commits carry few writes each and every
+                // commit costs each replica a refresh: let requests already in hand decide
+                // first and join this batch. (Alone, a replica's batches are full enough, and
+                // measured, the yield cost it throughput.)
+                if group.alone_for.load(Ordering::Relaxed) < ALONE_AFTER {
+                    tokio::task::yield_now().await;
+                }
                 group.commit_open_batch(&target).await;
                 group.committer.store(false, Ordering::Release);
                 // A decision queued after the batch was taken, before the flag fell, would
@@ -389,6 +401,11 @@ impl GroupCommit {
                 if rebased {
                     metrics.writes.rebased();
                 }
+                if rebased {
+                    self.alone_for.store(0, Ordering::Relaxed);
+                } else if self.alone_for.load(Ordering::Relaxed) < ALONE_AFTER {
+                    self.alone_for.fetch_add(1, Ordering::Relaxed);
+                }
                 let exact = !rebased && chain.own.is_empty();
                 if exact && position == chain.seen {
                     // Confirmed, nothing written.
@@ -410,6 +427,7 @@ impl GroupCommit {
                 Ok(rebased)
             }
             Ok(Some(CommitOutcome::Conflict { .. }) | None) => {
+                self.alone_for.store(0, Ordering::Relaxed);
                 // Catch up before the writers decide again; a failure here shows in their
                 // next commit.
                 if let Err(e) = snapshot.refresh().await {
