@@ -400,8 +400,6 @@ impl GroupCommit {
             Ok(Some(CommitOutcome::Committed { position, rebased })) => {
                 if rebased {
                     metrics.writes.rebased();
-                }
-                if rebased {
                     self.alone_for.store(0, Ordering::Relaxed);
                 } else if self.alone_for.load(Ordering::Relaxed) < ALONE_AFTER {
                     self.alone_for.fetch_add(1, Ordering::Relaxed);
