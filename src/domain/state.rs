@@ -49,4 +49,43 @@ impl ConfigState {
     pub fn next_id(&self, counter: &str) -> u64 {
         self.counters.get(counter).copied().unwrap_or(0) + 1
     }
+
+    /// Whether `other` holds the same records as this state outside the toggles, and the same
+    /// toggle (active or archived) for each of `names`: what a decision that reads only those
+    /// toggles sees is then the same in both. Maps are compared by identity, so a state
+    /// cloned from the other, with only toggles changed since, passes at once; states built
+    /// apart may fail although equal (never the other way round).
+    pub fn agrees_on<'a>(
+        &self,
+        other: &ConfigState,
+        names: impl IntoIterator<Item = &'a str>,
+    ) -> bool {
+        // Destructured in full: a collection added later must be compared here too.
+        let ConfigState {
+            version: _,
+            head: _,
+            features,
+            archive,
+            strategies,
+            tag_types,
+            tags,
+            projects,
+            context_fields,
+            addons,
+            api_tokens,
+            counters,
+        } = self;
+        strategies.ptr_eq(&other.strategies)
+            && tag_types.ptr_eq(&other.tag_types)
+            && tags.ptr_eq(&other.tags)
+            && projects.ptr_eq(&other.projects)
+            && context_fields.ptr_eq(&other.context_fields)
+            && addons.ptr_eq(&other.addons)
+            && api_tokens.ptr_eq(&other.api_tokens)
+            && counters.ptr_eq(&other.counters)
+            && names.into_iter().all(|name| {
+                features.get(name) == other.features.get(name)
+                    && archive.get(name) == other.archive.get(name)
+            })
+    }
 }

@@ -72,6 +72,8 @@ struct Batch {
     /// Writers whose decision holds the batch to the position it was made at: it writes
     /// something and may have read toggles it does not write.
     pinned: usize,
+    /// The pending state its first decision was made against.
+    base: Option<ConfigState>,
 }
 
 /// A writer waiting in a batch.
@@ -94,6 +96,25 @@ impl Batch {
         }
         let names: BTreeSet<&str> = self.changes.iter().map(|c| c.key.as_str()).collect();
         Some(names.into_iter().map(str::to_string).collect())
+    }
+
+    /// The snapshot's state, when the batch may be checked from there rather than from its
+    /// chain's start: the snapshot is newer than that start, and agrees with the state the
+    /// batch was decided on about everything the batch read (it may be committed by a rebase,
+    /// so it read only its toggles and records outside the toggles). Its decisions come out
+    /// the same on the snapshot's state, so other replicas' writes that its chain lacks but
+    /// the snapshot holds no longer count against it: under steady writes from other
+    /// replicas a chain's start falls further behind with every commit, while announcements
+    /// keep the snapshot close to the store.
+    fn snapshot_basis(
+        &self,
+        chain: &Chain,
+        snapshot: Arc<ConfigState>,
+    ) -> Option<Arc<ConfigState>> {
+        let toggles = self.rebase_toggles()?;
+        let base = self.base.as_ref()?;
+        let newer = snapshot.version > chain.seen.version;
+        (newer && base.agrees_on(&snapshot, toggles.iter().map(String::as_str))).then_some(snapshot)
     }
 
     /// Answers every writer with `outcome(writes)`.
@@ -246,6 +267,7 @@ impl GroupCommit {
         let Some((_, state)) = state.as_mut() else {
             return Err(DecideError::Busy);
         };
+        let base = open.writers.is_empty().then(|| state.clone());
         let Decision {
             changes,
             events,
@@ -281,6 +303,9 @@ impl GroupCommit {
             }
         }
         let (sender, receiver) = oneshot::channel();
+        if base.is_some() {
+            open.base = base;
+        }
         open.changes.extend(changes);
         open.events.extend(events);
         open.writers.push(Writer {
@@ -372,7 +397,11 @@ impl GroupCommit {
         }
         // Should this commit stop half way (a panic), start the next decisions afresh.
         let mut reset = ResetOnDrop(Some(self));
-        let check = chain.check(&batch);
+        let basis = batch.snapshot_basis(&chain, snapshot.state());
+        let check = match &basis {
+            Some(state) => Chain::at(position_of(state)).check(&batch),
+            None => chain.check(&batch),
+        };
         let writes_nothing = batch.changes.is_empty() && batch.events.is_empty();
         let committed = match &check.expected {
             // Decided on a state that lacks other replicas' writes, and not committable by a
@@ -400,29 +429,47 @@ impl GroupCommit {
             Ok(Some(CommitOutcome::Committed { position, rebased })) => {
                 if rebased {
                     metrics.writes.rebased();
+                }
+                // Checked from the snapshot: the pending state lacks writes the store has,
+                // as after a rebase.
+                let apart = rebased || basis.is_some();
+                if apart {
                     self.alone_for.store(0, Ordering::Relaxed);
                 } else if self.alone_for.load(Ordering::Relaxed) < ALONE_AFTER {
                     self.alone_for.fetch_add(1, Ordering::Relaxed);
                 }
-                let exact = !rebased && chain.own.is_empty();
-                if exact && position == chain.seen {
+                // The state the store now holds, when this replica has it without asking.
+                let exact = match (rebased, &basis) {
+                    (true, _) => None,
+                    (false, Some(state)) => {
+                        let mut next = (**state).clone();
+                        apply_changes(&mut next, &batch.changes)
+                            .ok()
+                            .map(|()| (position_of(state), next))
+                    }
+                    (false, None) => chain
+                        .own
+                        .is_empty()
+                        .then_some((chain.seen, committed_state)),
+                };
+                match exact {
                     // Confirmed, nothing written.
-                } else if !exact {
-                    catch_up_after_rebase(snapshot, position).await;
-                } else if let Err(e) = snapshot
-                    .apply_commit(chain.seen, position, committed_state)
-                    .await
-                {
-                    // The write is durable; the snapshot catches up on its next refresh.
-                    tracing::warn!(error = %e, "snapshot update after commit failed");
+                    Some((base, _)) if position == base => {}
+                    Some((base, state)) => {
+                        if let Err(e) = snapshot.apply_commit(base, position, state).await {
+                            // The write is durable; the snapshot catches up on its next refresh.
+                            tracing::warn!(error = %e, "snapshot update after commit failed");
+                        }
+                    }
+                    None => catch_up_after_rebase(snapshot, position).await,
                 }
                 let mut pending = self.lock();
                 pending.committing = false;
                 // What was decided meanwhile sits on top of this commit.
                 if let Some((chain, _)) = pending.state.as_mut() {
-                    chain.committed(position, rebased);
+                    chain.committed(position, apart);
                 }
-                Ok(rebased)
+                Ok(apart)
             }
             Ok(Some(CommitOutcome::Conflict { .. }) | None) => {
                 self.alone_for.store(0, Ordering::Relaxed);
@@ -499,4 +546,114 @@ pub enum DecideError {
     Store(StoreError),
     /// The batch is full; try again after the next commit.
     Busy,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(collection: Collection, key: &str, value: &str) -> Change {
+        Change {
+            collection,
+            key: key.to_string(),
+            value: Some(value.to_string()),
+        }
+    }
+
+    fn toggle(name: &str, description: &str) -> Change {
+        put(
+            Collection::Features,
+            name,
+            &format!(
+                r#"{{"name":"{name}","description":"{description}","type":"release","project":"default","enabled":true,"stale":false,"strategies":[],"createdAt":"2026-01-01T00:00:00Z"}}"#
+            ),
+        )
+    }
+
+    /// `changes` applied to `state`, at `version`.
+    fn after(state: &ConfigState, version: u64, changes: &[Change]) -> Arc<ConfigState> {
+        let mut next = state.clone();
+        apply_changes(&mut next, changes).expect("changes apply");
+        next.version = version;
+        next.head = version * 10;
+        Arc::new(next)
+    }
+
+    /// A batch of one writer, decided on `base`, writing `changes`.
+    fn batch(base: &ConfigState, changes: Vec<Change>) -> Batch {
+        let (answer, _) = oneshot::channel();
+        Batch {
+            changes,
+            writers: vec![Writer {
+                answer,
+                writes: true,
+            }],
+            base: Some(base.clone()),
+            ..Batch::default()
+        }
+    }
+
+    /// The chain start at version 1, the batch decided there writes `a`; the snapshot is at
+    /// version 3 after `others` (other replicas' writes).
+    fn judged(others: &[Change], batch_changes: Vec<Change>) -> Option<Position> {
+        let start = after(
+            &ConfigState::default(),
+            1,
+            &[toggle("a", "0"), toggle("b", "0")],
+        );
+        let chain = Chain::at(position_of(&start));
+        let snapshot = after(&start, 3, others);
+        batch(&start, batch_changes)
+            .snapshot_basis(&chain, snapshot)
+            .map(|state| position_of(&state))
+    }
+
+    #[test]
+    fn a_batch_is_checked_from_the_snapshot_when_it_agrees_on_what_the_batch_read() {
+        let at_three = Some(Position {
+            version: 3,
+            head: 30,
+        });
+        // Another replica wrote another toggle: the batch comes out the same on the snapshot.
+        assert_eq!(
+            judged(&[toggle("b", "1")], vec![toggle("a", "1")]),
+            at_three
+        );
+        // ... or wrote the batch's toggle to what the batch read.
+        assert_eq!(
+            judged(&[toggle("a", "0")], vec![toggle("a", "1")]),
+            at_three
+        );
+        // Another replica changed the batch's toggle: the chain's check (and the store) decide.
+        assert_eq!(judged(&[toggle("a", "2")], vec![toggle("a", "1")]), None);
+        // ... or archived it.
+        let mut archived = toggle("a", "0");
+        archived.collection = Collection::Archive;
+        assert_eq!(judged(&[archived], vec![toggle("a", "1")]), None);
+        // ... or changed a record outside the toggles, which any decision may have read.
+        let project = put(
+            Collection::Projects,
+            "p",
+            r#"{"id":"p","name":"P","createdAt":"2026-01-01T00:00:00Z"}"#,
+        );
+        assert_eq!(judged(&[project], vec![toggle("a", "1")]), None);
+        // A batch that is not a toggle-only write is never rebased, so never judged apart.
+        let counter = put(Collection::Counters, "tag", "1");
+        assert_eq!(
+            judged(&[toggle("b", "1")], vec![toggle("a", "1"), counter]),
+            None
+        );
+    }
+
+    #[test]
+    fn a_snapshot_no_newer_than_the_chain_start_leaves_the_chain_to_decide() {
+        let start = after(&ConfigState::default(), 1, &[toggle("a", "0")]);
+        let chain = Chain::at(position_of(&start));
+        let same = batch(&start, vec![toggle("a", "1")]).snapshot_basis(&chain, start.clone());
+        assert!(same.is_none());
+        let mut older = (*start).clone();
+        older.version = 0;
+        let older = batch(&start, vec![toggle("a", "1")]).snapshot_basis(&chain, Arc::new(older));
+        assert!(older.is_none());
+    }
 }
