@@ -9,8 +9,12 @@
 //! never race each other; races are left to replicas, and the store settles them. A batch
 //! whose writes touch only toggles is committed on top of other replicas' writes when those
 //! touched neither its toggles nor anything else (`store::Rebase`, checked inside the
-//! store's commit); the batches decided on top of it then follow on the same terms. A batch
-//! that loses a race is decided again by its writers, like every batch decided on top of it.
+//! store's commit); the batches decided on top of it then follow on the same terms. Such a
+//! batch is checked from the snapshot's position instead of its chain's start when the
+//! snapshot is newer and agrees with the state the batch was decided on about everything it
+//! read (`Batch::snapshot_basis`): the chain's start falls behind with every commit while
+//! other replicas write, the snapshot does not. A batch that loses a race is decided again by
+//! its writers, like every batch decided on top of it.
 //!
 //! A decision that writes nothing (a no-op, or a refusal such as "not found") is answered
 //! only once the state it saw is confirmed as well: with the batch it was decided on, or by
