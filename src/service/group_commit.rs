@@ -76,7 +76,8 @@ struct Batch {
     /// Writers whose decision holds the batch to the position it was made at: it writes
     /// something and may have read toggles it does not write.
     pinned: usize,
-    /// The pending state its first decision was made against.
+    /// The pending state its first decision was made against (O(1) to clone), to judge
+    /// whether the snapshot agrees with it (`snapshot_basis`).
     base: Option<ConfigState>,
 }
 
@@ -109,16 +110,22 @@ impl Batch {
     /// the same on the snapshot's state, so other replicas' writes that its chain lacks but
     /// the snapshot holds no longer count against it: under steady writes from other
     /// replicas a chain's start falls further behind with every commit, while announcements
-    /// keep the snapshot close to the store.
+    /// keep the snapshot close to the store. ("Newer" compares versions only; a snapshot of
+    /// another history fails the store's checks.) Writers in the batch that wrote nothing,
+    /// and may have read anything, are answered `Lost` as after a rebase.
     fn snapshot_basis(
         &self,
         chain: &Chain,
         snapshot: Arc<ConfigState>,
     ) -> Option<Arc<ConfigState>> {
-        let toggles = self.rebase_toggles()?;
+        // The cheap test first: alone, a replica's snapshot is where its chain starts.
+        if snapshot.version <= chain.seen.version {
+            return None;
+        }
         let base = self.base.as_ref()?;
-        let newer = snapshot.version > chain.seen.version;
-        (newer && base.agrees_on(&snapshot, toggles.iter().map(String::as_str))).then_some(snapshot)
+        let toggles = self.rebase_toggles()?;
+        base.agrees_on(&snapshot, toggles.iter().map(String::as_str))
+            .then_some(snapshot)
     }
 
     /// Answers every writer with `outcome(writes)`.
@@ -131,8 +138,10 @@ impl Batch {
 }
 
 /// What the pending state holds of the store: every write up to `seen`, and this replica's
-/// commits since (`own`, non-empty only after a rebase: the state lacks the other replicas'
-/// writes between them).
+/// commits since (`own`, non-empty only after a commit the state does not fully hold: rebased,
+/// or checked from the snapshot; the state lacks the other replicas' writes between them).
+/// `own` stops growing at `REBASE_OWN_MAX`: the chain can then neither be committed exactly
+/// nor rebased, and only a check from the snapshot lets its batches through.
 #[derive(Clone)]
 struct Chain {
     seen: Position,
@@ -164,10 +173,14 @@ impl Chain {
         }
     }
 
-    /// The chain after its batch committed at `position`.
-    fn committed(&mut self, position: Position, rebased: bool) {
-        if rebased || !self.own.is_empty() {
-            self.own.push(position);
+    /// The chain after its batch committed at `position` (`apart`: see `Chain`).
+    fn committed(&mut self, position: Position, apart: bool) {
+        if apart || !self.own.is_empty() {
+            // Past the limit the list is never read (see `check`): it must not grow while
+            // the committer never idles.
+            if self.own.len() < REBASE_OWN_MAX {
+                self.own.push(position);
+            }
         } else {
             self.seen = position;
         }
@@ -434,6 +447,9 @@ impl GroupCommit {
                 if rebased {
                     metrics.writes.rebased();
                 }
+                if basis.is_some() {
+                    metrics.writes.checked_from_snapshot();
+                }
                 // Checked from the snapshot: the pending state lacks writes the store has,
                 // as after a rebase.
                 let apart = rebased || basis.is_some();
@@ -442,8 +458,9 @@ impl GroupCommit {
                 } else if self.alone_for.load(Ordering::Relaxed) < ALONE_AFTER {
                     self.alone_for.fetch_add(1, Ordering::Relaxed);
                 }
-                // The state the store now holds, when this replica has it without asking.
-                let exact = match (rebased, &basis) {
+                // Where the commit started and the state it made, when this replica has that
+                // state without asking the store.
+                let known = match (rebased, &basis) {
                     (true, _) => None,
                     (false, Some(state)) => {
                         let mut next = (**state).clone();
@@ -456,11 +473,11 @@ impl GroupCommit {
                         .is_empty()
                         .then_some((chain.seen, committed_state)),
                 };
-                match exact {
+                match known {
                     // Confirmed, nothing written.
-                    Some((base, _)) if position == base => {}
-                    Some((base, state)) => {
-                        if let Err(e) = snapshot.apply_commit(base, position, state).await {
+                    Some((from, _)) if position == from => {}
+                    Some((from, state)) => {
+                        if let Err(e) = snapshot.apply_commit(from, position, state).await {
                             // The write is durable; the snapshot catches up on its next refresh.
                             tracing::warn!(error = %e, "snapshot update after commit failed");
                         }
@@ -497,7 +514,7 @@ impl GroupCommit {
         };
         reset.0 = None;
         match outcome {
-            Ok(rebased) => batch.answer(|writes| match writes || !rebased {
+            Ok(apart) => batch.answer(|writes| match writes || !apart {
                 true => Outcome::Committed,
                 // Nothing written, and the state it read was not confirmed.
                 false => Outcome::Lost,
@@ -515,8 +532,8 @@ impl GroupCommit {
 }
 
 /// Brings the snapshot up to a commit made on top of other replicas' writes (the committed
-/// state lacks those), at `position`, so its writers read their write on this replica when
-/// answered. A few tries: the write is durable either way, and a snapshot still behind
+/// state lacks those), or one whose state this replica could not make itself, at `position`,
+/// so its writers read their write on this replica when answered. A few tries: the write is durable either way, and a snapshot still behind
 /// catches up on its next refresh. (A snapshot past `position` counts as holding it, see
 /// `Snapshot::holds`: after a failover that lost writes this replica already served, the
 /// writers may be answered before it holds their write, until the periodic check.)
@@ -597,8 +614,9 @@ mod tests {
         }
     }
 
-    /// The chain start at version 1, the batch decided there writes `a`; the snapshot is at
-    /// version 3 after `others` (other replicas' writes).
+    /// The chain starts at version 1 (toggles `a` and `b`), a batch decided there writes
+    /// `batch_changes`, and the snapshot is at version 3 after `others` (other replicas'
+    /// writes): where the batch is checked from, if not from its chain.
     fn judged(others: &[Change], batch_changes: Vec<Change>) -> Option<Position> {
         let start = after(
             &ConfigState::default(),
@@ -647,6 +665,47 @@ mod tests {
             judged(&[toggle("b", "1")], vec![toggle("a", "1"), counter]),
             None
         );
+    }
+
+    #[test]
+    fn a_batch_of_several_writers_is_judged_on_every_toggle_it_wrote() {
+        let start = after(
+            &ConfigState::default(),
+            1,
+            &[toggle("a", "0"), toggle("b", "0")],
+        );
+        let chain = Chain::at(position_of(&start));
+        let mut two = batch(&start, vec![toggle("a", "1"), toggle("b", "1")]);
+        let (answer, _) = oneshot::channel();
+        two.writers.push(Writer {
+            answer,
+            writes: true,
+        });
+        // Another replica wrote the second writer's toggle.
+        let snapshot = after(&start, 2, &[toggle("b", "2")]);
+        assert!(two.snapshot_basis(&chain, snapshot).is_none());
+        // A writer whose decision read more than its toggles pins the batch to its chain.
+        two.pinned = 1;
+        let snapshot = after(&start, 2, &[toggle("c", "2")]);
+        assert!(two.snapshot_basis(&chain, snapshot).is_none());
+    }
+
+    #[test]
+    fn a_chain_committed_apart_forever_stays_bounded_and_unrebasable() {
+        let start = after(&ConfigState::default(), 1, &[toggle("a", "0")]);
+        let mut chain = Chain::at(position_of(&start));
+        for version in 2..1_000 {
+            chain.committed(
+                Position {
+                    version,
+                    head: version,
+                },
+                true,
+            );
+        }
+        assert_eq!(chain.own.len(), REBASE_OWN_MAX);
+        let check = chain.check(&batch(&start, vec![toggle("a", "1")]));
+        assert!(check.expected.is_none() && check.rebase.is_none());
     }
 
     #[test]

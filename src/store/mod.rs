@@ -160,7 +160,8 @@ pub struct CommitCheck {
 /// never needs to and refuses.
 #[derive(Debug, Clone)]
 pub struct Rebase {
-    /// The writes were decided on a state holding every write up to this position...
+    /// The writes were decided on a state holding every write up to this position (or one
+    /// that agrees with such a state on everything they read)...
     pub seen: Position,
     /// ...and this replica's own commits since, oldest first (at most `REBASE_OWN_MAX`).
     pub own: Vec<Position>,

@@ -16,6 +16,7 @@ use crate::snapshot::Snapshot;
 pub struct WriteMetrics {
     conflicts: Counter,
     rebased: Counter,
+    checked_from_snapshot: Counter,
     gave_up: Counter,
     attempts: Histogram,
     builds: Counter,
@@ -31,6 +32,7 @@ impl WriteMetrics {
         let metrics = Self {
             conflicts: Counter::default(),
             rebased: Counter::default(),
+            checked_from_snapshot: Counter::default(),
             gave_up: Counter::default(),
             attempts: Histogram::new([1.0, 2.0, 3.0, 4.0, 6.0, 8.0]),
             builds: Counter::default(),
@@ -47,6 +49,11 @@ impl WriteMetrics {
             "write_rebased_commits",
             "Batches committed on top of other replicas' writes that touched none of their toggles, without deciding again",
             metrics.rebased.clone(),
+        );
+        registry.register(
+            "write_snapshot_checked_commits",
+            "Batches checked from the replica's snapshot rather than the older state they were decided on, which agreed with it on what they read",
+            metrics.checked_from_snapshot.clone(),
         );
         registry.register(
             "write_contention_failures",
@@ -85,6 +92,11 @@ impl WriteMetrics {
     /// A batch was committed on top of other replicas' writes.
     pub fn rebased(&self) {
         self.rebased.inc();
+    }
+
+    /// A batch was committed after a check from the snapshot.
+    pub fn checked_from_snapshot(&self) {
+        self.checked_from_snapshot.inc();
     }
 
     /// A write gave up after losing every attempt.

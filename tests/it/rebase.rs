@@ -343,19 +343,25 @@ async fn tag_additions_racing_over_three_replicas_lose_none() {
             assert_eq!(&tag_values(&tags), expected, "tags of r.{t}");
         }
     }
-    let mut rebased = 0.0;
+    let (mut rebased, mut from_snapshot) = (0.0, 0.0);
     for app in apps {
         let reply = send(app.anonymous(Method::GET, "/internal-backstage/prometheus"))
             .await
             .expect(200);
         let text = String::from_utf8(reply.bytes).expect("utf-8");
-        rebased += text
-            .lines()
-            .find_map(|line| line.strip_prefix("flagpole_write_rebased_commits_total "))
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .expect("flagpole_write_rebased_commits_total");
+        let counter = |name: &str| {
+            text.lines()
+                .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .unwrap_or_else(|| panic!("{name} missing"))
+        };
+        rebased += counter("flagpole_write_rebased_commits_total");
+        from_snapshot += counter("flagpole_write_snapshot_checked_commits_total");
     }
-    eprintln!("{added} tags added over 3 replicas; {rebased} batches committed by a rebase");
+    eprintln!(
+        "{added} tags added over 3 replicas; {rebased} batches committed by a rebase, \
+         {from_snapshot} checked from the snapshot"
+    );
     // The race this test is about happened (each run sees dozens).
     assert!(rebased > 0.0, "no batch was committed by a rebase");
 }
