@@ -128,6 +128,36 @@ impl Batch {
             .then_some(snapshot)
     }
 
+    /// The batch moved onto `snapshot` after the batch it was decided on top of lost its race:
+    /// possible when it may be rebased and `snapshot` agrees with the state it was decided on
+    /// about everything it read (as in `snapshot_basis`), since its decisions then come out
+    /// the same there. Returns the pending state it leaves (the snapshot's state with its
+    /// changes) and, taken out of it, its writers that wrote nothing (they may have read
+    /// anything, the lost batch's writes too: they decide again). `None`, and the batch
+    /// unchanged, otherwise.
+    fn move_onto(&mut self, snapshot: &ConfigState) -> Option<(ConfigState, Batch)> {
+        let agrees = match (self.rebase_toggles(), &self.base) {
+            (Some(toggles), Some(base)) => {
+                base.agrees_on(snapshot, toggles.iter().map(String::as_str))
+            }
+            _ => false,
+        };
+        let mut state = snapshot.clone();
+        if !agrees || apply_changes(&mut state, &self.changes).is_err() {
+            return None;
+        }
+        let (writers, readers) = std::mem::take(&mut self.writers)
+            .into_iter()
+            .partition(|writer| writer.writes);
+        self.writers = writers;
+        self.base = Some(snapshot.clone());
+        let readers = Batch {
+            writers: readers,
+            ..Batch::default()
+        };
+        Some((state, readers))
+    }
+
     /// Answers every writer with `outcome(writes)`.
     fn answer(self, outcome: impl Fn(bool) -> Outcome) {
         for writer in self.writers {
@@ -392,6 +422,29 @@ impl GroupCommit {
         stale.answer(|_| Outcome::Lost);
     }
 
+    /// After a lost race: the open batch, decided on top of the lost one, goes on from the
+    /// snapshot when it can (`Batch::move_onto`), so its writers need not decide again; otherwise
+    /// as `start_afresh`.
+    fn start_again_from(&self, snapshot: &ConfigState) {
+        let lost = {
+            let mut pending = self.lock();
+            pending.committing = false;
+            let mut open = std::mem::take(&mut pending.open);
+            match open.move_onto(snapshot) {
+                Some((state, readers)) => {
+                    pending.state = Some((Chain::at(position_of(&state)), state));
+                    pending.open = open;
+                    readers
+                }
+                None => {
+                    pending.state = None;
+                    open
+                }
+            }
+        };
+        lost.answer(|_| Outcome::Lost);
+    }
+
     /// Commits the open batch (only the committer task calls this).
     async fn commit_open_batch(&self, target: &Target) {
         let Target {
@@ -519,13 +572,15 @@ impl GroupCommit {
                 // Nothing written, and the state it read was not confirmed.
                 false => Outcome::Lost,
             }),
-            Err(failure) => {
-                // Everything decided on top of the failed batch must be decided again.
+            Err(None) => {
+                self.start_again_from(&snapshot.state());
+                batch.answer(|_| Outcome::Lost);
+            }
+            Err(Some(e)) => {
+                // Everything decided on top of the failed batch must be decided again: the
+                // store may hold it or not.
                 self.start_afresh();
-                match failure {
-                    None => batch.answer(|_| Outcome::Lost),
-                    Some(e) => batch.answer(|_| Outcome::Failed(e.clone())),
-                }
+                batch.answer(|_| Outcome::Failed(e.clone()));
             }
         }
     }
@@ -688,6 +743,48 @@ mod tests {
         two.pinned = 1;
         let snapshot = after(&start, 2, &[toggle("c", "2")]);
         assert!(two.snapshot_basis(&chain, snapshot).is_none());
+    }
+
+    #[test]
+    fn a_batch_decided_on_top_of_a_lost_one_goes_on_when_the_snapshot_agrees() {
+        let start = after(
+            &ConfigState::default(),
+            1,
+            &[toggle("a", "0"), toggle("b", "0")],
+        );
+        // The lost batch wrote `a`; the open batch was decided on top of it.
+        let on_top = after(&start, 1, &[toggle("a", "lost")]);
+        // Meanwhile another replica wrote `a` (why the batch lost).
+        let snapshot = after(&start, 2, &[toggle("a", "2")]);
+
+        let mut open = batch(&on_top, vec![toggle("b", "1")]);
+        let (answer, _) = oneshot::channel();
+        open.writers.push(Writer {
+            answer,
+            writes: false,
+        });
+        let (state, readers) = open.move_onto(&snapshot).expect("goes on");
+        assert_eq!(open.writers.len(), 1);
+        assert!(open.writers[0].writes);
+        // The one that wrote nothing may have read the lost write: it decides again.
+        assert_eq!(readers.writers.len(), 1);
+        assert_eq!(position_of(&state), position_of(&snapshot));
+        assert_eq!(state.features["a"].description.as_str(), "2");
+        assert_eq!(state.features["b"].description.as_str(), "1");
+
+        // A batch that read the lost batch's toggle decides again.
+        let mut open = batch(&on_top, vec![toggle("a", "1")]);
+        assert!(open.move_onto(&snapshot).is_none());
+        assert_eq!(open.writers.len(), 1);
+        // So does one on top of a lost batch that wrote outside the toggles.
+        let project = put(
+            Collection::Projects,
+            "p",
+            r#"{"id":"p","name":"P","createdAt":"2026-01-01T00:00:00Z"}"#,
+        );
+        let on_top = after(&start, 1, &[project]);
+        let mut open = batch(&on_top, vec![toggle("b", "1")]);
+        assert!(open.move_onto(&snapshot).is_none());
     }
 
     #[test]
