@@ -52,20 +52,30 @@ impl ConfigState {
 
     /// Whether `other` holds the same records as this state outside the toggles, and the same
     /// toggle (active or archived) for each of `names`: what a decision that reads only those
-    /// toggles sees is then the same in both. Maps are compared by identity, so a state
-    /// cloned from the other, with only toggles changed since, passes at once; states built
-    /// apart may fail although equal (never the other way round).
+    /// toggles sees is then the same in both. Maps are compared by identity (see
+    /// `shares_all_but_toggles`), toggles by value.
     pub fn agrees_on<'a>(
         &self,
         other: &ConfigState,
         names: impl IntoIterator<Item = &'a str>,
     ) -> bool {
+        self.shares_all_but_toggles(other)
+            && names.into_iter().all(|name| {
+                self.features.get(name) == other.features.get(name)
+                    && self.archive.get(name) == other.archive.get(name)
+            })
+    }
+
+    /// Whether `other` holds the very same maps as this state for every collection but the
+    /// toggles. By identity: a state cloned from the other, with only toggles changed since,
+    /// passes at once; states built apart may fail although equal (never the other way round).
+    pub fn shares_all_but_toggles(&self, other: &ConfigState) -> bool {
         // Destructured in full: a collection added later must be compared here too.
         let ConfigState {
             version: _,
             head: _,
-            features,
-            archive,
+            features: _,
+            archive: _,
             strategies,
             tag_types,
             tags,
@@ -83,9 +93,5 @@ impl ConfigState {
             && addons.ptr_eq(&other.addons)
             && api_tokens.ptr_eq(&other.api_tokens)
             && counters.ptr_eq(&other.counters)
-            && names.into_iter().all(|name| {
-                features.get(name) == other.features.get(name)
-                    && archive.get(name) == other.archive.get(name)
-            })
     }
 }

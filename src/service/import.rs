@@ -245,33 +245,11 @@ async fn blocking<T: Send + 'static>(
 /// Whether `state` is exactly `base`: the same position and the same maps (a decision's
 /// state also holds what this replica decided but has not committed yet).
 fn same_base(state: &ConfigState, base: &ConfigState) -> bool {
-    // Destructured so that a new collection cannot be forgotten here.
-    let ConfigState {
-        version,
-        head,
-        features,
-        archive,
-        strategies,
-        tag_types,
-        tags,
-        projects,
-        context_fields,
-        addons,
-        api_tokens,
-        counters,
-    } = base;
-    state.version == *version
-        && state.head == *head
-        && state.features.ptr_eq(features)
-        && state.archive.ptr_eq(archive)
-        && state.strategies.ptr_eq(strategies)
-        && state.tag_types.ptr_eq(tag_types)
-        && state.tags.ptr_eq(tags)
-        && state.projects.ptr_eq(projects)
-        && state.context_fields.ptr_eq(context_fields)
-        && state.addons.ptr_eq(addons)
-        && state.api_tokens.ptr_eq(api_tokens)
-        && state.counters.ptr_eq(counters)
+    state.version == base.version
+        && state.head == base.head
+        && state.features.ptr_eq(&base.features)
+        && state.archive.ptr_eq(&base.archive)
+        && state.shares_all_but_toggles(base)
 }
 
 /// Whether two configurations hold the same records.
