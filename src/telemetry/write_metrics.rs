@@ -17,6 +17,7 @@ pub struct WriteMetrics {
     conflicts: Counter,
     rebased: Counter,
     checked_from_snapshot: Counter,
+    carried_over: Counter,
     gave_up: Counter,
     attempts: Histogram,
     builds: Counter,
@@ -33,6 +34,7 @@ impl WriteMetrics {
             conflicts: Counter::default(),
             rebased: Counter::default(),
             checked_from_snapshot: Counter::default(),
+            carried_over: Counter::default(),
             gave_up: Counter::default(),
             attempts: Histogram::new([1.0, 2.0, 3.0, 4.0, 6.0, 8.0]),
             builds: Counter::default(),
@@ -54,6 +56,11 @@ impl WriteMetrics {
             "write_snapshot_checked_commits",
             "Batches checked from the replica's snapshot rather than the older state they were decided on, which agreed with it on what they read",
             metrics.checked_from_snapshot.clone(),
+        );
+        registry.register(
+            "write_carried_over_batches",
+            "Batches decided on top of one that lost a race that went on from the refreshed snapshot instead of being decided again",
+            metrics.carried_over.clone(),
         );
         registry.register(
             "write_contention_failures",
@@ -97,6 +104,11 @@ impl WriteMetrics {
     /// A batch was committed after a check from the snapshot.
     pub fn checked_from_snapshot(&self) {
         self.checked_from_snapshot.inc();
+    }
+
+    /// A batch decided on top of a lost one went on from the snapshot.
+    pub fn carried_over(&self) {
+        self.carried_over.inc();
     }
 
     /// A write gave up after losing every attempt.

@@ -343,7 +343,7 @@ async fn tag_additions_racing_over_three_replicas_lose_none() {
             assert_eq!(&tag_values(&tags), expected, "tags of r.{t}");
         }
     }
-    let (mut rebased, mut from_snapshot) = (0.0, 0.0);
+    let (mut rebased, mut from_snapshot, mut carried) = (0.0, 0.0, 0.0);
     for app in apps {
         let reply = send(app.anonymous(Method::GET, "/internal-backstage/prometheus"))
             .await
@@ -357,10 +357,11 @@ async fn tag_additions_racing_over_three_replicas_lose_none() {
         };
         rebased += counter("flagpole_write_rebased_commits_total");
         from_snapshot += counter("flagpole_write_snapshot_checked_commits_total");
+        carried += counter("flagpole_write_carried_over_batches_total");
     }
     eprintln!(
         "{added} tags added over 3 replicas; {rebased} batches committed by a rebase, \
-         {from_snapshot} checked from the snapshot"
+         {from_snapshot} checked from the snapshot, {carried} carried over a lost race"
     );
     // The race this test is about happened (each run sees dozens).
     assert!(rebased > 0.0, "no batch was committed by a rebase");

@@ -59,8 +59,8 @@ pub struct Decision {
 pub enum Outcome {
     /// Committed and applied to the snapshot.
     Committed,
-    /// Its batch (or the one it was decided on top of) lost the race with another replica:
-    /// decide again.
+    /// Its batch (or the one it was decided on top of, unless its batch could go on from the
+    /// snapshot, see `Batch::move_onto`) lost the race with another replica: decide again.
     Lost,
     /// The store failed; the write may or may not have been written.
     Failed(StoreError),
@@ -425,9 +425,9 @@ impl GroupCommit {
 
     /// After a lost race: the open batch, decided on top of the lost one, goes on from the
     /// snapshot when it can (`Batch::move_onto`), so its writers need not decide again; otherwise
-    /// as `start_afresh`.
-    fn start_again_from(&self, snapshot: &ConfigState) {
-        let lost = {
+    /// as `start_afresh`. Returns whether a batch went on.
+    fn start_again_from(&self, snapshot: &ConfigState) -> bool {
+        let (carried, lost) = {
             let mut pending = self.lock();
             pending.committing = false;
             let mut open = std::mem::take(&mut pending.open);
@@ -435,15 +435,16 @@ impl GroupCommit {
                 Some((state, readers)) => {
                     pending.state = Some((Chain::at(position_of(&state)), state));
                     pending.open = open;
-                    readers
+                    (true, readers)
                 }
                 None => {
                     pending.state = None;
-                    open
+                    (false, open)
                 }
             }
         };
         lost.answer(|_| Outcome::Lost);
+        carried
     }
 
     /// Commits the open batch (only the committer task calls this).
@@ -574,7 +575,9 @@ impl GroupCommit {
                 false => Outcome::Lost,
             }),
             Err(None) => {
-                self.start_again_from(&snapshot.state());
+                if self.start_again_from(&snapshot.state()) {
+                    metrics.writes.carried_over();
+                }
                 batch.answer(|_| Outcome::Lost);
             }
             Err(Some(e)) => {

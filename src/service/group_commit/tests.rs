@@ -146,10 +146,13 @@ fn a_batch_decided_on_top_of_a_lost_one_goes_on_when_the_snapshot_agrees() {
     assert_eq!(state.features["a"].description.as_str(), "2");
     assert_eq!(state.features["b"].description.as_str(), "1");
 
-    // A batch that read the lost batch's toggle decides again.
+    // A batch that read the lost batch's toggle decides again, though no other replica wrote
+    // it: what the batch read was never committed.
+    let others_elsewhere = after(&start, 2, &[toggle("c", "2")]);
     let mut open = batch(&on_top, vec![toggle("a", "1")]);
-    assert!(open.move_onto(&snapshot).is_none());
+    assert!(open.move_onto(&others_elsewhere).is_none());
     assert_eq!(open.writers.len(), 1);
+    assert_eq!(open.changes.len(), 1);
     // So does one on top of a lost batch that wrote outside the toggles.
     let project = put(
         Collection::Projects,
