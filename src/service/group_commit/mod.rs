@@ -143,10 +143,11 @@ impl Batch {
             }
             _ => false,
         };
-        let mut state = snapshot.clone();
-        if !agrees || apply_changes(&mut state, &self.changes).is_err() {
+        if !agrees {
             return None;
         }
+        let mut state = snapshot.clone();
+        apply_changes(&mut state, &self.changes).ok()?;
         let (writers, readers) = std::mem::take(&mut self.writers)
             .into_iter()
             .partition(|writer| writer.writes);
