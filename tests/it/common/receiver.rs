@@ -81,6 +81,33 @@ pub fn free_port() -> u16 {
         .expect("free port")
 }
 
+/// A loopback port kept for a receiver that starts later: bound but not listening, so
+/// connections to it are refused (the receiver is down) and no other test running alongside
+/// can take it meanwhile (a port from `free_port` could be, and then answer in its place).
+pub struct ReservedPort {
+    socket: tokio::net::TcpSocket,
+    pub port: u16,
+}
+
+impl ReservedPort {
+    /// Reserves a free loopback port.
+    pub fn new() -> Self {
+        let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+        socket
+            .bind("127.0.0.1:0".parse().expect("address"))
+            .expect("bind a free port");
+        let port = socket.local_addr().expect("address").port();
+        Self { socket, port }
+    }
+
+    /// Starts the receiver on the reserved port.
+    pub async fn start_receiver(self) -> Receiver {
+        let Self { socket, port } = self;
+        drop(socket);
+        Receiver::start_on(port).await
+    }
+}
+
 async fn record(State(shared): State<Arc<Shared>>, request: axum::extract::Request) -> Response {
     let path = request.uri().path().to_string();
     let headers: HashMap<String, String> = headers_of(request.headers());

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::{deliveries, quick, touch, wait_status, webhook};
-use crate::common::receiver::{free_port, Answer, Receiver};
+use crate::common::receiver::{Answer, Receiver, ReservedPort};
 use crate::common::{Backend, TestApp};
 use crate::conformance;
 
@@ -181,10 +181,10 @@ async fn a_receiver_down_for_30_seconds_gets_everything_once_up(backend: &Backen
     settings.delivery_max_attempts = 100;
     settings.delivery_backoff_max_ms = 2_000;
     let app = TestApp::spawn_with(settings).await;
-    let port = free_port();
+    let reserved = ReservedPort::new();
     let id = webhook(
         &app,
-        &format!("http://127.0.0.1:{port}/later"),
+        &format!("http://127.0.0.1:{}/later", reserved.port),
         &["feature-created", "feature-updated"],
         json!({}),
     )
@@ -201,7 +201,7 @@ async fn a_receiver_down_for_30_seconds_gets_everything_once_up(backend: &Backen
             "{record}"
         );
     }
-    let receiver = Receiver::start_on(port).await;
+    let receiver = reserved.start_receiver().await;
     assert!(receiver.wait_accepted(2, Duration::from_secs(15)).await);
     tokio::time::sleep(Duration::from_secs(3)).await;
     let received = receiver.received();

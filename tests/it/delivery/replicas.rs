@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::{quick, webhook};
-use crate::common::receiver::{free_port, Answer, Receiver};
+use crate::common::receiver::{free_port, Answer, Receiver, ReservedPort};
 use crate::common::{Backend, TestApp};
 
 /// How many times each delivery id was accepted.
@@ -60,10 +60,10 @@ async fn three_replicas_deliver_each_event_exactly_once() {
 async fn a_redis_restart_between_the_write_and_the_delivery_loses_nothing() {
     let backend = Backend::redis();
     let app = TestApp::spawn_with(quick(&backend)).await;
-    let port = free_port();
+    let reserved = ReservedPort::new();
     webhook(
         &app,
-        &format!("http://127.0.0.1:{port}/"),
+        &format!("http://127.0.0.1:{}/", reserved.port),
         &["feature-created"],
         json!({}),
     )
@@ -73,7 +73,7 @@ async fn a_redis_restart_between_the_write_and_the_delivery_loses_nothing() {
     }
     // Jobs are queued or waiting for a retry; Redis crashes and comes back from its AOF.
     backend.redis_server().restart();
-    let receiver = Receiver::start_on(port).await;
+    let receiver = reserved.start_receiver().await;
     assert!(receiver.wait_accepted(5, Duration::from_secs(30)).await);
     tokio::time::sleep(Duration::from_secs(1)).await;
     let counts = accepted_counts(&receiver);
@@ -194,15 +194,15 @@ async fn the_embedded_outbox_survives_a_crash() {
     let data = tempfile::tempdir().expect("temp dir");
     let store = vec!["--data-dir".to_string(), data.path().display().to_string()];
     let mut crashing = Process::start(&store).await;
-    let port = free_port();
+    let reserved = ReservedPort::new();
     crashing
-        .create_webhook(&format!("http://127.0.0.1:{port}/"))
+        .create_webhook(&format!("http://127.0.0.1:{}/", reserved.port))
         .await;
     for i in 0..5 {
         crashing.create_toggle(&format!("kept-{i}")).await;
     }
     crashing.kill();
-    let receiver = Receiver::start_on(port).await;
+    let receiver = reserved.start_receiver().await;
     let _restarted = Process::start(&store).await;
     assert!(receiver.wait_accepted(5, Duration::from_secs(30)).await);
     tokio::time::sleep(Duration::from_secs(1)).await;
