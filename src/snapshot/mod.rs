@@ -8,7 +8,7 @@
 pub mod client_document;
 mod decode;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use tracing::Instrument;
 
@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 pub use client_document::{no_match, ClientDocuments, ClientResponse};
 
 use crate::domain::state::ConfigState;
-use crate::store::{Change, Position, Store, StoreError};
+use crate::store::{Change, ChangeSet, Position, Store, StoreError};
 
 /// The replica's view of the configuration.
 pub struct Snapshot {
@@ -34,6 +34,27 @@ pub struct Snapshot {
     store_reachable: AtomicBool,
     /// When the snapshot last confirmed it matches the store.
     confirmed: std::sync::Mutex<std::time::Instant>,
+    updates: UpdateCounters,
+}
+
+/// How often the snapshot moved to other replicas' writes, by where it read them.
+#[derive(Default)]
+struct UpdateCounters {
+    announced: AtomicU64,
+    change_log: AtomicU64,
+    reloads: AtomicU64,
+}
+
+/// How many times the snapshot took in other replicas' writes (or its own rebased ones), by
+/// where it read them, since the replica started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UpdateCounts {
+    /// From the change sets version announcements carried (no round trip).
+    pub announced: u64,
+    /// From the store's change log.
+    pub change_log: u64,
+    /// By reading every record (first load, a change log that does not reach back).
+    pub reloads: u64,
 }
 
 impl Snapshot {
@@ -48,6 +69,21 @@ impl Snapshot {
             ready: AtomicBool::new(false),
             store_reachable: AtomicBool::new(false),
             confirmed: std::sync::Mutex::new(std::time::Instant::now()),
+            updates: UpdateCounters::default(),
+        }
+    }
+
+    /// How the snapshot took in writes so far (see `UpdateCounts`).
+    pub fn update_counts(&self) -> UpdateCounts {
+        let UpdateCounters {
+            announced,
+            change_log,
+            reloads,
+        } = &self.updates;
+        UpdateCounts {
+            announced: announced.load(Ordering::Relaxed),
+            change_log: change_log.load(Ordering::Relaxed),
+            reloads: reloads.load(Ordering::Relaxed),
         }
     }
 
@@ -132,9 +168,41 @@ impl Snapshot {
         if self.holds(target) {
             return Ok(());
         }
+        if self.apply_announced(target) {
+            return Ok(());
+        }
         let result = self.refresh_locked().await;
         self.note(&result);
         result
+    }
+
+    /// Brings the snapshot to `target` from the change sets announcements carried, when they
+    /// lead there from the snapshot's position; whether it did. (Not a sign of the store's
+    /// health: announcements may be minutes old.)
+    fn apply_announced(&self, target: Position) -> bool {
+        if !self.is_loaded() {
+            return false;
+        }
+        let current = self.current.load_full();
+        let sets = match self.store.announced_changes(position_of(&current), target) {
+            Some(Ok(sets)) => sets,
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "unreadable announcement; reading the change log");
+                return false;
+            }
+            None => return false,
+        };
+        match with_sets(&current, &sets) {
+            Ok(state) => {
+                self.install(state);
+                self.updates.announced.fetch_add(1, Ordering::Relaxed);
+                true
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "announced changes do not apply; reading the change log");
+                false
+            }
+        }
     }
 
     /// Whether the snapshot holds the store at `target`: it is there, or past it. Past is
@@ -169,15 +237,8 @@ impl Snapshot {
                     change_sets = sets.len()
                 )
                 .entered();
-                let mut state = (*current).clone();
-                for set in &sets {
-                    for change in &set.changes {
-                        decode::apply(&mut state, change)?;
-                    }
-                    state.version = set.version;
-                    state.head = set.head;
-                }
-                self.install(state);
+                self.install(with_sets(&current, &sets)?);
+                self.updates.change_log.fetch_add(1, Ordering::Relaxed);
                 Ok(())
             }
             None => {
@@ -216,6 +277,7 @@ impl Snapshot {
             );
         }
         self.install(state);
+        self.updates.reloads.fetch_add(1, Ordering::Relaxed);
         self.loaded.store(true, Ordering::Release);
         Ok(())
     }
@@ -263,6 +325,17 @@ impl Snapshot {
         self.note(&result);
         result
     }
+}
+
+/// `state` with the change sets `sets` applied in order.
+fn with_sets(state: &ConfigState, sets: &[ChangeSet]) -> Result<ConfigState, StoreError> {
+    let mut state = state.clone();
+    for set in sets {
+        apply_changes(&mut state, &set.changes)?;
+        state.version = set.version;
+        state.head = set.head;
+    }
+    Ok(state)
 }
 
 /// Applies `changes` to `state` in order, as a commit of them would.

@@ -2,7 +2,8 @@
 -- failing that, whether the batch may be committed on top of what was written since (a
 -- rebase, see `store::Rebase`); apply record changes, bump the version, record the new commit
 -- id and the commit marks, log the change set, append audit events with consecutive ids,
--- queue the addon deliveries of the events, and announce the new position ('<version> <head>').
+-- queue the addon deliveries of the events, and announce the new position ('<version> <head>
+-- <previous head>', followed by ' <changes>' when small enough: see `store::announced`).
 -- KEYS[1] version, KEYS[2] changes stream, KEYS[3] events stream, KEYS[4] event id sequence,
 -- KEYS[5] head (latest commit id), KEYS[6] deliveries stream, KEYS[7] commit marks,
 -- KEYS[8 .. 7+n] the n collection hashes, named by ARGV[12..] in order, then the per-toggle
@@ -12,8 +13,9 @@
 -- array of [event document without id, KEYS index of its toggle's index list or 0, event
 -- kind, deliveries as [addon id, KEYS index of the addon's log hash, KEYS index of its
 -- recent set, the write's W3C traceparent or '']]), ARGV[5] change-log length, ARGV[6]
--- notify channel, ARGV[7] this commit's id, ARGV[8] '1' to log the changes, '0' to log them as
--- too large ('null': replicas reload everything), ARGV[9] now in epoch ms, ARGV[10] now in
+-- notify channel, ARGV[7] this commit's id, ARGV[8] '2' to log and announce the changes, '1'
+-- to log them only, '0' to log them as too large ('null': replicas reload everything), ARGV[9]
+-- now in epoch ms, ARGV[10] now in
 -- RFC 3339, ARGV[11] the rebase terms ('' for none): JSON {"seen": [version, head], "own":
 -- [version, ...] oldest first, "own_head": head of the newest own commit or '', "toggles":
 -- [name, ...]}, every number as a string.
@@ -158,5 +160,9 @@ for _, ev in ipairs(events) do
     redis.call('ZADD', KEYS[d[3]], id, delivery)
   end
 end
-redis.call('PUBLISH', ARGV[6], version .. ' ' .. ARGV[7])
+local announcement = version .. ' ' .. ARGV[7] .. ' ' .. head
+if ARGV[8] == '2' then
+  announcement = announcement .. ' ' .. ARGV[3]
+end
+redis.call('PUBLISH', ARGV[6], announcement)
 return {1, version, ARGV[7], rebased}

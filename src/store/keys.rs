@@ -92,8 +92,8 @@ impl Keys {
         format!("{}:event_seq", self.tag)
     }
 
-    /// Pub/sub channel carrying each new position (`<version> <head>`); published by the commit
-    /// script.
+    /// Pub/sub channel carrying each new position (`<version> <head> <previous head>`, then the
+    /// changes when small: see `store::announced`); published by the commit script.
     pub fn notify_channel(&self) -> String {
         format!("{}:notify", self.tag)
     }

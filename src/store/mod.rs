@@ -3,6 +3,7 @@
 //! atomically under an optimistic version check, keep a change log and the audit log.
 //! Domain rules live above, in `service/`.
 
+pub mod announced;
 pub mod delivery;
 pub mod embedded;
 pub mod keys;
@@ -114,13 +115,12 @@ pub enum Announcement {
 }
 
 impl Announcement {
-    /// Reads an announcement's payload: `<version> <head>`.
+    /// Reads an announcement's payload: `<version> <head>`, possibly followed by the previous
+    /// head and the changes (see `announced`).
     pub fn parse(payload: &str) -> Self {
-        let mut fields = payload.split(' ').map(str::parse::<u64>);
-        match (fields.next(), fields.next(), fields.next()) {
-            (Some(Ok(version)), Some(Ok(head)), None) => {
-                Announcement::At(Position { head, version })
-            }
+        let mut fields = payload.splitn(3, ' ').map(str::parse::<u64>);
+        match (fields.next(), fields.next()) {
+            (Some(Ok(version)), Some(Ok(head))) => Announcement::At(Position { head, version }),
             _ => Announcement::Unknown,
         }
     }
@@ -233,6 +233,19 @@ impl Store {
         }
     }
 
+    /// The change sets from `from` to `to` that version announcements carried, without asking
+    /// the store; `None` when they are not all at hand (see `announced`).
+    pub fn announced_changes(
+        &self,
+        from: Position,
+        to: Position,
+    ) -> Option<Result<Vec<ChangeSet>, StoreError>> {
+        match self {
+            Store::Redis(s) => s.announced_changes(from, to),
+            Store::Embedded(_) => None,
+        }
+    }
+
     /// Applies `changes`, bumps the version, logs the change set, appends `events` and queues
     /// their `deliveries`, all in one atomic step, provided `check` passes.
     pub async fn commit(
@@ -316,8 +329,18 @@ mod tests {
                 head: 1234567890123
             })
         );
+        // With the previous head, and with the changes.
+        for payload in ["42 7 6", "42 7 6 [{\"c\":\"features\"}]"] {
+            assert_eq!(
+                Announcement::parse(payload),
+                Announcement::At(Position {
+                    version: 42,
+                    head: 7
+                })
+            );
+        }
         // An older release announces the version alone; anything unreadable asks for a check.
-        for payload in ["42", "", "42 x", "42 1 2", "-1 3", "42  7"] {
+        for payload in ["42", "", "42 x", "42 x 2", "-1 3", "42  7"] {
             assert_eq!(
                 Announcement::parse(payload),
                 Announcement::Unknown,

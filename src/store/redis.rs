@@ -11,6 +11,7 @@ use redis::{AsyncCommands, Script};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::announced::{AnnouncedChanges, ANNOUNCED_CHANGES_MAX};
 use super::delivery::{redis::RedisDeliveries, NewDelivery};
 use super::keys::Keys;
 use super::redis_conn::{Connector, RedisConn, RedisOptions};
@@ -29,6 +30,7 @@ pub struct RedisStore {
     keys: Arc<Keys>,
     commit_script: Arc<Script>,
     own_commits: Arc<OwnCommits>,
+    announced: Arc<AnnouncedChanges>,
 }
 
 /// The ids of this replica's latest commits. Their announcements are not passed on: the
@@ -127,6 +129,7 @@ impl RedisStore {
             keys: Arc::new(keys),
             commit_script: Arc::new(Script::new(COMMIT_SCRIPT)),
             own_commits: Arc::default(),
+            announced: Arc::default(),
         })
     }
 
@@ -274,6 +277,14 @@ impl RedisStore {
         Ok((last == current).then_some(sets))
     }
 
+    pub(super) fn announced_changes(
+        &self,
+        from: Position,
+        to: Position,
+    ) -> Option<Result<Vec<ChangeSet>, StoreError>> {
+        self.announced.between(from, to)
+    }
+
     pub(super) async fn commit(
         &self,
         check: &CommitCheck,
@@ -329,10 +340,10 @@ impl RedisStore {
         keys.extend(Collection::ALL.map(|c| self.keys.collection(c)));
         keys.extend(extra_keys);
         let now = chrono::Utc::now();
-        let log_changes = if changes_json.len() > LOGGED_CHANGES_MAX {
-            "0"
-        } else {
-            "1"
+        let log_changes = match changes_json.len() {
+            n if n > LOGGED_CHANGES_MAX => "0",
+            n if n > ANNOUNCED_CHANGES_MAX => "1",
+            _ => "2",
         };
         let (expected_version, expected_head) = match check.expected {
             Some(p) => (p.version.to_string(), p.head.to_string()),
@@ -464,6 +475,7 @@ impl RedisStore {
                 pubsub.subscribe(&channel).await?;
                 failures = 0;
                 // A reconnect may have missed announcements: ask for a check right away.
+                self.announced.clear();
                 announce.send_replace(Announcement::Unknown);
                 let mut messages = pubsub.on_message();
                 let switched = async {
@@ -480,6 +492,9 @@ impl RedisStore {
                         message = messages.next() => match message {
                             Some(message) => {
                                 let payload: String = message.get_payload().unwrap_or_default();
+                                // This replica's own commits too: one rebased onto other
+                                // replicas' writes is caught up from here.
+                                self.announced.record(&payload);
                                 match Announcement::parse(&payload) {
                                     Announcement::At(position)
                                         if self.own_commits.contains(position.head) => {}

@@ -4,13 +4,15 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
 
+use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 
 use crate::snapshot::client_document::BuildTotals;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Snapshot, UpdateCounts};
 
 /// Write and client document metrics.
 pub struct WriteMetrics {
@@ -23,8 +25,15 @@ pub struct WriteMetrics {
     builds: Counter,
     build_seconds: Counter<f64, AtomicU64>,
     lag: Gauge,
-    /// The build totals already added into the exported counters.
-    exported: Mutex<BuildTotals>,
+    snapshot_updates: Family<UpdateSource, Counter>,
+    /// The build totals and snapshot update counts already added into the exported counters.
+    exported: Mutex<(BuildTotals, UpdateCounts)>,
+}
+
+/// Where a snapshot update read other replicas' writes.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct UpdateSource {
+    source: &'static str,
 }
 
 impl WriteMetrics {
@@ -40,7 +49,8 @@ impl WriteMetrics {
             builds: Counter::default(),
             build_seconds: Counter::default(),
             lag: Gauge::default(),
-            exported: Mutex::new(BuildTotals::default()),
+            snapshot_updates: Family::default(),
+            exported: Mutex::default(),
         };
         registry.register(
             "write_conflicts",
@@ -88,6 +98,11 @@ impl WriteMetrics {
             "Versions the client API is behind this replica's configuration",
             metrics.lag.clone(),
         );
+        registry.register(
+            "snapshot_updates",
+            "Times the snapshot took in writes it had not made itself, by where it read them: announcement (the change sets version announcements carry, no round trip), change_log, reload (every record)",
+            metrics.snapshot_updates.clone(),
+        );
         metrics
     }
 
@@ -121,18 +136,37 @@ impl WriteMetrics {
         self.attempts.observe(attempts as f64);
     }
 
-    /// Brings the build counters and the lag gauge up to `snapshot`'s documents.
+    /// Brings the build and snapshot update counters and the lag gauge up to `snapshot`.
     pub fn observe(&self, snapshot: &Snapshot) {
         let totals = snapshot.client().build_totals();
+        let updates = snapshot.update_counts();
         let mut exported = match self.exported.lock() {
             Ok(exported) => exported,
             Err(poisoned) => poisoned.into_inner(),
         };
+        let (exported_totals, exported_updates) = &mut *exported;
         self.builds
-            .inc_by(totals.builds.saturating_sub(exported.builds));
+            .inc_by(totals.builds.saturating_sub(exported_totals.builds));
         self.build_seconds
-            .inc_by((totals.seconds - exported.seconds).max(0.0));
-        *exported = totals;
+            .inc_by((totals.seconds - exported_totals.seconds).max(0.0));
+        for (source, now, before) in [
+            (
+                "announcement",
+                updates.announced,
+                exported_updates.announced,
+            ),
+            (
+                "change_log",
+                updates.change_log,
+                exported_updates.change_log,
+            ),
+            ("reload", updates.reloads, exported_updates.reloads),
+        ] {
+            self.snapshot_updates
+                .get_or_create(&UpdateSource { source })
+                .inc_by(now.saturating_sub(before));
+        }
+        *exported = (totals, updates);
         let lag = snapshot
             .state()
             .version

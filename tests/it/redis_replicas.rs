@@ -381,6 +381,76 @@ async fn a_change_set_too_large_to_log_makes_other_replicas_reload() {
     assert_eq!(active_count(&b).await, 1501);
 }
 
+/// Small writes reach other replicas with the change sets their announcements carry, without
+/// a read of the change log; a change set too large to announce is read from the log. Either
+/// way the replica ends where one that loaded everything starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_replicas_take_small_writes_from_their_announcements() {
+    let backend = Backend::redis();
+    let a = TestApp::spawn(&backend).await;
+    let b = TestApp::spawn(&backend).await;
+    let updates = |source: &'static str| {
+        let b = &b;
+        async move {
+            b.metric(&format!(
+                "flagpole_snapshot_updates_total{{source=\"{source}\"}}"
+            ))
+            .await
+            .unwrap_or(0.0)
+        }
+    };
+    let (announced, logged) = (updates("announcement").await, updates("change_log").await);
+    for i in 0..20 {
+        a.create_toggle(&format!("ann.{i:02}")).await;
+    }
+    a.post_empty("/api/admin/features/ann.03/toggle/on")
+        .await
+        .expect(200);
+    a.delete("/api/admin/features/ann.07").await.expect(200);
+    let followed = eventually(Duration::from_secs(5), || async {
+        active_count(&b).await == 19
+    })
+    .await;
+    assert!(followed, "replica b did not follow the writes");
+    let from_announcements = updates("announcement").await - announced;
+    let from_log = updates("change_log").await - logged;
+    // Each write is announced with its changes; the periodic check (every 200 ms here) may
+    // still find one before its announcement is read.
+    assert!(
+        from_announcements >= 10.0 && from_log <= 2.0,
+        "{from_announcements} updates from announcements, {from_log} from the change log"
+    );
+    // Too large to announce, not to log (about 40 KiB): read from the change log.
+    let features: Vec<_> = (0..100)
+        .map(|i| {
+            json!({"name": format!("ann.large.{i:03}"), "description": "d".repeat(240),
+                   "strategies": [{"name": "default"}]})
+        })
+        .collect();
+    a.post(
+        "/api/admin/state/import",
+        json!({"version": 1, "features": features}),
+    )
+    .await
+    .expect(202);
+    let followed = eventually(Duration::from_secs(5), || async {
+        active_count(&b).await == 119
+    })
+    .await;
+    assert!(followed, "replica b did not follow the large write");
+    assert!(updates("change_log").await > from_log + logged);
+    // The same state as a replica that read every record.
+    let c = TestApp::spawn(&backend).await;
+    assert_eq!(
+        b.get("/api/admin/features").await.json,
+        c.get("/api/admin/features").await.json
+    );
+    assert_eq!(
+        b.client_features("", None).await.header("etag"),
+        c.client_features("", None).await.header("etag")
+    );
+}
+
 /// How many active toggles `app` lists.
 async fn active_count(app: &TestApp) -> usize {
     app.get("/api/admin/features").await.json["features"]

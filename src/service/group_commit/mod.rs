@@ -548,11 +548,16 @@ impl GroupCommit {
                 }
                 Ok(apart)
             }
-            Ok(Some(CommitOutcome::Conflict { .. }) | None) => {
+            Ok(lost) => {
                 self.alone_for.store(0, Ordering::Relaxed);
-                // Catch up before the writers decide again; a failure here shows in their
-                // next commit.
-                if let Err(e) = snapshot.refresh().await {
+                // Catch up before the writers decide again (to where the store said it was,
+                // likely from the announcements already in hand); a failure here shows in
+                // their next commit.
+                let caught_up = match lost {
+                    Some(CommitOutcome::Conflict { current }) => snapshot.refresh_to(current).await,
+                    _ => snapshot.refresh().await,
+                };
+                if let Err(e) = caught_up {
                     tracing::warn!(error = %e, "snapshot refresh after a lost race failed");
                 }
                 Err(None)

@@ -366,6 +366,17 @@ impl TestApp {
         );
     }
 
+    /// The value of the Prometheus sample `sample` (name and labels, as exposed), if any.
+    pub async fn metric(&self, sample: &str) -> Option<f64> {
+        let reply = send(self.anonymous(Method::GET, "/internal-backstage/prometheus"))
+            .await
+            .expect(200);
+        let text = String::from_utf8(reply.bytes).expect("utf-8");
+        text.lines()
+            .find_map(|line| line.strip_prefix(sample)?.strip_prefix(' '))
+            .and_then(|value| value.trim().parse().ok())
+    }
+
     /// `GET /api/client/features` with the SDK headers, once the documents are settled.
     pub async fn client_features(&self, query: &str, if_none_match: Option<&str>) -> Reply {
         self.settle().await;
