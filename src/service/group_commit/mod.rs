@@ -550,11 +550,16 @@ impl GroupCommit {
             }
             Ok(lost) => {
                 self.alone_for.store(0, Ordering::Relaxed);
-                // Catch up before the writers decide again (to where the store said it was,
-                // likely from the announcements already in hand); a failure here shows in
-                // their next commit.
+                // Catch up before the writers decide again: to where the store said it was,
+                // likely from the announcements already in hand, unless that is not ahead of
+                // the snapshot (the store went back, or started another history). A failure
+                // here shows in their next commit.
+                let at = position_of(&snapshot.state());
                 let caught_up = match lost {
-                    Some(CommitOutcome::Conflict { current }) => snapshot.refresh_to(current).await,
+                    Some(CommitOutcome::Conflict { current }) if current == at => Ok(()),
+                    Some(CommitOutcome::Conflict { current }) if current.version > at.version => {
+                        snapshot.refresh_to(current).await
+                    }
                     _ => snapshot.refresh().await,
                 };
                 if let Err(e) = caught_up {
