@@ -20,12 +20,30 @@
 -- [version, ...] oldest first, "own_head": head of the newest own commit or '', "toggles":
 -- [name, ...]}, every number as a string.
 -- Returns {committed 0/1, version, head, rebased 0/1}.
+-- Each redis.call costs about as much as a small command itself: calls are batched (one HSET
+-- per hash, one INCRBY for the event ids, one RPUSH per toggle) rather than made per record.
 local marks = KEYS[7]
-local current = tonumber(redis.call('GET', KEYS[1]) or '0')
-local head = redis.call('GET', KEYS[5]) or '0'
+local counters = redis.call('MGET', KEYS[1], KEYS[5], KEYS[4])
+local current = tonumber(counters[1] or '0')
+local head = counters[2] or '0'
+local event_seq = tonumber(counters[3] or '0')
 
--- The id of the commit that made `version`, from the change log (nil once trimmed).
+-- The commit marks keep the id of the commit that made a version in slot 'h/<version mod
+-- HEAD_SLOTS>' as '<version> <head>': a change-log entry holds the whole change set, and
+-- reading one makes Lua hash every byte of it.
+local HEAD_SLOTS = 2048
+
+-- The id of the commit that made `version` (nil once forgotten).
 local function logged_head(version)
+  version = tonumber(version)
+  local slot = redis.call('HGET', marks, 'h/' .. (version % HEAD_SLOTS))
+  if slot then
+    local at, id = string.match(slot, '^(%d+) (%d+)$')
+    if tonumber(at) == version then
+      return id
+    end
+  end
+  -- Older than the slots, or committed by an older release: from the change log.
   local entry = redis.call('XRANGE', KEYS[2], version .. '-0', version .. '-0')
   if entry[1] == nil then
     return nil
@@ -93,55 +111,102 @@ for _, ch in ipairs(changes) do
   end
 end
 local events = cjson.decode(ARGV[4])
-local function top_id(stream)
-  local top = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
-  if top[1] == nil then
-    return 0
-  end
-  return tonumber(string.match(top[1][1], '^(%d+)'))
+-- Whether `stream` holds an entry past id `counter` (asked for the range only: its entries
+-- are not read, and none comes back when all is well).
+local function ahead_of(stream, counter)
+  return #redis.call('XRANGE', stream, (counter + 1) .. '-0', '+', 'COUNT', 1) > 0
 end
 -- A version or event counter that went back (lost key, eviction, partial restore) would make
 -- the XADDs below fail after the records were written.
-if top_id(KEYS[2]) > current then
+if ahead_of(KEYS[2], current) then
   return redis.error_reply('FLAGPOLE_INCONSISTENT change log is ahead of the version counter')
 end
-if #events > 0 and top_id(KEYS[3]) > tonumber(redis.call('GET', KEYS[4]) or '0') then
+if #events > 0 and ahead_of(KEYS[3], event_seq) then
   return redis.error_reply('FLAGPOLE_INCONSISTENT audit log is ahead of the event id counter')
 end
-for _, ch in ipairs(changes) do
-  if ch.v == nil or ch.v == cjson.null then
-    redis.call('HDEL', hashes[ch.c], ch.k)
-  else
-    redis.call('HSET', hashes[ch.c], ch.k, ch.v)
+-- redis.call(command, key, items...) in slices of at most 1000 * width items (Lua passes a
+-- few thousand values to one call at most; width keeps field-value pairs together).
+local function call_sliced(command, key, items, width)
+  local step = 1000 * width
+  for first = 1, #items, step do
+    redis.call(command, key, unpack(items, first, math.min(first + step - 1, #items)))
   end
+end
+-- The last change of each record wins; then one HSET and one HDEL per hash.
+local last = {}
+local order = {}
+for _, ch in ipairs(changes) do
+  local id = ch.c .. '\0' .. ch.k
+  if last[id] == nil then
+    order[#order + 1] = id
+  end
+  last[id] = ch
+end
+local sets, deletes = {}, {}
+for _, id in ipairs(order) do
+  local ch = last[id]
+  local hash = hashes[ch.c]
+  if ch.v == nil or ch.v == cjson.null then
+    deletes[hash] = deletes[hash] or {}
+    table.insert(deletes[hash], ch.k)
+  else
+    sets[hash] = sets[hash] or {}
+    table.insert(sets[hash], ch.k)
+    table.insert(sets[hash], ch.v)
+  end
+end
+for hash, fields in pairs(deletes) do
+  call_sliced('HDEL', hash, fields, 1)
+end
+for hash, fields in pairs(sets) do
+  call_sliced('HSET', hash, fields, 2)
 end
 local version = redis.call('INCR', KEYS[1])
 redis.call('SET', KEYS[5], ARGV[7])
+local marked = {}
 local shared = false
-for _, ch in ipairs(changes) do
+for _, id in ipairs(order) do
+  local ch = last[id]
   if ch.c == 'features' or ch.c == 'archive' then
-    redis.call('HSET', marks, 't/' .. ch.k, version)
+    table.insert(marked, 't/' .. ch.k)
+    table.insert(marked, version)
   else
     shared = true
   end
 end
 if shared then
-  redis.call('HSET', marks, 'shared', version)
+  table.insert(marked, 'shared')
+  table.insert(marked, version)
 end
 if tonumber(redis.call('HGET', marks, 'tracked') or '-1') ~= current then
-  redis.call('HSET', marks, 'tracked_from', version)
+  table.insert(marked, 'tracked_from')
+  table.insert(marked, version)
 end
-redis.call('HSET', marks, 'tracked', version)
+table.insert(marked, 'tracked')
+table.insert(marked, version)
+table.insert(marked, 'h/' .. (version % HEAD_SLOTS))
+table.insert(marked, version .. ' ' .. ARGV[7])
+call_sliced('HSET', marks, marked, 2)
 local logged = ARGV[3]
 if ARGV[8] == '0' then
   logged = 'null'
 end
 redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], version .. '-0', 'head', ARGV[7], 'changes', logged)
+local indexed = {}
+local indexes = {}
+if #events > 0 then
+  event_seq = redis.call('INCRBY', KEYS[4], #events) - #events
+end
 for _, ev in ipairs(events) do
-  local id = redis.call('INCR', KEYS[4])
+  event_seq = event_seq + 1
+  local id = event_seq
   redis.call('XADD', KEYS[3], id .. '-0', 'event', '{"id":' .. id .. ',' .. string.sub(ev[1], 2))
   if ev[2] > 0 then
-    redis.call('RPUSH', KEYS[ev[2]], id)
+    if indexed[ev[2]] == nil then
+      indexed[ev[2]] = {}
+      indexes[#indexes + 1] = ev[2]
+    end
+    table.insert(indexed[ev[2]], id)
   end
   -- Built by hand: cjson would write large integers in exponent form.
   for _, d in ipairs(ev[4]) do
@@ -163,6 +228,9 @@ end
 local announcement = version .. ' ' .. ARGV[7] .. ' ' .. head
 if ARGV[8] == '2' then
   announcement = announcement .. ' ' .. ARGV[3]
+end
+for _, slot in ipairs(indexes) do
+  call_sliced('RPUSH', KEYS[slot], indexed[slot], 1)
 end
 redis.call('PUBLISH', ARGV[6], announcement)
 return {1, version, ARGV[7], rebased}
