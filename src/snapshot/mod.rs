@@ -177,8 +177,8 @@ impl Snapshot {
     }
 
     /// Brings the snapshot to `target` from the change sets announcements carried, when they
-    /// lead there from the snapshot's position; whether it did. (Not a sign of the store's
-    /// health: announcements may be minutes old.)
+    /// lead there from the snapshot's position; whether it did. (An announcement is the store's
+    /// word that it committed `target`: the snapshot counts as confirmed.)
     fn apply_announced(&self, target: Position) -> bool {
         if !self.is_loaded() {
             return false;
@@ -196,6 +196,7 @@ impl Snapshot {
             Ok(state) => {
                 self.install(state);
                 self.updates.announced.fetch_add(1, Ordering::Relaxed);
+                self.note(&Ok(()));
                 true
             }
             Err(e) => {
@@ -319,6 +320,8 @@ impl Snapshot {
         let position = self.store.position().await;
         let result = match position {
             Ok(p) if self.is_loaded() && p == position_of(&self.state()) => Ok(()),
+            // Ahead: perhaps with its announcements already in hand.
+            Ok(p) if p.version > self.state().version => return self.refresh_to(p).await,
             Ok(_) => return self.refresh().await,
             Err(e) => Err(e),
         };

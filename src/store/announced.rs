@@ -75,9 +75,10 @@ impl AnnouncedChanges {
         }
     }
 
-    /// The change sets leading from `from` exactly to `to`, oldest first, when every one of
-    /// them was announced with its changes and is still kept; `None` otherwise. Sets up to
-    /// `from` are dropped: the caller's snapshot is past them.
+    /// The change sets leading from `from` exactly to `to`, oldest first, each naming the one
+    /// before as its predecessor, when every one of them was announced with its changes and is
+    /// still kept; `None` otherwise. Sets up to `from` are dropped: the caller's snapshot is
+    /// past them.
     pub fn between(
         &self,
         from: Position,
@@ -97,8 +98,10 @@ impl AnnouncedChanges {
             let mut last = from;
             let mut chain = Vec::new();
             for set in kept.iter() {
+                // Skipped: one of another history (a failover, with the subscription kept), or
+                // past a gap (then the chain never reaches `to`).
                 if set.previous != last {
-                    return None;
+                    continue;
                 }
                 chain.push((set.at, set.changes.clone()));
                 last = set.at;
@@ -194,6 +197,16 @@ mod tests {
         assert!(announced.between(at(6), other).is_none());
         announced.clear();
         assert!(announced.between(at(4), at(5)).is_none());
+    }
+
+    #[test]
+    fn a_set_of_another_history_is_passed_over() {
+        let announced = AnnouncedChanges::default();
+        announced.record(&payload(5, "t"));
+        // Version 6 of a history that lost version 5 (another predecessor), then ours.
+        announced.record("6 77 66 []");
+        announced.record(&payload(6, "t"));
+        assert_eq!(versions(announced.between(at(4), at(6))), Some(vec![5, 6]));
     }
 
     #[test]

@@ -62,8 +62,10 @@ impl Keys {
     /// or archived record, `shared` = the version that last wrote a record of any other
     /// collection, `tracked` and `tracked_from` = the last version and the first of the
     /// unbroken run of versions that kept these marks (a commit by an older binary breaks the
-    /// run). No TTL; written by the commit script only. Marks of deleted toggles stay (one
-    /// field per name ever used).
+    /// run), `h/<version mod 2048>` = `<version> <commit id>` (the rebase check's proof that a
+    /// position is in the store's history, without reading a whole change-log entry). No TTL;
+    /// written by the commit script only. Marks of deleted toggles stay (one field per name
+    /// ever used).
     pub fn commit_marks(&self) -> String {
         format!("{}:commit_marks", self.tag)
     }

@@ -493,7 +493,8 @@ impl RedisStore {
                             Some(message) => {
                                 let payload: String = message.get_payload().unwrap_or_default();
                                 // This replica's own commits too: one rebased onto other
-                                // replicas' writes is caught up from here.
+                                // replicas' writes may be caught up from here (when this
+                                // arrives before the commit's reply).
                                 self.announced.record(&payload);
                                 match Announcement::parse(&payload) {
                                     Announcement::At(position)

@@ -100,7 +100,7 @@ impl WriteMetrics {
         );
         registry.register(
             "snapshot_updates",
-            "Times the snapshot took in writes it had not made itself, by where it read them: announcement (the change sets version announcements carry, no round trip), change_log, reload (every record)",
+            "Snapshot updates from the store (other replicas' writes, this replica's rebased commits, the first load), by where they were read: announcement (the change sets version announcements carry, no round trip), change_log, reload (every record)",
             metrics.snapshot_updates.clone(),
         );
         metrics

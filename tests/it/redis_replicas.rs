@@ -399,6 +399,13 @@ async fn other_replicas_take_small_writes_from_their_announcements() {
             .unwrap_or(0.0)
         }
     };
+    // B is listening once it follows a first write.
+    a.create_toggle("ann.first").await;
+    let listening = eventually(Duration::from_secs(5), || async {
+        b.get("/api/admin/features/ann.first").await.status.as_u16() == 200
+    })
+    .await;
+    assert!(listening, "replica b did not follow the first write");
     let (announced, logged) = (updates("announcement").await, updates("change_log").await);
     for i in 0..20 {
         a.create_toggle(&format!("ann.{i:02}")).await;
@@ -408,7 +415,7 @@ async fn other_replicas_take_small_writes_from_their_announcements() {
         .expect(200);
     a.delete("/api/admin/features/ann.07").await.expect(200);
     let followed = eventually(Duration::from_secs(5), || async {
-        active_count(&b).await == 19
+        active_count(&b).await == 20
     })
     .await;
     assert!(followed, "replica b did not follow the writes");
@@ -434,7 +441,7 @@ async fn other_replicas_take_small_writes_from_their_announcements() {
     .await
     .expect(202);
     let followed = eventually(Duration::from_secs(5), || async {
-        active_count(&b).await == 119
+        active_count(&b).await == 120
     })
     .await;
     assert!(followed, "replica b did not follow the large write");
