@@ -337,19 +337,7 @@ async fn a_change_set_too_large_to_log_makes_other_replicas_reload() {
     let backend = Backend::redis();
     let a = TestApp::spawn(&backend).await;
     let b = TestApp::spawn(&backend).await;
-    let description = "d".repeat(800);
-    let features: Vec<_> = (0..1500)
-        .map(|i| {
-            json!({"name": format!("big.{i:04}"), "description": description,
-                        "strategies": [{"name": "default"}]})
-        })
-        .collect();
-    a.post(
-        "/api/admin/state/import",
-        json!({"version": 1, "features": features}),
-    )
-    .await
-    .expect(202);
+    import_toggles(&a, "big", 1500, 800).await;
     // The import's entry in the change log holds no changes.
     let logged =
         backend
@@ -428,18 +416,7 @@ async fn other_replicas_take_small_writes_from_their_announcements() {
         "{from_announcements} updates from announcements, {from_log} from the change log"
     );
     // Too large to announce, not to log (about 40 KiB): read from the change log.
-    let features: Vec<_> = (0..100)
-        .map(|i| {
-            json!({"name": format!("ann.large.{i:03}"), "description": "d".repeat(240),
-                   "strategies": [{"name": "default"}]})
-        })
-        .collect();
-    a.post(
-        "/api/admin/state/import",
-        json!({"version": 1, "features": features}),
-    )
-    .await
-    .expect(202);
+    import_toggles(&a, "ann.large", 100, 240).await;
     let followed = eventually(Duration::from_secs(5), || async {
         active_count(&b).await == 120
     })
@@ -456,6 +433,24 @@ async fn other_replicas_take_small_writes_from_their_announcements() {
         b.client_features("", None).await.header("etag"),
         c.client_features("", None).await.header("etag")
     );
+}
+
+/// Imports `count` toggles `<prefix>.<i>` with descriptions of `description_len` characters
+/// through `app`, in one commit.
+async fn import_toggles(app: &TestApp, prefix: &str, count: usize, description_len: usize) {
+    let description = "d".repeat(description_len);
+    let features: Vec<_> = (0..count)
+        .map(|i| {
+            json!({"name": format!("{prefix}.{i:04}"), "description": description,
+                   "strategies": [{"name": "default"}]})
+        })
+        .collect();
+    app.post(
+        "/api/admin/state/import",
+        json!({"version": 1, "features": features}),
+    )
+    .await
+    .expect(202);
 }
 
 /// How many active toggles `app` lists.
