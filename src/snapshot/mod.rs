@@ -1,9 +1,11 @@
-//! The per-replica snapshot: the whole configuration in memory, refreshed from the store's
-//! change log, with the client documents built from it.
+//! The per-replica snapshot: the whole configuration in memory, refreshed from the change
+//! sets of version announcements or the store's change log, with the client documents built
+//! from it.
 //!
 //! Client reads never touch the store. Writers apply their own commit before answering
-//! (read-your-writes); other replicas learn of new versions by pub/sub and by a periodic
-//! version check, and then read only the change sets they missed.
+//! (read-your-writes); other replicas learn of new versions by pub/sub (which carries small
+//! change sets along) and by a periodic version check, and then read from the change log only
+//! the change sets they do not have.
 
 pub mod client_document;
 mod decode;
