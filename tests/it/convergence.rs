@@ -8,7 +8,7 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::common::{feature_names, send, Backend, Reply, TestApp};
+use crate::common::{feature_names, prometheus_sample, send, Backend, Reply, TestApp};
 use crate::conformance;
 
 conformance!(sixteen_writers_on_one_replica_all_finish);
@@ -400,19 +400,11 @@ impl WriteTotals {
     }
 }
 
-/// The value of the unlabelled sample `name` in Prometheus text.
-fn sample(text: &str, name: &str) -> f64 {
-    text.lines()
-        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
-        .map(|value| value.trim().parse().expect("sample value"))
-        .unwrap_or_else(|| panic!("no sample {name} in\n{text}"))
-}
-
 async fn write_totals(app: &TestApp) -> WriteTotals {
-    let reply = send(app.anonymous(Method::GET, "/internal-backstage/prometheus"))
-        .await
-        .expect(200);
-    let text = String::from_utf8(reply.bytes).expect("utf-8");
+    let text = app.metrics_text().await;
+    let sample = |text: &str, name: &str| {
+        prometheus_sample(text, name).unwrap_or_else(|| panic!("no sample {name} in\n{text}"))
+    };
     WriteTotals {
         committed: sample(&text, "flagpole_write_attempts_count"),
         attempts: sample(&text, "flagpole_write_attempts_sum"),

@@ -5,10 +5,9 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::common::{send, Backend, Reply, TestApp, TestRedis};
+use crate::common::{prometheus_sample, send, Backend, Reply, TestApp, TestRedis};
 use flagpole::store::embedded::EmbeddedStore;
 use flagpole::store::redis::RedisStore;
 use flagpole::store::redis_conn::RedisOptions;
@@ -345,16 +344,9 @@ async fn tag_additions_racing_over_three_replicas_lose_none() {
     }
     let (mut rebased, mut from_snapshot, mut carried) = (0.0, 0.0, 0.0);
     for app in apps {
-        let reply = send(app.anonymous(Method::GET, "/internal-backstage/prometheus"))
-            .await
-            .expect(200);
-        let text = String::from_utf8(reply.bytes).expect("utf-8");
-        let counter = |name: &str| {
-            text.lines()
-                .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
-                .and_then(|v| v.trim().parse::<f64>().ok())
-                .unwrap_or_else(|| panic!("{name} missing"))
-        };
+        let text = app.metrics_text().await;
+        let counter =
+            |name: &str| prometheus_sample(&text, name).unwrap_or_else(|| panic!("{name} missing"));
         rebased += counter("flagpole_write_rebased_commits_total");
         from_snapshot += counter("flagpole_write_snapshot_checked_commits_total");
         carried += counter("flagpole_write_carried_over_batches_total");

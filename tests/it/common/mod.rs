@@ -366,15 +366,17 @@ impl TestApp {
         );
     }
 
-    /// The value of the Prometheus sample `sample` (name and labels, as exposed), if any.
-    pub async fn metric(&self, sample: &str) -> Option<f64> {
+    /// The replica's Prometheus exposition text.
+    pub async fn metrics_text(&self) -> String {
         let reply = send(self.anonymous(Method::GET, "/internal-backstage/prometheus"))
             .await
             .expect(200);
-        let text = String::from_utf8(reply.bytes).expect("utf-8");
-        text.lines()
-            .find_map(|line| line.strip_prefix(sample)?.strip_prefix(' '))
-            .and_then(|value| value.trim().parse().ok())
+        String::from_utf8(reply.bytes).expect("utf-8")
+    }
+
+    /// The value of the Prometheus sample `sample` (name and labels, as exposed), if any.
+    pub async fn metric(&self, sample: &str) -> Option<f64> {
+        prometheus_sample(&self.metrics_text().await, sample)
     }
 
     /// `GET /api/client/features` with the SDK headers, once the documents are settled.
@@ -410,6 +412,13 @@ pub async fn send(request: reqwest::RequestBuilder) -> Reply {
         bytes,
         json,
     }
+}
+
+/// The value of the sample `sample` (name and labels, as exposed) in Prometheus text, if any.
+pub fn prometheus_sample(text: &str, sample: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(sample)?.strip_prefix(' '))
+        .and_then(|value| value.trim().parse().ok())
 }
 
 /// Polls `check` until it returns true or `timeout` passes.
