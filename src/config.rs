@@ -146,6 +146,12 @@ pub struct Settings {
     #[arg(skip)]
     pub traces_exported: bool,
 
+    /// Whether admin writes go on to the replica holding the committer lease (Redis store, see
+    /// `forwarding`). Always on in the binary; tests of races between committing replicas turn
+    /// it off.
+    #[arg(skip = true)]
+    pub forward_writes: bool,
+
     /// How admin callers identify themselves.
     #[arg(long, env = "FLAGPOLE_AUTH", value_enum, default_value = "insecure")]
     pub auth: AuthMode,

@@ -7,6 +7,7 @@ pub mod config;
 pub mod delivery;
 pub mod domain;
 pub mod error;
+pub mod forwarding;
 #[cfg(test)]
 mod fuzz;
 pub mod health;
@@ -91,7 +92,7 @@ pub async fn run(
     // An early error return stops whatever was already started.
     let _stop_on_return = shutdown.clone().drop_guard();
     let drainer = tokio::spawn(health::drain_then_stop(
-        requested,
+        requested.clone(),
         readiness.clone(),
         Duration::from_millis(settings.shutdown_drain_ms),
         shutdown.clone(),
@@ -165,6 +166,25 @@ pub async fn run(
         shared_buckets,
     ));
     workers.spawn(limiter.clone().run_sync(shutdown.clone()));
+    let forwarding = match &store {
+        Store::Redis(redis) if settings.forward_writes => {
+            let first_url = settings.redis_url.as_deref().unwrap_or_default();
+            let first_url = first_url.split(',').next().unwrap_or_default();
+            let url = forwarding::address::advertised_url(listener.local_addr()?, first_url).await;
+            let forwarding = Arc::new(
+                forwarding::WriteForwarding::new(url)
+                    .map_err(|e| RunError::Settings(format!("write forwarding: {e}")))?,
+            );
+            workers.spawn(forwarding.clone().run(
+                redis.committer_lease(),
+                readiness.clone(),
+                requested.clone(),
+                shutdown.clone(),
+            ));
+            Some(forwarding)
+        }
+        _ => None,
+    };
     let app = http::app(AppState::new(state::AppStateParts {
         auth,
         limiter,
@@ -173,6 +193,7 @@ pub async fn run(
         readiness,
         metrics,
         usage,
+        forwarding,
         trust_proxy: settings.trust_proxy,
         edge: state::EdgeSettings::from_settings(&settings),
     }));

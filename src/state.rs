@@ -43,6 +43,8 @@ pub struct AppStateParts {
     pub limiter: Arc<RateLimiter>,
     pub metrics: Arc<Metrics>,
     pub usage: Arc<UsageRecorder>,
+    /// Where admin writes go to be committed (Redis store; `None` with the embedded one).
+    pub forwarding: Option<Arc<crate::forwarding::WriteForwarding>>,
     /// Whether `X-Forwarded-For` names the client (`--trust-proxy`).
     pub trust_proxy: bool,
     /// Body and time limits, CORS.

@@ -166,7 +166,12 @@ pub async fn authenticate_admin(
     next: Next,
 ) -> Result<Response, ApiError> {
     let (actor, token_hash) = state.auth.admin(req.headers())?;
-    if state.limiter.limits(LimitGroup::Admin) {
+    // A write another replica forwarded was counted against the limit where it arrived.
+    let forwarded = state
+        .forwarding
+        .as_ref()
+        .is_some_and(|forwarding| forwarding.is_forwarded_here(req.headers()));
+    if state.limiter.limits(LimitGroup::Admin) && !forwarded {
         let checked = match &token_hash {
             Some(hash) => state.limiter.check(LimitGroup::Admin, token_key(hash)),
             None => {

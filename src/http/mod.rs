@@ -4,6 +4,7 @@ pub mod admin;
 pub mod client;
 mod docs;
 pub mod extract;
+mod forward;
 mod hardening;
 mod index;
 pub mod openapi;
@@ -42,8 +43,18 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
                 hardening::time_limit,
             ))
     };
-    let admin = protect(admin::router(edge.import_body_limit).route_layer(authenticate.clone()));
-    let admin_spec_paths = protect(admin::spec_paths_router().route_layer(authenticate));
+    // Writes go on to the committing replica once their caller is identified.
+    let forward = middleware::from_fn_with_state(state.clone(), forward::forward_writes);
+    let admin = protect(
+        admin::router(edge.import_body_limit)
+            .route_layer(forward.clone())
+            .route_layer(authenticate.clone()),
+    );
+    let admin_spec_paths = protect(
+        admin::spec_paths_router()
+            .route_layer(forward)
+            .route_layer(authenticate),
+    );
     let admin_open = protect(admin::open_router());
     let client = client::ClientApi {
         snapshot: state.snapshot.clone(),

@@ -137,6 +137,12 @@ impl Keys {
         format!("{}:delivery-recent:{addon}", self.tag)
     }
 
+    /// String, the replica that commits the installation's admin writes (`forwarding`):
+    /// `<token> <url>`; set with a TTL and renewed by its holder, deleted when it stops.
+    pub fn committer(&self) -> String {
+        format!("{}:committer", self.tag)
+    }
+
     /// Hash, one rate-limit token bucket: `t` = epoch ms of its last report, `v` = tokens;
     /// written by the rate-limit script of every replica; expires when it would be full again.
     /// `key` is a token's SHA-256 prefix or a client IP.

@@ -4,6 +4,7 @@
 //! Domain rules live above, in `service/`.
 
 pub mod announced;
+pub mod committer_lease;
 pub mod delivery;
 pub mod embedded;
 pub mod keys;

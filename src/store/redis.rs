@@ -138,6 +138,11 @@ impl RedisStore {
         super::rate_limit::SharedBuckets::new(self.conn.clone(), self.keys.clone())
     }
 
+    /// The committer lease of this installation.
+    pub fn committer_lease(&self) -> super::committer_lease::CommitterLease {
+        super::committer_lease::CommitterLease::new(self.conn.clone(), self.keys.clone())
+    }
+
     /// The delivery queue of this installation.
     pub fn deliveries(&self) -> RedisDeliveries {
         RedisDeliveries::new(self.connector.clone(), self.keys.clone())

@@ -26,8 +26,15 @@ pub struct WriteMetrics {
     build_seconds: Counter<f64, AtomicU64>,
     lag: Gauge,
     snapshot_updates: Family<UpdateSource, Counter>,
+    forwarded: Family<ForwardOutcome, Counter>,
     /// The build totals and snapshot update counts already added into the exported counters.
     exported: Mutex<(BuildTotals, UpdateCounts)>,
+}
+
+/// What became of an admin write this replica could forward to the committing replica.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ForwardOutcome {
+    outcome: &'static str,
 }
 
 /// Where a snapshot update read other replicas' writes.
@@ -50,6 +57,7 @@ impl WriteMetrics {
             build_seconds: Counter::default(),
             lag: Gauge::default(),
             snapshot_updates: Family::default(),
+            forwarded: Family::default(),
             exported: Mutex::default(),
         };
         registry.register(
@@ -103,7 +111,20 @@ impl WriteMetrics {
             "Snapshot updates from the store (other replicas' writes, this replica's rebased commits, the first load), by where they were read: announcement (the change sets version announcements carry, no round trip), change_log, reload (every record)",
             metrics.snapshot_updates.clone(),
         );
+        registry.register(
+            "forwarded_writes",
+            "Admin writes sent on to the replica holding the committer lease, by outcome: forwarded (answered by it), local (it could not be reached, or the body was large: committed here), unanswered (sent, no answer: 503)",
+            metrics.forwarded.clone(),
+        );
         metrics
+    }
+
+    /// An admin write that could go to the committing replica had `outcome` (`forwarded`,
+    /// `local` or `unanswered`).
+    pub fn forward(&self, outcome: &'static str) {
+        self.forwarded
+            .get_or_create(&ForwardOutcome { outcome })
+            .inc();
     }
 
     /// A commit lost the race with another writer.

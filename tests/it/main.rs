@@ -14,6 +14,7 @@ mod convergence;
 mod delivery;
 mod embedded_store;
 mod events;
+mod forwarding;
 mod openapi;
 mod probes;
 mod projects;

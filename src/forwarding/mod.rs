@@ -1,0 +1,357 @@
+//! Write forwarding (Redis store): every replica sends its admin writes to one replica, the
+//! holder of the committer lease (`store::committer_lease`), which decides them one after the
+//! other and commits them in batches (`service::group_commit`). Spread over replicas that each
+//! commit, the same writers make smaller batches that race each other in the store, and on
+//! the development machine three replicas wrote at 0.6 of one replica's rate; with every
+//! writer on one replica, at one replica's rate.
+//!
+//! Forwarding is an optimisation, never a condition: a replica that knows no committer, or
+//! cannot reach it, commits locally as before, and the store settles the races. A forwarded
+//! write carries the committer's secret token (so only replicas, which read it from the
+//! lease, can skip the committer's rate limit: the forwarding replica applied it) and is never
+//! forwarded again; its answer names the position the committer's snapshot was at, and the
+//! forwarding replica brings its own snapshot there before answering (read-your-writes on the
+//! replica written to).
+
+pub mod address;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwapOption;
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method};
+use axum::response::Response;
+use tokio_util::sync::CancellationToken;
+
+use crate::health::Readiness;
+use crate::store::committer_lease::{CommitterLease, LEASE_TTL};
+use crate::store::Position;
+
+/// Request header of a forwarded write: the committer's token.
+pub const FORWARDED_HEADER: &str = "x-flagpole-forwarded";
+
+/// Response header of a forwarded write: `<version> <head>` of the committer's snapshot once
+/// it answered (it holds the write).
+pub const POSITION_HEADER: &str = "x-flagpole-position";
+
+/// How often a replica renews or reads the lease (well within `LEASE_TTL`).
+const RENEW_EVERY: Duration = Duration::from_secs(1);
+
+/// How long to wait for a connection to the committer before committing locally.
+const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// The replica that commits for the others.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Committer {
+    /// Its secret, sent with every write forwarded to it.
+    token: String,
+    /// Where it listens, e.g. `http://10.0.0.7:4242`.
+    url: String,
+}
+
+impl Committer {
+    /// Reads a lease's claim, `<token> <url>`.
+    fn parse(claim: &str) -> Option<Self> {
+        let (token, url) = claim.split_once(' ')?;
+        Some(Self {
+            token: token.to_string(),
+            url: url.to_string(),
+        })
+    }
+}
+
+/// Why a write could not be forwarded.
+#[derive(Debug)]
+pub enum ForwardError {
+    /// The committer was not reached: the write was not sent, and may be committed locally.
+    NotDelivered(String),
+    /// The write was sent but its answer did not come: it may or may not have been committed.
+    Unanswered(String),
+}
+
+/// A forwarded write's answer, and the position the committer's snapshot was at.
+pub struct Forwarded {
+    pub response: Response,
+    pub position: Option<Position>,
+}
+
+/// This replica's side of write forwarding: its own claim to the lease, and the committer it
+/// forwards to.
+pub struct WriteForwarding {
+    /// This replica's secret (random, 128 bits).
+    token: String,
+    /// This replica's claim to the lease, `<token> <url>`; `None` when it has no address
+    /// other replicas can reach (it then never takes the lease).
+    claim: Option<String>,
+    /// The committer when it is another replica.
+    committer: ArcSwapOption<Committer>,
+    /// A committer that could not be reached, and until when it is not tried again.
+    unreachable: Mutex<Option<(String, Instant)>>,
+    client: reqwest::Client,
+}
+
+impl WriteForwarding {
+    /// Forwarding for a replica reachable at `url` (see `address::advertised_url`).
+    pub fn new(url: Option<String>) -> Result<Self, reqwest::Error> {
+        let token = format!(
+            "{:016x}{:016x}",
+            crate::store::random_id(),
+            crate::store::random_id()
+        );
+        let client = reqwest::Client::builder()
+            // Replicas talk to each other directly, never through an HTTP_PROXY.
+            .no_proxy()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(CONNECT_TIMEOUT)
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build()?;
+        Ok(Self {
+            claim: url.map(|url| format!("{token} {url}")),
+            token,
+            committer: ArcSwapOption::empty(),
+            unreachable: Mutex::new(None),
+            client,
+        })
+    }
+
+    /// Whether `headers` are those of a write another replica forwarded to this one (they
+    /// carry this replica's token).
+    pub fn is_forwarded_here(&self, headers: &HeaderMap) -> bool {
+        headers
+            .get(FORWARDED_HEADER)
+            .is_some_and(|value| same_secret(value.as_bytes(), self.token.as_bytes()))
+    }
+
+    /// The committer to forward a write with `method` and `headers` to: `None` for reads,
+    /// writes forwarded already (by any replica), and when this replica commits itself, knows
+    /// no committer, or could not reach it lately.
+    pub fn committer_for(&self, method: &Method, headers: &HeaderMap) -> Option<Arc<Committer>> {
+        if matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+            || headers.contains_key(FORWARDED_HEADER)
+        {
+            return None;
+        }
+        let committer = self.committer.load_full()?;
+        if let Ok(mut unreachable) = self.unreachable.lock() {
+            match unreachable.as_ref() {
+                Some((token, until)) if *token == committer.token && Instant::now() < *until => {
+                    return None
+                }
+                Some(_) => *unreachable = None,
+                None => {}
+            }
+        }
+        Some(committer)
+    }
+
+    /// Sends a write to `committer`: `method`, `path_and_query`, the request's `headers` and
+    /// `body`. A committer that cannot be reached is not tried again for a lease's lifetime.
+    pub async fn forward(
+        &self,
+        committer: &Committer,
+        method: Method,
+        path_and_query: &str,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> Result<Forwarded, ForwardError> {
+        let mut request = self
+            .client
+            .request(method, format!("{}{path_and_query}", committer.url))
+            .body(body);
+        for (name, value) in headers {
+            if is_end_to_end(name) && name.as_str() != "traceparent" {
+                request = request.header(name, value);
+            }
+        }
+        request = request.header(FORWARDED_HEADER, &committer.token);
+        if let Some(traceparent) = crate::telemetry::traces::current_traceparent() {
+            request = request.header("traceparent", traceparent);
+        }
+        let answer = match request.send().await {
+            Ok(answer) => answer,
+            Err(e) if e.is_connect() => {
+                if let Ok(mut unreachable) = self.unreachable.lock() {
+                    *unreachable = Some((committer.token.clone(), Instant::now() + LEASE_TTL));
+                }
+                return Err(ForwardError::NotDelivered(e.to_string()));
+            }
+            Err(e) => return Err(ForwardError::Unanswered(e.to_string())),
+        };
+        let status = answer.status();
+        let mut response_headers = answer.headers().clone();
+        let body = answer
+            .bytes()
+            .await
+            .map_err(|e| ForwardError::Unanswered(e.to_string()))?;
+        let position = response_headers
+            .remove(POSITION_HEADER)
+            .and_then(|value| parse_position(value.to_str().ok()?));
+        let mut response = Response::new(Body::from(body));
+        *response.status_mut() = status;
+        for (name, value) in &response_headers {
+            if is_end_to_end(name) {
+                response.headers_mut().append(name, value.clone());
+            }
+        }
+        Ok(Forwarded { response, position })
+    }
+
+    /// Takes, renews or reads the lease every `RENEW_EVERY` until `shutdown`: this replica
+    /// holds it while it is ready (loaded, reachable) and no other replica does. It gives it up
+    /// when it stops being ready, and at once when asked to stop (`draining`): the others stop
+    /// forwarding to it within a second, well before the drain ends and it stops listening.
+    pub async fn run(
+        self: Arc<Self>,
+        lease: CommitterLease,
+        readiness: Arc<Readiness>,
+        draining: CancellationToken,
+        shutdown: CancellationToken,
+    ) {
+        // A replica without an address claims with a token no one holds: it only reads.
+        let claim = self.claim.clone().unwrap_or_else(|| self.token.clone());
+        let mut ticks = tokio::time::interval(RENEW_EVERY);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut drained = false;
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = draining.cancelled(), if !drained => drained = true,
+                _ = ticks.tick() => {}
+            }
+            let take = self.claim.is_some() && !drained && readiness.check().is_empty();
+            let holder = match lease.hold_or_release(&claim, take).await {
+                Ok(holder) => holder,
+                Err(e) => {
+                    tracing::debug!(error = %e, "committer lease unreadable; committing locally");
+                    None
+                }
+            };
+            let committer = holder
+                .filter(|holder| *holder != claim)
+                .and_then(|holder| Committer::parse(&holder));
+            if committer.as_ref() != self.committer.load().as_deref() {
+                tracing::info!(
+                    committer = committer
+                        .as_ref()
+                        .map_or("this replica or none", |c| &c.url),
+                    "admin writes are committed by another replica"
+                );
+                self.committer.store(committer.map(Arc::new));
+            }
+        }
+        self.committer.store(None);
+        if self.claim.is_some() {
+            if let Err(e) = lease.hold_or_release(&claim, false).await {
+                tracing::debug!(error = %e, "committer lease not given up; it expires");
+            }
+        }
+    }
+}
+
+/// Whether a header goes through a forwarding hop: not the hop-by-hop ones (RFC 9110 §7.6.1),
+/// not `Host` (the target's), not the framing (set for the body sent), not the forwarding
+/// headers themselves.
+fn is_end_to_end(name: &HeaderName) -> bool {
+    !matches!(
+        name.as_str(),
+        "connection"
+            | "keep-alive"
+            | "proxy-connection"
+            | "proxy-authenticate"
+            | "proxy-authorization"
+            | "te"
+            | "trailer"
+            | "transfer-encoding"
+            | "upgrade"
+            | "host"
+            | "content-length"
+            | FORWARDED_HEADER
+            | POSITION_HEADER
+    )
+}
+
+/// The position header's value for `position`.
+pub fn position_header(position: Position) -> Option<HeaderValue> {
+    HeaderValue::from_str(&format!("{} {}", position.version, position.head)).ok()
+}
+
+fn parse_position(value: &str) -> Option<Position> {
+    let (version, head) = value.split_once(' ')?;
+    Some(Position {
+        version: version.parse().ok()?,
+        head: head.parse().ok()?,
+    })
+}
+
+/// Compares secrets in time independent of where they differ.
+fn same_secret(given: &[u8], expected: &[u8]) -> bool {
+    given.len() == expected.len()
+        && given
+            .iter()
+            .zip(expected)
+            .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+            == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::header;
+
+    #[test]
+    fn a_claim_names_the_token_and_the_url() {
+        let committer = Committer::parse("abc http://10.0.0.7:4242").unwrap();
+        assert_eq!(committer.token, "abc");
+        assert_eq!(committer.url, "http://10.0.0.7:4242");
+        assert_eq!(Committer::parse("no-url"), None);
+    }
+
+    #[test]
+    fn only_this_replicas_token_marks_a_write_forwarded_here() {
+        let forwarding = WriteForwarding::new(Some("http://127.0.0.1:1".into())).unwrap();
+        let mut headers = HeaderMap::new();
+        assert!(!forwarding.is_forwarded_here(&headers));
+        headers.insert(FORWARDED_HEADER, HeaderValue::from_static("guess"));
+        assert!(!forwarding.is_forwarded_here(&headers));
+        headers.insert(
+            FORWARDED_HEADER,
+            HeaderValue::from_str(&forwarding.token).unwrap(),
+        );
+        assert!(forwarding.is_forwarded_here(&headers));
+    }
+
+    #[test]
+    fn reads_and_forwarded_writes_are_not_forwarded() {
+        let forwarding = WriteForwarding::new(None).unwrap();
+        forwarding.committer.store(Some(Arc::new(Committer {
+            token: "t".into(),
+            url: "http://127.0.0.1:1".into(),
+        })));
+        let mut headers = HeaderMap::new();
+        assert!(forwarding.committer_for(&Method::GET, &headers).is_none());
+        assert!(forwarding.committer_for(&Method::PUT, &headers).is_some());
+        headers.insert(FORWARDED_HEADER, HeaderValue::from_static("x"));
+        assert!(forwarding.committer_for(&Method::PUT, &headers).is_none());
+    }
+
+    #[test]
+    fn positions_round_trip_through_the_header() {
+        let position = Position {
+            version: 42,
+            head: 7_000_000_000_000_000_001,
+        };
+        let value = position_header(position).unwrap();
+        assert_eq!(parse_position(value.to_str().unwrap()), Some(position));
+        assert_eq!(parse_position("42"), None);
+    }
+
+    #[test]
+    fn hop_by_hop_headers_stay_behind() {
+        assert!(!is_end_to_end(&header::CONNECTION));
+        assert!(!is_end_to_end(&header::HOST));
+        assert!(!is_end_to_end(&HeaderName::from_static(FORWARDED_HEADER)));
+        assert!(is_end_to_end(&header::AUTHORIZATION));
+        assert!(is_end_to_end(&header::CONTENT_TYPE));
+    }
+}
