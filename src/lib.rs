@@ -140,7 +140,7 @@ pub async fn run(
         service.clone(),
         snapshot.clone(),
         metrics.clone(),
-        announcements,
+        announcements.clone(),
         interval,
         shutdown.clone(),
     ));
@@ -172,7 +172,7 @@ pub async fn run(
             let first_url = first_url.split(',').next().unwrap_or_default();
             let url = forwarding::address::advertised_url(listener.local_addr()?, first_url).await;
             let forwarding = Arc::new(
-                forwarding::WriteForwarding::new(url)
+                forwarding::WriteForwarding::new(url, announcements.clone())
                     .map_err(|e| RunError::Settings(format!("write forwarding: {e}")))?,
             );
             workers.spawn(forwarding.clone().run(

@@ -22,11 +22,13 @@ use arc_swap::ArcSwapOption;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method};
 use axum::response::Response;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::health::Readiness;
+use crate::snapshot::Snapshot;
 use crate::store::committer_lease::{CommitterLease, LEASE_TTL};
-use crate::store::Position;
+use crate::store::{Announcement, Position, StoreError};
 
 /// Request header of a forwarded write: the committer's token.
 pub const FORWARDED_HEADER: &str = "x-flagpole-forwarded";
@@ -37,6 +39,10 @@ pub const POSITION_HEADER: &str = "x-flagpole-position";
 
 /// How often a replica renews or reads the lease (well within `LEASE_TTL`).
 const RENEW_EVERY: Duration = Duration::from_secs(1);
+
+/// How long a forwarded write's answer waits for its announcement before the change log is
+/// read instead.
+const ANNOUNCEMENT_WAIT: Duration = Duration::from_millis(20);
 
 /// How long to wait for a connection to the committer before committing locally.
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
@@ -89,11 +95,17 @@ pub struct WriteForwarding {
     /// A committer that could not be reached, and until when it is not tried again.
     unreachable: Mutex<Option<(String, Instant)>>,
     client: reqwest::Client,
+    /// The version announcements, to catch up on a forwarded write from its announcement.
+    announcements: watch::Receiver<Announcement>,
 }
 
 impl WriteForwarding {
-    /// Forwarding for a replica reachable at `url` (see `address::advertised_url`).
-    pub fn new(url: Option<String>) -> Result<Self, reqwest::Error> {
+    /// Forwarding for a replica reachable at `url` (see `address::advertised_url`) that
+    /// hears version announcements on `announcements`.
+    pub fn new(
+        url: Option<String>,
+        announcements: watch::Receiver<Announcement>,
+    ) -> Result<Self, reqwest::Error> {
         let token = format!(
             "{:016x}{:016x}",
             crate::store::random_id(),
@@ -112,7 +124,31 @@ impl WriteForwarding {
             committer: ArcSwapOption::empty(),
             unreachable: Mutex::new(None),
             client,
+            announcements,
         })
+    }
+
+    /// Brings `snapshot` to the position a forwarded write was answered from (read-your-writes
+    /// on this replica), or to the store's when the answer named none. The commit's
+    /// announcement usually arrives with the answer or just after it: it is awaited briefly
+    /// before the change log is read.
+    pub async fn catch_up(
+        &self,
+        snapshot: &Snapshot,
+        position: Option<Position>,
+    ) -> Result<(), StoreError> {
+        let Some(target) = position else {
+            return snapshot.refresh().await;
+        };
+        if !snapshot.holds(target) {
+            let mut announcements = self.announcements.clone();
+            let announced = announcements.wait_for(|announcement| {
+                matches!(announcement, Announcement::At(at) if at.version >= target.version)
+            });
+            // Whatever came of it, `refresh_to` finishes the job.
+            let _ = tokio::time::timeout(ANNOUNCEMENT_WAIT, announced).await;
+        }
+        snapshot.refresh_to(target).await
     }
 
     /// Whether `headers` are those of a write another replica forwarded to this one (they
@@ -160,7 +196,8 @@ impl WriteForwarding {
             .request(method, format!("{}{path_and_query}", committer.url))
             .body(body);
         for (name, value) in headers {
-            if is_end_to_end(name) && name.as_str() != "traceparent" {
+            // This replica continues the trace, and answers CORS itself.
+            if is_end_to_end(name) && !matches!(name.as_str(), "traceparent" | "origin") {
                 request = request.header(name, value);
             }
         }
@@ -299,6 +336,11 @@ mod tests {
     use super::*;
     use axum::http::header;
 
+    /// Announcements that never come.
+    fn quiet() -> watch::Receiver<Announcement> {
+        watch::channel(Announcement::Unknown).1
+    }
+
     #[test]
     fn a_claim_names_the_token_and_the_url() {
         let committer = Committer::parse("abc http://10.0.0.7:4242").unwrap();
@@ -309,7 +351,7 @@ mod tests {
 
     #[test]
     fn only_this_replicas_token_marks_a_write_forwarded_here() {
-        let forwarding = WriteForwarding::new(Some("http://127.0.0.1:1".into())).unwrap();
+        let forwarding = WriteForwarding::new(Some("http://127.0.0.1:1".into()), quiet()).unwrap();
         let mut headers = HeaderMap::new();
         assert!(!forwarding.is_forwarded_here(&headers));
         headers.insert(FORWARDED_HEADER, HeaderValue::from_static("guess"));
@@ -323,7 +365,7 @@ mod tests {
 
     #[test]
     fn reads_and_forwarded_writes_are_not_forwarded() {
-        let forwarding = WriteForwarding::new(None).unwrap();
+        let forwarding = WriteForwarding::new(None, quiet()).unwrap();
         forwarding.committer.store(Some(Arc::new(Committer {
             token: "t".into(),
             url: "http://127.0.0.1:1".into(),

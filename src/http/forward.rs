@@ -73,12 +73,7 @@ pub async fn forward_writes(State(state): State<AppState>, req: Request, next: N
     match forwarded {
         Ok(Forwarded { response, position }) => {
             state.metrics.writes.forward("forwarded");
-            // Read-your-writes here: the committer answered from this position.
-            let caught_up = match position {
-                Some(position) => state.snapshot.refresh_to(position).await,
-                None => state.snapshot.refresh().await,
-            };
-            if let Err(e) = caught_up {
+            if let Err(e) = forwarding.catch_up(&state.snapshot, position).await {
                 tracing::warn!(error = %e, "forwarded write answered before this replica holds it");
             }
             response

@@ -579,10 +579,23 @@ async fn sixteen_writers_on_one_replica_all_finish(backend: &Backend) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixteen_writers_over_three_replicas_all_finish() {
+    sixteen_writers_over_three_replicas(true).await;
+}
+
+/// The same with every replica committing its own writes (as while no replica holds the
+/// committer lease): the store settles their races.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixteen_writers_over_three_committing_replicas_all_finish() {
+    sixteen_writers_over_three_replicas(false).await;
+}
+
+async fn sixteen_writers_over_three_replicas(forward_writes: bool) {
     let backend = Backend::redis();
-    let a = TestApp::spawn(&backend).await;
-    let b = TestApp::spawn(&backend).await;
-    let c = TestApp::spawn(&backend).await;
+    let mut settings = backend.settings();
+    settings.forward_writes = forward_writes;
+    let a = TestApp::spawn_with(settings.clone()).await;
+    let b = TestApp::spawn_with(settings.clone()).await;
+    let c = TestApp::spawn_with(settings).await;
     let apps = [&a, &b, &c];
     let before = summed_write_totals(&apps).await;
     let contention = run_writers(&apps).await;

@@ -227,10 +227,13 @@ struct ThreeReplicas {
 
 async fn three_replicas(names: &[String], tags: &[String]) -> ThreeReplicas {
     let backend = Backend::redis();
+    // Each replica commits its own writes: the races are what these tests are about.
+    let mut settings = backend.settings();
+    settings.forward_writes = false;
     let apps = [
-        TestApp::spawn(&backend).await,
-        TestApp::spawn(&backend).await,
-        TestApp::spawn(&backend).await,
+        TestApp::spawn_with(settings.clone()).await,
+        TestApp::spawn_with(settings.clone()).await,
+        TestApp::spawn_with(settings).await,
     ];
     for name in names {
         apps[0].create_toggle(name).await;
