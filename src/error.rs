@@ -59,6 +59,9 @@ pub enum ApiError {
     /// 503: the store is unreachable or the replica is not ready; retry later.
     #[error("{0}")]
     Unavailable(String),
+    /// 421: a write forwarded to a replica that is not the one it was meant for.
+    #[error("{0}")]
+    Misdirected(String),
 }
 
 /// How a 401 asks the caller to identify itself.
@@ -131,6 +134,7 @@ impl ApiError {
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::TimedOut(_) => StatusCode::GATEWAY_TIMEOUT,
+            Self::Misdirected(_) => StatusCode::MISDIRECTED_REQUEST,
         }
     }
 }

@@ -172,8 +172,12 @@ pub async fn run(
             let first_url = first_url.split(',').next().unwrap_or_default();
             let url = forwarding::address::advertised_url(listener.local_addr()?, first_url).await;
             let forwarding = Arc::new(
-                forwarding::WriteForwarding::new(url, announcements.clone())
-                    .map_err(|e| RunError::Settings(format!("write forwarding: {e}")))?,
+                forwarding::WriteForwarding::new(
+                    url,
+                    announcements.clone(),
+                    Duration::from_millis(settings.request_timeout_ms),
+                )
+                .map_err(|e| RunError::Settings(format!("write forwarding: {e}")))?,
             );
             workers.spawn(forwarding.clone().run(
                 redis.committer_lease(),

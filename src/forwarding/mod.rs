@@ -20,11 +20,12 @@ use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwapOption;
 use axum::body::{Body, Bytes};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Method};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::Response;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::error::ApiError;
 use crate::health::Readiness;
 use crate::snapshot::Snapshot;
 use crate::store::committer_lease::{CommitterLease, LEASE_TTL};
@@ -105,19 +106,23 @@ impl WriteForwarding {
     pub fn new(
         url: Option<String>,
         announcements: watch::Receiver<Announcement>,
-    ) -> Result<Self, reqwest::Error> {
-        let token = format!(
-            "{:016x}{:016x}",
-            crate::store::random_id(),
-            crate::store::random_id()
-        );
+        request_timeout: Duration,
+    ) -> Result<Self, String> {
+        let mut secret = [0u8; 16];
+        getrandom::fill(&mut secret).map_err(|e| format!("no randomness for its token: {e}"))?;
+        let token: String = secret.iter().map(|byte| format!("{byte:02x}")).collect();
         let client = reqwest::Client::builder()
             // Replicas talk to each other directly, never through an HTTP_PROXY.
             .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(CONNECT_TIMEOUT)
+            // Answered (503) before the request's own time limit (504) runs out; a pooled
+            // connection to a host that vanished is found dead in seconds.
+            .timeout(request_timeout.mul_f64(0.9))
+            .tcp_keepalive(Duration::from_secs(5))
             .pool_idle_timeout(Duration::from_secs(30))
-            .build()?;
+            .build()
+            .map_err(|e| e.to_string())?;
         Ok(Self {
             claim: url.map(|url| format!("{token} {url}")),
             token,
@@ -159,6 +164,20 @@ impl WriteForwarding {
             .is_some_and(|value| same_secret(value.as_bytes(), self.token.as_bytes()))
     }
 
+    /// Whether `headers` are those of a write forwarded to this replica; `Misdirected` when
+    /// they carry another replica's token (or a made-up one).
+    pub fn check_forwarded(&self, headers: &HeaderMap) -> Result<bool, ApiError> {
+        if !headers.contains_key(FORWARDED_HEADER) {
+            return Ok(false);
+        }
+        if self.is_forwarded_here(headers) {
+            return Ok(true);
+        }
+        Err(ApiError::Misdirected(
+            "this write was forwarded to a replica that does not commit for others".into(),
+        ))
+    }
+
     /// The committer to forward a write with `method` and `headers` to: `None` for reads,
     /// writes forwarded already (by any replica), and when this replica commits itself, knows
     /// no committer, or could not reach it lately.
@@ -169,6 +188,16 @@ impl WriteForwarding {
             return None;
         }
         let committer = self.committer.load_full()?;
+        // Another replica advertising this one's address (a loopback route to the store, a
+        // reused address) would have this replica forward to itself.
+        if self
+            .claim
+            .as_deref()
+            .and_then(|claim| claim.split_once(' '))
+            .is_some_and(|(_, url)| url == committer.url)
+        {
+            return None;
+        }
         if let Ok(mut unreachable) = self.unreachable.lock() {
             match unreachable.as_ref() {
                 Some((token, until)) if *token == committer.token && Instant::now() < *until => {
@@ -207,15 +236,27 @@ impl WriteForwarding {
         }
         let answer = match request.send().await {
             Ok(answer) => answer,
-            Err(e) if e.is_connect() => {
-                if let Ok(mut unreachable) = self.unreachable.lock() {
-                    *unreachable = Some((committer.token.clone(), Instant::now() + LEASE_TTL));
-                }
-                return Err(ForwardError::NotDelivered(e.to_string()));
+            Err(e) => {
+                self.avoid(committer);
+                // Nothing was sent when no connection was made, or no request could be built.
+                return Err(if e.is_connect() || e.is_builder() {
+                    ForwardError::NotDelivered(e.to_string())
+                } else {
+                    ForwardError::Unanswered(e.to_string())
+                });
             }
-            Err(e) => return Err(ForwardError::Unanswered(e.to_string())),
         };
         let status = answer.status();
+        // Refused untouched: not the committer after all (`check_forwarded`), or the caller is
+        // not known there (a session signed with this replica's own key).
+        if status == StatusCode::MISDIRECTED_REQUEST || status == StatusCode::UNAUTHORIZED {
+            if status == StatusCode::MISDIRECTED_REQUEST {
+                self.avoid(committer);
+            }
+            return Err(ForwardError::NotDelivered(format!(
+                "the committing replica answered {status}"
+            )));
+        }
         let mut response_headers = answer.headers().clone();
         let body = answer
             .bytes()
@@ -227,11 +268,20 @@ impl WriteForwarding {
         let mut response = Response::new(Body::from(body));
         *response.status_mut() = status;
         for (name, value) in &response_headers {
-            if is_end_to_end(name) {
+            // This replica answers CORS itself (its layer adds `Vary` and `access-control-*`).
+            let cors = name == header::VARY || name.as_str().starts_with("access-control-");
+            if is_end_to_end(name) && !cors {
                 response.headers_mut().append(name, value.clone());
             }
         }
         Ok(Forwarded { response, position })
+    }
+
+    /// Forwards nothing to `committer` for a lease's lifetime (it may have died, or moved).
+    fn avoid(&self, committer: &Committer) {
+        if let Ok(mut unreachable) = self.unreachable.lock() {
+            *unreachable = Some((committer.token.clone(), Instant::now() + LEASE_TTL));
+        }
     }
 
     /// Takes, renews or reads the lease every `RENEW_EVERY` until `shutdown`: this replica
@@ -268,12 +318,12 @@ impl WriteForwarding {
                 .filter(|holder| *holder != claim)
                 .and_then(|holder| Committer::parse(&holder));
             if committer.as_ref() != self.committer.load().as_deref() {
-                tracing::info!(
-                    committer = committer
-                        .as_ref()
-                        .map_or("this replica or none", |c| &c.url),
-                    "admin writes are committed by another replica"
-                );
+                match &committer {
+                    Some(c) => {
+                        tracing::info!(committer = %c.url, "admin writes go to another replica")
+                    }
+                    None => tracing::info!("admin writes are committed here"),
+                }
                 self.committer.store(committer.map(Arc::new));
             }
         }
@@ -334,7 +384,8 @@ fn same_secret(given: &[u8], expected: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::http::header;
+
+    const SECOND: Duration = Duration::from_secs(1);
 
     /// Announcements that never come.
     fn quiet() -> watch::Receiver<Announcement> {
@@ -351,7 +402,8 @@ mod tests {
 
     #[test]
     fn only_this_replicas_token_marks_a_write_forwarded_here() {
-        let forwarding = WriteForwarding::new(Some("http://127.0.0.1:1".into()), quiet()).unwrap();
+        let forwarding =
+            WriteForwarding::new(Some("http://127.0.0.1:1".into()), quiet(), SECOND).unwrap();
         let mut headers = HeaderMap::new();
         assert!(!forwarding.is_forwarded_here(&headers));
         headers.insert(FORWARDED_HEADER, HeaderValue::from_static("guess"));
@@ -365,7 +417,7 @@ mod tests {
 
     #[test]
     fn reads_and_forwarded_writes_are_not_forwarded() {
-        let forwarding = WriteForwarding::new(None, quiet()).unwrap();
+        let forwarding = WriteForwarding::new(None, quiet(), SECOND).unwrap();
         forwarding.committer.store(Some(Arc::new(Committer {
             token: "t".into(),
             url: "http://127.0.0.1:1".into(),

@@ -165,12 +165,14 @@ pub async fn authenticate_admin(
     mut req: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
+    // A write another replica forwarded was counted against the limit where it arrived; one
+    // meant for another replica (an address reused, a stale lease) is refused untouched, and
+    // its sender commits it itself.
+    let forwarded = match &state.forwarding {
+        Some(forwarding) => forwarding.check_forwarded(req.headers())?,
+        None => false,
+    };
     let (actor, token_hash) = state.auth.admin(req.headers())?;
-    // A write another replica forwarded was counted against the limit where it arrived.
-    let forwarded = state
-        .forwarding
-        .as_ref()
-        .is_some_and(|forwarding| forwarding.is_forwarded_here(req.headers()));
     if state.limiter.limits(LimitGroup::Admin) && !forwarded {
         let checked = match &token_hash {
             Some(hash) => state.limiter.check(LimitGroup::Admin, token_key(hash)),

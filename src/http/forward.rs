@@ -79,16 +79,18 @@ pub async fn forward_writes(State(state): State<AppState>, req: Request, next: N
             response
         }
         Err(ForwardError::NotDelivered(cause)) => {
-            tracing::warn!(%cause, "the committing replica is unreachable; committing here");
+            tracing::warn!(%cause, "write not forwarded; committing it here");
             state.metrics.writes.forward("local");
             next.run(Request::from_parts(parts, Body::from(body))).await
         }
         Err(ForwardError::Unanswered(cause)) => {
+            tracing::warn!(%cause, "the committing replica did not answer a forwarded write");
             state.metrics.writes.forward("unanswered");
-            ApiError::Unavailable(format!(
-                "the replica committing admin writes did not answer ({cause}); the write may \
-                 or may not have been made"
-            ))
+            ApiError::Unavailable(
+                "the replica committing admin writes did not answer; the write may or may not \
+                 have been made: check before retrying"
+                    .into(),
+            )
             .into_response()
         }
     }

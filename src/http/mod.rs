@@ -113,6 +113,7 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
         .layer(SetSensitiveRequestHeadersLayer::new([
             axum::http::header::AUTHORIZATION,
             axum::http::header::COOKIE,
+            axum::http::HeaderName::from_static(crate::forwarding::FORWARDED_HEADER),
         ]))
         .with_state(state)
         .merge(client_routes);

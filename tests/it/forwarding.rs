@@ -106,29 +106,24 @@ async fn writes_on_any_replica_are_committed_by_the_lease_holder() {
     assert_eq!(forwarded(&follower, "unanswered").await, 0.0);
 }
 
-/// A client cannot pass for a replica: a made-up forwarding token is an ordinary request (it
-/// is committed where it arrives, stays within the rate limit, and learns no position).
+/// A client cannot pass for a replica: a made-up forwarding token is refused untouched (it
+/// would skip the rate limit), and learns no position.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_made_up_forwarding_token_is_an_ordinary_request() {
+async fn a_made_up_forwarding_token_is_refused() {
     let backend = Backend::redis();
-    let mut settings = backend.settings();
-    settings.rate_limit_admin = 2.0;
-    let app = TestApp::spawn_with(settings).await;
+    let app = TestApp::spawn(&backend).await;
     committer(&backend)
         .await
         .expect("the replica takes the lease");
-    let mut statuses = Vec::new();
-    for i in 0..8 {
-        let reply = send(
-            app.admin(Method::POST, "/api/admin/features")
-                .header("x-flagpole-forwarded", "0123456789abcdef0123456789abcdef")
-                .json(&json!({"name": format!("forged.{i}")})),
-        )
-        .await;
-        assert!(reply.header("x-flagpole-position").is_none());
-        statuses.push(reply.status.as_u16());
-    }
-    assert!(statuses.contains(&429), "{statuses:?}");
+    let reply = send(
+        app.admin(Method::POST, "/api/admin/features")
+            .header("x-flagpole-forwarded", "0123456789abcdef0123456789abcdef")
+            .json(&json!({"name": "forged"})),
+    )
+    .await
+    .expect(421);
+    assert!(reply.header("x-flagpole-position").is_none());
+    app.get("/api/admin/features/forged").await.expect(404);
 }
 
 /// A committer asked to stop gives the lease up at once; writes on the other replica succeed
@@ -167,7 +162,101 @@ async fn a_stopped_committer_hands_over() {
         "the remaining replica did not take the lease"
     );
     // Now the committer, it commits its writes itself.
-    let local_before = forwarded(&follower, "forwarded").await;
+    let counts = [
+        forwarded(&follower, "forwarded").await,
+        forwarded(&follower, "local").await,
+    ];
     follower.create_toggle("handover.after").await;
-    assert_eq!(forwarded(&follower, "forwarded").await, local_before);
+    assert_eq!(
+        [
+            forwarded(&follower, "forwarded").await,
+            forwarded(&follower, "local").await
+        ],
+        counts
+    );
+}
+
+/// Writes `{test}:committer` = `claim` for a minute (no replica renews it).
+fn set_lease(backend: &Backend, claim: &str) {
+    backend
+        .redis_server()
+        .cli(&["SET", "{test}:committer", claim, "PX", "60000"]);
+}
+
+/// A lease holder nobody can connect to (crashed, its lease not yet expired): writes are
+/// committed where they arrive, and it is not tried again for every write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_committer_that_cannot_be_reached_is_written_around() {
+    let backend = Backend::redis();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let port = closed.local_addr().expect("address").port();
+    drop(closed);
+    set_lease(
+        &backend,
+        &format!("0123456789abcdef0123456789abcdef http://127.0.0.1:{port}"),
+    );
+    let app = TestApp::spawn(&backend).await;
+    let mut i = 0;
+    let tried = eventually(Duration::from_secs(3), || {
+        i += 1;
+        let name = format!("around.{i}");
+        let app = &app;
+        async move {
+            app.create_toggle(&name).await;
+            forwarded(app, "local").await >= 1.0
+        }
+    })
+    .await;
+    assert!(tried, "the replica never tried the lease holder");
+    app.create_toggle("around.after").await;
+    assert_eq!(forwarded(&app, "local").await, 1.0);
+    assert_eq!(forwarded(&app, "forwarded").await, 0.0);
+    assert_eq!(forwarded(&app, "unanswered").await, 0.0);
+}
+
+/// A write that reaches a replica the lease does not name (its address reused, a stale lease)
+/// is refused there untouched (421) and committed once, where it arrived.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_forwarded_to_the_wrong_replica_is_committed_where_it_arrived() {
+    let backend = Backend::redis();
+    let token = "fedcba9876543210fedcba9876543210";
+    // A claim no replica holds, so neither takes the lease.
+    set_lease(&backend, &format!("{token} http://127.0.0.1:1"));
+    let wrong = TestApp::spawn(&backend).await;
+    set_lease(&backend, &format!("{token} {}", wrong.base));
+    let sender = TestApp::spawn(&backend).await;
+    let refused = send(
+        wrong
+            .admin(Method::POST, "/api/admin/features")
+            .header("x-flagpole-forwarded", token)
+            .json(&json!({"name": "misdirected.direct"})),
+    )
+    .await
+    .expect(421);
+    assert!(refused.error_message().contains("forwarded"), "{refused:?}");
+    let mut i = 0;
+    let tried = eventually(Duration::from_secs(3), || {
+        i += 1;
+        let name = format!("misdirected.{i}");
+        let sender = &sender;
+        async move {
+            sender.create_toggle(&name).await;
+            forwarded(sender, "local").await >= 1.0
+        }
+    })
+    .await;
+    assert!(tried, "the sender never tried the replica the lease names");
+    // Each write committed once: one creation event per toggle.
+    let names: Vec<String> = (1..=i).map(|n| format!("misdirected.{n}")).collect();
+    for name in &names {
+        let events = sender.get(&format!("/api/admin/events/{name}")).await.json;
+        assert_eq!(events["events"].as_array().map(Vec::len), Some(1), "{name}");
+    }
+    // The replica whose own address the lease names (once it read the lease again: every
+    // second) writes for itself.
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    let local = forwarded(&wrong, "local").await;
+    wrong.create_toggle("misdirected.wrong").await;
+    assert_eq!(forwarded(&wrong, "local").await, local);
+    assert_eq!(forwarded(&wrong, "forwarded").await, 0.0);
 }
