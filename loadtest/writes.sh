@@ -17,6 +17,10 @@
 #   --stores "redis embedded"    store backends (default both)
 #   --replicas K                 replicas on one Redis (default 1; K > 1 skips the embedded store)
 #   --connections C              concurrent writers in all (default 16)
+#   --cpus-per-replica Q         give each replica its own CPU budget of Q cores (e.g. 0.4; at
+#                                least 0.1), as if each ran in a pod with that CPU limit (a cgroup
+#                                per replica, CPU quota in 10 ms periods; needs root and a writable
+#                                cgroup cpu controller); Redis and the writers are not limited
 #   --duration S                 seconds per writebench run (default 10)
 #   --rounds R                   runs per size; the median is reported (default 2)
 #   --out DIR                    keep logs and results.csv there (default: a new /tmp dir)
@@ -35,6 +39,7 @@ SIZES="100 1000 10000"
 STORES="redis embedded"
 REPLICAS=1
 CONN=16
+CPUS=""
 KILL_AFTER=15
 
 while [ $# -gt 0 ]; do
@@ -43,21 +48,31 @@ while [ $# -gt 0 ]; do
     --stores) STORES=$2; shift 2;;
     --replicas) REPLICAS=$2; shift 2;;
     --connections) CONN=$2; shift 2;;
+    --cpus-per-replica) CPUS=$2; shift 2;;
     *) common_opt "$@"; shift "$OPT_SHIFT";;
   esac
 done
 [[ $REPLICAS =~ ^[1-9][0-9]*$ ]] || { echo "--replicas must be a positive integer" >&2; exit 2; }
+if [ -n "$CPUS" ] && ! { [[ $CPUS =~ ^[0-9]*\.?[0-9]+$ ]] && awk -v q="$CPUS" 'BEGIN { exit !(q >= 0.1) }'; }; then
+  echo "--cpus-per-replica must be a number of cores, at least 0.1" >&2; exit 2
+fi
 [ -x "$BENCH_DIR/writebench.sh" ] || { echo "bench kit not found at $BENCH_DIR (set BENCH_DIR)" >&2; exit 2; }
 need_tools "wrk curl python3" wrk curl python3
 make_out flagpole-writes
 
 PIDS=()
+CGROUPS=()
 stopped_what() { echo "flagpole replicas and redis-server"; }
-# cleanup stops the replicas of the current size (PIDS) and the store.
+# cleanup stops the replicas of the current size (PIDS), removes their CPU cgroups and stops
+# the store.
 stop_all() {
-  local pid
+  local pid dir
   for pid in "${PIDS[@]+"${PIDS[@]}"}"; do stop "$pid"; done
   PIDS=()
+  for dir in "${CGROUPS[@]+"${CGROUPS[@]}"}"; do
+    rmdir "$dir" 2>/dev/null || echo "# WARNING: could not remove the cgroup $dir" >&2
+  done
+  CGROUPS=()
   stop "$REDIS_PID"; REDIS_PID=""
   [ -n "$DATA_DIR" ] && rm -rf "$DATA_DIR"; DATA_DIR=""
 }
@@ -66,6 +81,41 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 REDIS_PID=""; DATA_DIR=""
 
+# cpu_cgroup_root: the directory new CPU cgroups go under (cgroup v1 `cpu`, or the v2 root
+# when it offers the cpu controller); exits 2 when there is none this user may write.
+cpu_cgroup_root() {
+  if [ -w /sys/fs/cgroup/cpu ] && [ -e /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]; then
+    echo /sys/fs/cgroup/cpu
+  elif [ -w /sys/fs/cgroup ] && grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; then
+    echo /sys/fs/cgroup
+  else
+    echo "--cpus-per-replica needs a writable cgroup cpu controller (run as root)" >&2
+    exit 2
+  fi
+}
+
+# start_limited NAME ARGS...: start_flagpole ARGS... inside a new cgroup NAME of $CPUS cores,
+# from its first instruction (so its runtime sizes itself to the quota, as in a pod)
+start_limited() {
+  local dir quota real_bin=$BIN
+  dir="$CGROUP_ROOT/$1"; shift
+  quota=$(awk -v q="$CPUS" 'BEGIN { printf "%d", q * 10000 }')
+  mkdir -p "$dir"
+  CGROUPS+=("$dir")
+  if [ -e "$dir/cpu.cfs_quota_us" ]; then
+    echo 10000 > "$dir/cpu.cfs_period_us"
+    echo "$quota" > "$dir/cpu.cfs_quota_us"
+  else
+    echo "$quota 10000" > "$dir/cpu.max"
+  fi
+  printf '#!/bin/sh\necho $$ > "%s/cgroup.procs" && exec "%s" "$@"\n' "$dir" "$real_bin" > "$OUT/$1.sh"
+  chmod +x "$OUT/$1.sh"
+  BIN="$OUT/$1.sh"
+  start_flagpole "$@"
+  BIN=$real_bin
+}
+
+[ -z "$CPUS" ] || CGROUP_ROOT=$(cpu_cgroup_root)
 build_flagpole
 machine_info
 
@@ -89,8 +139,8 @@ cpu_ticks() {
 # peak_rss PID: VmHWM of PID in MiB
 peak_rss() { awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status" 2>/dev/null || echo "?"; }
 
-echo "store,replicas,toggles,load_s,writes_per_s,p99_ms,errors,conflicts,gave_up,builds,cpu_ms_per_write,peak_rss_mib" > "$OUT/results.csv"
-printf '%-9s %8s %7s %9s %11s %8s %7s %10s %8s %7s %7s %9s\n' store replicas toggles load_s writes/s p99_ms errors conflicts gave_up builds cpu_ms rss_MiB >&2
+echo "store,replicas,cpus_per_replica,toggles,load_s,writes_per_s,p99_ms,errors,conflicts,gave_up,builds,cpu_ms_per_write,peak_rss_mib" > "$OUT/results.csv"
+printf '%-9s %8s %5s %7s %9s %11s %8s %7s %10s %8s %7s %7s %9s\n' store replicas cpus toggles load_s writes/s p99_ms errors conflicts gave_up builds cpu_ms rss_MiB >&2
 
 for STORE in $STORES; do
   check_store
@@ -105,7 +155,11 @@ for STORE in $STORES; do
     URLS=()
     for i in $(seq "$REPLICAS"); do
       read -r FP_PORT <<<"$(free_ports 1)"
-      start_flagpole "${STORE_ARGS[@]}"
+      if [ -n "$CPUS" ]; then
+        start_limited "flagpole-writes-$$-$i" "${STORE_ARGS[@]}"
+      else
+        start_flagpole "${STORE_ARGS[@]}"
+      fi
       mv "$OUT/flagpole.log" "$OUT/flagpole-$STORE-$N-$i.log"
       PIDS+=("$FP_PID")
       URLS+=("$URL")
@@ -153,15 +207,15 @@ for STORE in $STORES; do
     # CPU per write over all rounds: ticks are 1/CLK_TCK s, writes are writes/s × duration.
     writes_all=$(awk '{ all += $1 } END { printf "%.1f", all }' "$OUT/rounds-$STORE-$N.txt")
     cpu_ms=$(python3 -c "import os, sys; t, w, d = map(float, sys.argv[1:]); print(f'{t * 1000 / os.sysconf(\"SC_CLK_TCK\") / max(w * d, 1):.3f}')" "$ticks" "$writes_all" "$DURATION")
-    echo "$STORE,$REPLICAS,$N,$load_s,$writes,$p99,$errors,$conflicts,$gave_up,$builds,$cpu_ms,$rss" >> "$OUT/results.csv"
-    printf '%-9s %8s %7s %9s %11s %8s %7s %10s %8s %7s %7s %9s\n' \
-      "$STORE" "$REPLICAS" "$N" "$load_s" "$writes" "$p99" "$errors" "$conflicts" "$gave_up" "$builds" "$cpu_ms" "$rss" >&2
+    echo "$STORE,$REPLICAS,${CPUS:-all},$N,$load_s,$writes,$p99,$errors,$conflicts,$gave_up,$builds,$cpu_ms,$rss" >> "$OUT/results.csv"
+    printf '%-9s %8s %5s %7s %9s %11s %8s %7s %10s %8s %7s %7s %9s\n' \
+      "$STORE" "$REPLICAS" "${CPUS:-all}" "$N" "$load_s" "$writes" "$p99" "$errors" "$conflicts" "$gave_up" "$builds" "$cpu_ms" "$rss" >&2
     stop_all
   done
 done
 
 # Per store: writes/s at the largest size over writes/s at the smallest.
-awk -F, 'NR > 1 { if (!($1 in first)) first[$1] = $5; last[$1] = $5; size[$1] = size[$1] " " $3 }
+awk -F, 'NR > 1 { if (!($1 in first)) first[$1] = $6; last[$1] = $6; size[$1] = size[$1] " " $4 }
   END { for (s in first) if (first[s] > 0) printf "# %s: writes/s at the largest size / at the smallest = %.2f\n", s, last[s] / first[s] }' \
   "$OUT/results.csv" >&2
 echo "# results in $OUT/results.csv" >&2

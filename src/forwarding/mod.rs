@@ -224,9 +224,13 @@ impl WriteForwarding {
             .client
             .request(method, format!("{}{path_and_query}", committer.url))
             .body(body);
+        let hop_only = connection_options(headers);
         for (name, value) in headers {
             // This replica continues the trace, and answers CORS itself.
-            if is_end_to_end(name) && !matches!(name.as_str(), "traceparent" | "origin") {
+            if is_end_to_end(name)
+                && !hop_only.contains(name)
+                && !matches!(name.as_str(), "traceparent" | "origin")
+            {
                 request = request.header(name, value);
             }
         }
@@ -267,10 +271,11 @@ impl WriteForwarding {
             .and_then(|value| parse_position(value.to_str().ok()?));
         let mut response = Response::new(Body::from(body));
         *response.status_mut() = status;
+        let hop_only = connection_options(&response_headers);
         for (name, value) in &response_headers {
             // This replica answers CORS itself (its layer adds `Vary` and `access-control-*`).
             let cors = name == header::VARY || name.as_str().starts_with("access-control-");
-            if is_end_to_end(name) && !cors {
+            if is_end_to_end(name) && !hop_only.contains(name) && !cors {
                 response.headers_mut().append(name, value.clone());
             }
         }
@@ -356,6 +361,18 @@ fn is_end_to_end(name: &HeaderName) -> bool {
             | FORWARDED_HEADER
             | POSITION_HEADER
     )
+}
+
+/// The headers `headers` names in `Connection`: they are for this hop only, like the
+/// hop-by-hop ones (RFC 9110 §7.6.1).
+fn connection_options(headers: &HeaderMap) -> Vec<HeaderName> {
+    headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .filter_map(|option| HeaderName::from_bytes(option.trim().as_bytes()).ok())
+        .collect()
 }
 
 /// The position header's value for `position`.
@@ -447,5 +464,19 @@ mod tests {
         assert!(!is_end_to_end(&HeaderName::from_static(FORWARDED_HEADER)));
         assert!(is_end_to_end(&header::AUTHORIZATION));
         assert!(is_end_to_end(&header::CONTENT_TYPE));
+    }
+
+    #[test]
+    fn headers_named_in_connection_stay_behind() {
+        let mut headers = HeaderMap::new();
+        headers.append(
+            header::CONNECTION,
+            HeaderValue::from_static("keep-alive, X-Hop"),
+        );
+        headers.append(header::CONNECTION, HeaderValue::from_static("close"));
+        let options = connection_options(&headers);
+        assert!(options.contains(&HeaderName::from_static("x-hop")));
+        assert!(options.contains(&HeaderName::from_static("close")));
+        assert!(!options.contains(&header::AUTHORIZATION));
     }
 }

@@ -1,11 +1,12 @@
 //! Middleware on the identified admin routes: sends writes on to the replica that commits them
 //! (see `forwarding`), and names the position in the answers to writes forwarded here.
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::{OriginalUri, Request, State};
-use axum::http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
+use axum::http::header::CONTENT_LENGTH;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
 
 use crate::error::ApiError;
 use crate::forwarding::{position_header, ForwardError, Forwarded, POSITION_HEADER};
@@ -14,8 +15,9 @@ use crate::state::AppState;
 
 /// Forwards a write to the committing replica when there is one, and answers with its answer
 /// once this replica's snapshot holds what it answered from; commits it here when the
-/// committer cannot be reached or the body is large (a state import). Runs after
-/// `authenticate_admin`: callers are identified and rate-limited where they arrive.
+/// committer cannot be reached or the body is large (a state import, whether its length is
+/// declared or it comes in chunks). Runs after `authenticate_admin`: callers are identified
+/// and rate-limited where they arrive.
 pub async fn forward_writes(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let Some(forwarding) = state.forwarding.as_deref() else {
         return next.run(req).await;
@@ -31,22 +33,25 @@ pub async fn forward_writes(State(state): State<AppState>, req: Request, next: N
         return next.run(req).await;
     };
     let limit = state.edge.admin_body_limit;
-    let small = match req.headers().get(CONTENT_LENGTH) {
-        Some(length) => length
+    let declared_small = req.headers().get(CONTENT_LENGTH).is_none_or(|length| {
+        length
             .to_str()
             .ok()
             .and_then(|n| n.parse::<usize>().ok())
-            .is_some_and(|n| n <= limit),
-        // No length and no chunks: no body.
-        None => !req.headers().contains_key(TRANSFER_ENCODING),
-    };
-    if !small {
+            .is_some_and(|n| n <= limit)
+    });
+    if !declared_small {
         state.metrics.writes.forward("local");
         return next.run(req).await;
     }
     let (parts, body) = req.into_parts();
-    let body = match axum::body::to_bytes(body, limit).await {
-        Ok(body) => body,
+    let body = match body_within(body, limit).await {
+        Ok(Ok(body)) => body,
+        // Sent in chunks, and larger than forwarded writes may be.
+        Ok(Err(body)) => {
+            state.metrics.writes.forward("local");
+            return next.run(Request::from_parts(parts, body)).await;
+        }
         Err(e) => {
             return ApiError::BadRequest {
                 message: format!("the request body could not be read: {e}"),
@@ -94,4 +99,25 @@ pub async fn forward_writes(State(state): State<AppState>, req: Request, next: N
             .into_response()
         }
     }
+}
+
+/// The whole of `body` when it is at most `limit` bytes; otherwise the same body again, what
+/// was read put back in front of the rest.
+async fn body_within(body: Body, limit: usize) -> Result<Result<Bytes, Body>, axum::Error> {
+    let mut stream = body.into_data_stream();
+    let mut chunks = Vec::new();
+    let mut length = 0;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk?;
+        length += chunk.len();
+        chunks.push(chunk);
+        if length > limit {
+            let replay = futures_util::stream::iter(chunks.into_iter().map(Ok)).chain(stream);
+            return Ok(Err(Body::from_stream(replay)));
+        }
+    }
+    Ok(Ok(match chunks.len() {
+        1 => chunks.swap_remove(0),
+        _ => chunks.concat().into(),
+    }))
 }

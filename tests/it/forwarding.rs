@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::common::{eventually, send, Backend, TestApp};
 
 /// The base URL of the replica holding the committer lease, once one does.
-async fn committer(backend: &Backend) -> Option<String> {
+pub async fn committer(backend: &Backend) -> Option<String> {
     let mut holder = None;
     eventually(Duration::from_secs(5), || {
         let claim = backend
@@ -24,7 +24,7 @@ async fn committer(backend: &Backend) -> Option<String> {
 }
 
 /// The count of forwarded writes of `app` with `outcome`.
-async fn forwarded(app: &TestApp, outcome: &str) -> f64 {
+pub async fn forwarded(app: &TestApp, outcome: &str) -> f64 {
     app.metric(&format!(
         "flagpole_forwarded_writes_total{{outcome=\"{outcome}\"}}"
     ))
@@ -39,19 +39,27 @@ async fn committer_and_follower(backend: &Backend) -> (TestApp, TestApp) {
     settings.shutdown_drain_ms = 3_000;
     let a = TestApp::spawn_with(settings.clone()).await;
     let b = TestApp::spawn_with(settings).await;
-    let holder = committer(backend).await.expect("a replica takes the lease");
+    let holder = wait_for_forwarding(backend, &[&a, &b]).await;
     let (committer, follower) = if holder == a.base { (a, b) } else { (b, a) };
     assert_eq!(holder, committer.base);
-    // The follower forwards once it has read the lease (it does every second).
-    let knows = eventually(Duration::from_secs(3), || async {
-        follower
-            .post_empty("/api/admin/features/probe/toggle/on")
-            .await;
-        forwarded(&follower, "forwarded").await >= 1.0
-    })
-    .await;
-    assert!(knows, "the follower never forwarded a write");
     (committer, follower)
+}
+
+/// Waits until one of `apps` holds the committer lease and every other one has forwarded a
+/// write to it (they read the lease every second); returns the holder's base URL.
+pub async fn wait_for_forwarding(backend: &Backend, apps: &[&TestApp]) -> String {
+    let holder = committer(backend).await.expect("a replica takes the lease");
+    for follower in apps.iter().filter(|app| app.base != holder) {
+        let knows = eventually(Duration::from_secs(3), || async {
+            follower
+                .post_empty("/api/admin/features/probe/toggle/on")
+                .await;
+            forwarded(follower, "forwarded").await >= 1.0
+        })
+        .await;
+        assert!(knows, "{} never forwarded a write", follower.base);
+    }
+    holder
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -259,4 +267,76 @@ async fn a_write_forwarded_to_the_wrong_replica_is_committed_where_it_arrived() 
     wrong.create_toggle("misdirected.wrong").await;
     assert_eq!(forwarded(&wrong, "local").await, local);
     assert_eq!(forwarded(&wrong, "forwarded").await, 0.0);
+}
+
+/// Sends `body` in two chunks (no declared length) with basic auth; the raw answer.
+async fn send_chunked(app: &TestApp, method: &str, path: &str, body: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let address = app.base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(address)
+        .await
+        .expect("connect");
+    let (first, second) = body.split_at(body.len() / 2);
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Basic YWRtaW46\r\n\
+         Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n\
+         {:x}\r\n{first}\r\n{:x}\r\n{second}\r\n0\r\n\r\n",
+        first.len(),
+        second.len()
+    );
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer))
+        .await
+        .expect("answered in time")
+        .expect("read");
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// A body sent in chunks is forwarded like one of declared length while it is small; a large
+/// one (a state import beyond `--admin-body-limit-kib`) is committed where it arrived, whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chunked_writes_are_forwarded_unless_large() {
+    let backend = Backend::redis();
+    let mut settings = backend.settings();
+    settings.admin_body_limit_kib = 1;
+    let a = TestApp::spawn_with(settings.clone()).await;
+    let b = TestApp::spawn_with(settings).await;
+    let holder = wait_for_forwarding(&backend, &[&a, &b]).await;
+    let follower = if holder == a.base { &b } else { &a };
+    let before = forwarded(follower, "forwarded").await;
+
+    let small = json!({"name": "chunked.small", "strategies": [{"name": "default"}]}).to_string();
+    let answer = send_chunked(follower, "POST", "/api/admin/features", &small).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert_eq!(forwarded(follower, "forwarded").await, before + 1.0);
+    follower
+        .get("/api/admin/features/chunked.small")
+        .await
+        .expect(200);
+
+    let features: Vec<_> = (0..40)
+        .map(|i| {
+            json!({"name": format!("chunked.import.{i}"), "description": "x".repeat(40),
+                   "strategies": [{"name": "default"}]})
+        })
+        .collect();
+    let large = json!({"version": 1, "features": features}).to_string();
+    assert!(large.len() > 1024);
+    let answer = send_chunked(follower, "POST", "/api/admin/state/import", &large).await;
+    assert!(answer.starts_with("HTTP/1.1 2"), "{answer}");
+    assert_eq!(forwarded(follower, "local").await, 1.0);
+    assert_eq!(forwarded(follower, "forwarded").await, before + 1.0);
+    let listed = follower.get("/api/admin/features").await.expect(200).json;
+    let imported = listed["features"]
+        .as_array()
+        .expect("features")
+        .iter()
+        .filter(|f| {
+            f["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("chunked.import."))
+        })
+        .count();
+    assert_eq!(imported, 40);
 }
