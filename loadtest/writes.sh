@@ -26,7 +26,8 @@
 #   --out DIR                    keep logs and results.csv there (default: a new /tmp dir)
 #   --no-build                   use the existing binary in $CARGO_TARGET_DIR/release
 # Environment overrides: CARGO_TARGET_DIR (default /tmp/fp-release), FLAGPOLE_BIN, BENCH_DIR,
-#   REDIS_SERVER. Only loopback traffic; every run is bounded by --duration.
+#   REDIS_SERVER; FLAGPOLE_* settings reach the replicas (e.g. FLAGPOLE_FORWARD_WRITES=true).
+#   Only loopback traffic; every run is bounded by --duration.
 # Needs cargo, wrk, curl, python3, redis-server: apt-get install -y wrk redis-server
 set -euo pipefail
 
@@ -97,8 +98,8 @@ cpu_cgroup_root() {
 # start_limited NAME ARGS...: start_flagpole ARGS... inside a new cgroup NAME of $CPUS cores,
 # from its first instruction (so its runtime sizes itself to the quota, as in a pod)
 start_limited() {
-  local dir quota real_bin=$BIN
-  dir="$CGROUP_ROOT/$1"; shift
+  local name=$1 dir quota real_bin=$BIN
+  dir="$CGROUP_ROOT/$name"; shift
   quota=$(awk -v q="$CPUS" 'BEGIN { printf "%d", q * 10000 }')
   mkdir -p "$dir"
   CGROUPS+=("$dir")
@@ -108,9 +109,9 @@ start_limited() {
   else
     echo "$quota 10000" > "$dir/cpu.max"
   fi
-  printf '#!/bin/sh\necho $$ > "%s/cgroup.procs" && exec "%s" "$@"\n' "$dir" "$real_bin" > "$OUT/$1.sh"
-  chmod +x "$OUT/$1.sh"
-  BIN="$OUT/$1.sh"
+  printf '#!/bin/sh\necho $$ > "%s/cgroup.procs" && exec "%s" "$@"\n' "$dir" "$real_bin" > "$OUT/$name.sh"
+  chmod +x "$OUT/$name.sh"
+  BIN="$OUT/$name.sh"
   start_flagpole "$@"
   BIN=$real_bin
 }

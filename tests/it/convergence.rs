@@ -587,16 +587,16 @@ async fn sixteen_writers_on_one_replica_all_finish(backend: &Backend) {
     assert_eq!(served["features"].as_array().map(Vec::len), Some(TOGGLES));
 }
 
+/// Every replica commits its own writes (the default): the store settles their races.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixteen_writers_over_three_replicas_all_finish() {
-    sixteen_writers_over_three_replicas(true).await;
+    sixteen_writers_over_three_replicas(false).await;
 }
 
-/// The same with every replica committing its own writes (as while no replica holds the
-/// committer lease): the store settles their races.
+/// The same with `--forward-writes`: the lease holder commits every replica's writes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sixteen_writers_over_three_committing_replicas_all_finish() {
-    sixteen_writers_over_three_replicas(false).await;
+async fn sixteen_writers_over_three_forwarding_replicas_all_finish() {
+    sixteen_writers_over_three_replicas(true).await;
 }
 
 async fn sixteen_writers_over_three_replicas(forward_writes: bool) {

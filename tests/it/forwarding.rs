@@ -1,12 +1,22 @@
-//! Redis only: admin writes go on to the replica holding the committer lease, and come back
-//! to the replica they were sent to with read-your-writes; a committer that stops hands over.
+//! Redis only, with `--forward-writes`: admin writes go on to the replica holding the
+//! committer lease, and come back to the replica they were sent to with read-your-writes; a
+//! committer that stops hands over.
 
 use std::time::Duration;
 
 use reqwest::Method;
 use serde_json::json;
 
+use flagpole::config::Settings;
+
 use crate::common::{eventually, send, Backend, TestApp};
+
+/// A replica's settings with `--forward-writes`.
+fn forwarding_settings(backend: &Backend) -> Settings {
+    let mut settings = backend.settings();
+    settings.forward_writes = true;
+    settings
+}
 
 /// The base URL of the replica holding the committer lease, once one does.
 pub async fn committer(backend: &Backend) -> Option<String> {
@@ -35,7 +45,7 @@ pub async fn forwarded(app: &TestApp, outcome: &str) -> f64 {
 /// Two replicas; returns them as (committer, follower). They drain for 3 s when stopped, as
 /// replicas do behind a load balancer (the default is 5 s).
 async fn committer_and_follower(backend: &Backend) -> (TestApp, TestApp) {
-    let mut settings = backend.settings();
+    let mut settings = forwarding_settings(backend);
     settings.shutdown_drain_ms = 3_000;
     let a = TestApp::spawn_with(settings.clone()).await;
     let b = TestApp::spawn_with(settings).await;
@@ -119,7 +129,7 @@ async fn writes_on_any_replica_are_committed_by_the_lease_holder() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_made_up_forwarding_token_is_refused() {
     let backend = Backend::redis();
-    let app = TestApp::spawn(&backend).await;
+    let app = TestApp::spawn_with(forwarding_settings(&backend)).await;
     committer(&backend)
         .await
         .expect("the replica takes the lease");
@@ -203,7 +213,7 @@ async fn a_committer_that_cannot_be_reached_is_written_around() {
         &backend,
         &format!("0123456789abcdef0123456789abcdef http://127.0.0.1:{port}"),
     );
-    let app = TestApp::spawn(&backend).await;
+    let app = TestApp::spawn_with(forwarding_settings(&backend)).await;
     let mut i = 0;
     let tried = eventually(Duration::from_secs(3), || {
         i += 1;
@@ -230,9 +240,9 @@ async fn a_write_forwarded_to_the_wrong_replica_is_committed_where_it_arrived() 
     let token = "fedcba9876543210fedcba9876543210";
     // A claim no replica holds, so neither takes the lease.
     set_lease(&backend, &format!("{token} http://127.0.0.1:1"));
-    let wrong = TestApp::spawn(&backend).await;
+    let wrong = TestApp::spawn_with(forwarding_settings(&backend)).await;
     set_lease(&backend, &format!("{token} {}", wrong.base));
-    let sender = TestApp::spawn(&backend).await;
+    let sender = TestApp::spawn_with(forwarding_settings(&backend)).await;
     let refused = send(
         wrong
             .admin(Method::POST, "/api/admin/features")
@@ -298,7 +308,7 @@ async fn send_chunked(app: &TestApp, method: &str, path: &str, body: &str) -> St
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chunked_writes_are_forwarded_unless_large() {
     let backend = Backend::redis();
-    let mut settings = backend.settings();
+    let mut settings = forwarding_settings(&backend);
     settings.admin_body_limit_kib = 1;
     let a = TestApp::spawn_with(settings.clone()).await;
     let b = TestApp::spawn_with(settings).await;

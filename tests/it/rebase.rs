@@ -227,9 +227,9 @@ struct ThreeReplicas {
 
 async fn three_replicas(names: &[String], tags: &[String]) -> ThreeReplicas {
     let backend = Backend::redis();
-    // Each replica commits its own writes: the races are what these tests are about.
-    let mut settings = backend.settings();
-    settings.forward_writes = false;
+    // Each replica commits its own writes (the default): the races are what these tests are
+    // about.
+    let settings = backend.settings();
     let apps = [
         TestApp::spawn_with(settings.clone()).await,
         TestApp::spawn_with(settings.clone()).await,
