@@ -187,6 +187,10 @@ pub async fn run(
             ));
             Some(forwarding)
         }
+        Store::Embedded(_) if settings.forward_writes => {
+            tracing::warn!("--forward-writes has no effect with the embedded store (one replica)");
+            None
+        }
         _ => None,
     };
     let app = http::app(AppState::new(state::AppStateParts {
