@@ -1,6 +1,7 @@
 //! Unit tests of the group commit's judgement of batches against the snapshot.
 
 use super::*;
+use crate::store::{Collection, REBASE_OWN_MAX};
 
 fn put(collection: Collection, key: &str, value: &str) -> Change {
     Change {
