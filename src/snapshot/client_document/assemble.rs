@@ -2,11 +2,12 @@
 //! the gzip body from each group's compressed stretch, and the ETag from digests.
 //!
 //! Each group is compressed once into raw deflate blocks ending in a sync flush (byte
-//! aligned, not final), with the bytes just before it in the document as preset dictionary so
-//! it compresses almost as well as inside one stream. The blocks of unchanged groups are
-//! reused by later versions and by other filters: joined in order behind one gzip header and
-//! closed by a final block and the combined CRC-32, they form one ordinary gzip stream that
-//! every client accepts. A changed toggle recompresses its group and the group after it.
+//! aligned, not final), with the 32 KiB of the document just before it as preset dictionary,
+//! so it compresses as well as inside one stream. The blocks of unchanged groups are reused by
+//! later versions and by other filters: joined in order behind one gzip header and closed by a
+//! final block and the combined CRC-32, they form one ordinary gzip stream that every client
+//! accepts. A changed toggle recompresses its group and the groups whose dictionary reaches
+//! into it (at most the next two).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -30,15 +31,23 @@ const MAX_GROUP: usize = 128;
 /// gzip member header: deflate, no name, no mtime, unknown OS (RFC 1952).
 const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
 
-/// How much of the bytes before a stretch (the previous group's, or the prefix) its compressor
-/// is primed with. Deflate could refer back 32 KiB, but priming costs time per group.
-const DICTIONARY: usize = 16 * 1024;
+/// How much of the document before a stretch its compressor is primed with: all that deflate
+/// can refer back to. Priming with the previous group alone (groups average about 18 KiB at
+/// 10,000 toggles) made the gzip body 3–4 % larger.
+const DICTIONARY: usize = 32 * 1024;
 
-/// The compression level of every stretch. Against level 6 with a 32 KiB dictionary, at
-/// 10,000 toggles: a gzip body 4.6 % larger (1.08 times whole-document gzip), builds 21–30 %
-/// faster (`cargo bench --bench client_features`). Under a write storm a replica spends more
-/// time recompressing groups than on anything else.
-const LEVEL: u32 = 5;
+/// How many groups back a stretch's dictionary may reach, so that a change recompresses at
+/// most this many groups besides its own, however small the toggles. At 10,000 toggles (the
+/// bench kit's document, groups of about 18 KiB) two groups fill the window nearly always: a
+/// change recompresses 2.75 groups on average (3.4 without the bound, 2 with one group back)
+/// for a gzip body 1.2 % larger than without the bound (4 % smaller than with one group).
+const WINDOW_GROUPS: usize = 2;
+
+/// The compression level of every stretch. The gzip body's size bounds how many responses a
+/// second a host sends: at 10,000 toggles (the bench kit's document) level 7 makes it 1.00
+/// times the ceiling's whole-document gzip at level 6, level 6 1.02 times, for about 6 % more
+/// build time; level 8 costs another fifth.
+const LEVEL: u32 = 7;
 
 /// `plain` as deflate stored blocks (byte aligned, like every stretch's start).
 pub(super) fn stored_blocks(plain: &[u8], last: bool) -> Vec<u8> {
@@ -166,9 +175,8 @@ pub struct Group {
     members: Vec<Arc<ClientPiece>>,
     /// SHA-256 over the pieces' digests: the group's content identity.
     digest: [u8; 32],
-    /// The digest of the group before it (zeros for the first): its blocks refer back into
-    /// that group's bytes.
-    after: [u8; 32],
+    /// What its blocks may refer back into: the window of the document before it.
+    after: WindowId,
     /// The toggles' JSON joined by the separator (and led by one, after another group).
     plain: Bytes,
     /// Where each member's JSON lies in `plain` (start, end), so a later group holding the
@@ -178,8 +186,8 @@ pub struct Group {
 }
 
 impl Group {
-    fn is_run_of(&self, members: &[&PieceEntry], after: [u8; 32]) -> bool {
-        self.after == after
+    fn is_run_of(&self, members: &[&PieceEntry], after: &Window<'_>) -> bool {
+        after.is(&self.after)
             && self.members.len() == members.len()
             && self
                 .members
@@ -302,6 +310,17 @@ impl ClientResponse {
         })
     }
 
+    /// How many of its groups are not `earlier`'s: those a build compressed.
+    #[cfg(test)]
+    pub(super) fn groups_not_in(&self, earlier: &ClientResponse) -> usize {
+        let kept: std::collections::HashSet<*const Group> =
+            earlier.groups.iter().map(Arc::as_ptr).collect();
+        self.groups
+            .iter()
+            .filter(|group| !kept.contains(&Arc::as_ptr(group)))
+            .count()
+    }
+
     /// The same document, as the document of `version` (whose content is the same).
     pub fn retagged(&self, version: u64) -> ClientResponse {
         ClientResponse {
@@ -329,18 +348,23 @@ impl ClientResponse {
         let mut previous_bytes = PreviousBytes::new(previous_groups);
         let mut groups: Vec<Arc<Group>> = Vec::new();
         let mut members: Vec<&PieceEntry> = Vec::with_capacity(MAX_GROUP);
+        let mut dictionary = Vec::new();
         let mut close = |members: &mut Vec<&PieceEntry>, groups: &mut Vec<Arc<Group>>| {
-            let before = groups.last();
-            let after = before.map_or([0; 32], |g| g.digest);
+            let window = Window::before(groups);
             let reused = reusable
                 .get(&Arc::as_ptr(&members[0].piece))
-                .filter(|&&i| previous_groups[i].is_run_of(members, after));
+                .filter(|&&i| previous_groups[i].is_run_of(members, &window));
             let group = match reused {
                 Some(&i) => {
                     previous_bytes.skip_past(i);
                     Arc::clone(&previous_groups[i])
                 }
-                None => Arc::new(new_group(members, after, before, &mut previous_bytes)),
+                None => Arc::new(new_group(
+                    members,
+                    &window,
+                    &mut dictionary,
+                    &mut previous_bytes,
+                )),
             };
             groups.push(group);
             members.clear();
@@ -376,16 +400,19 @@ fn strip_weak(tag: &[u8]) -> &[u8] {
     tag.strip_prefix(b"W/").unwrap_or(tag)
 }
 
-/// A group of `members` compressed after `before` (the group that precedes it, or the prefix
-/// when it comes first). A group after another starts with the separator, so a document is
-/// the prefix, its groups and the suffix. Toggles the previous document holds are copied from
-/// it; only changed ones are serialised.
+/// A group of `members` compressed after the bytes of `window` (copied into `dictionary`, a
+/// scratch buffer). A group after another starts with the separator, so a document is the
+/// prefix, its groups and the suffix. Toggles the previous document holds are copied from it;
+/// only changed ones are serialised.
 fn new_group(
     members: &[&PieceEntry],
-    after: [u8; 32],
-    before: Option<&Arc<Group>>,
+    window: &Window<'_>,
+    dictionary: &mut Vec<u8>,
     previous: &mut PreviousBytes<'_>,
 ) -> Group {
+    // Only the first group has no group before it, and so a window of none.
+    let first = window.groups.is_empty();
+    window.fill(dictionary);
     let mut hasher = Sha256::new();
     for entry in members {
         hasher.update(entry.piece.digest);
@@ -393,7 +420,7 @@ fn new_group(
     let mut spans = Vec::with_capacity(members.len());
     let (plain, deflated) = with_scratch(|plain| {
         for (i, entry) in members.iter().enumerate() {
-            if i > 0 || before.is_some() {
+            if i > 0 || !first {
                 plain.extend_from_slice(SEPARATOR);
             }
             let start = plain.len();
@@ -403,17 +430,90 @@ fn new_group(
             }
             spans.push((offset(start), offset(plain.len())));
         }
-        let dictionary = before.map_or(PREFIX, |group| &group.plain[..]);
         let deflated = Deflated::of(plain, dictionary, false);
         (Bytes::copy_from_slice(plain), deflated)
     });
     Group {
         members: members.iter().map(|e| Arc::clone(&e.piece)).collect(),
         digest: hasher.finalize().into(),
-        after,
+        after: window.id(),
         plain,
         spans: spans.into_boxed_slice(),
         deflated,
+    }
+}
+
+/// The document bytes a group's blocks may refer back into: the last `DICTIONARY` bytes
+/// before it within the `WINDOW_GROUPS` groups before it (and, near the start, the prefix).
+struct Window<'a> {
+    /// The groups it reaches into, in document order.
+    groups: &'a [Arc<Group>],
+    /// Whether it reaches back to the start of the document.
+    from_start: bool,
+}
+
+/// What identifies a window's bytes: the digests of the groups it reaches into (a group's
+/// bytes follow from its pieces, and from being first or not, which only a window that
+/// reaches the start can see) and whether it reaches the start.
+#[derive(Debug)]
+struct WindowId {
+    digests: Box<[[u8; 32]]>,
+    from_start: bool,
+}
+
+impl<'a> Window<'a> {
+    /// The window of the group that follows `groups`.
+    fn before(groups: &'a [Arc<Group>]) -> Self {
+        let start = groups.len().saturating_sub(WINDOW_GROUPS);
+        let mut len = 0;
+        for (i, group) in groups.iter().enumerate().skip(start).rev() {
+            len += group.plain.len();
+            if len >= DICTIONARY {
+                return Self {
+                    groups: &groups[i..],
+                    from_start: false,
+                };
+            }
+        }
+        Self {
+            groups: &groups[start..],
+            from_start: start == 0,
+        }
+    }
+
+    /// Whether this window holds the bytes `id` was taken of.
+    fn is(&self, id: &WindowId) -> bool {
+        self.from_start == id.from_start
+            && self.groups.len() == id.digests.len()
+            && self
+                .groups
+                .iter()
+                .zip(&id.digests[..])
+                .all(|(group, digest)| group.digest == *digest)
+    }
+
+    fn id(&self) -> WindowId {
+        WindowId {
+            digests: self.groups.iter().map(|group| group.digest).collect(),
+            from_start: self.from_start,
+        }
+    }
+
+    /// Its bytes, into `dictionary` (cleared first).
+    fn fill(&self, dictionary: &mut Vec<u8>) {
+        dictionary.clear();
+        let prefix: &[u8] = if self.from_start { PREFIX } else { b"" };
+        let parts = std::iter::once(prefix).chain(self.groups.iter().map(|g| &g.plain[..]));
+        let mut skip = parts
+            .clone()
+            .map(<[u8]>::len)
+            .sum::<usize>()
+            .saturating_sub(DICTIONARY);
+        for part in parts {
+            let from = skip.min(part.len());
+            dictionary.extend_from_slice(&part[from..]);
+            skip -= from;
+        }
     }
 }
 

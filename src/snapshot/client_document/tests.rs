@@ -368,11 +368,36 @@ fn gzip_of_groups_stays_close_to_whole_document_gzip() {
         document.gzip.len(),
         whole.len()
     );
+    // The body size bounds how many responses a second a host sends: within 3 % of the
+    // whole-document gzip at level 6, what the bench kit's ceiling serves (the issue allows
+    // 15 %; before the dictionary spanned groups it was 10 % larger).
     assert!(
-        document.gzip.len() * 100 <= whole.len() * 115,
+        document.gzip.len() * 100 <= whole.len() * 103,
         "{} bytes against {} for the whole document",
         document.gzip.len(),
         whole.len()
+    );
+}
+
+#[test]
+fn a_one_toggle_change_recompresses_only_the_groups_that_see_it() {
+    let mut state = seeded(2_000);
+    let pieces = PieceList::update(&PieceList::default(), &state);
+    let before = build_filtered(&pieces, &FeatureFilter::default(), None);
+    let groups = before.groups_not_in(&no_match());
+    apply(&mut state, &Op::Update(1_000, 1));
+    let pieces = PieceList::update(&pieces, &state);
+    let after = build_filtered(&pieces, &FeatureFilter::default(), Some(&before));
+    // Its group and the two after it, whose dictionaries reach back into it (groups of these
+    // toggles are about 8 KiB, so without a bound the 32 KiB window would reach four).
+    let rebuilt = after.groups_not_in(&before);
+    assert!(
+        (2..=3).contains(&rebuilt),
+        "{rebuilt} of {groups} groups compressed again"
+    );
+    assert_eq!(
+        gunzip(&after.gzip),
+        from_scratch(&state, &FeatureFilter::default())
     );
 }
 
