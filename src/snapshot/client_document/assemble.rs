@@ -2,11 +2,11 @@
 //! the gzip body from each group's compressed stretch, and the ETag from digests.
 //!
 //! Each group is compressed once into raw deflate blocks ending in a sync flush (byte
-//! aligned, not final), with the 32 KiB of the document just before it as preset dictionary,
-//! so it compresses as well as inside one stream. The blocks of unchanged groups are reused by
-//! later versions and by other filters: joined in order behind one gzip header and closed by a
-//! final block and the combined CRC-32, they form one ordinary gzip stream that every client
-//! accepts. A changed toggle recompresses its group and the groups whose dictionary reaches
+//! aligned, not final), with up to 32 KiB of the document just before it (from at most two
+//! groups) as preset dictionary, so it compresses almost as well as inside one stream. The
+//! blocks of unchanged groups are reused by the next version of the same document: joined in
+//! order behind one gzip header and closed by a final block and the combined CRC-32, they form
+//! one ordinary gzip stream that every client accepts. A changed toggle recompresses its group and the groups whose dictionary reaches
 //! into it (at most the next two).
 
 use std::cell::RefCell;
@@ -110,7 +110,6 @@ impl Deflated {
         before: &[u8],
         last: bool,
     ) -> Self {
-        let before = &before[before.len().saturating_sub(DICTIONARY)..];
         // A dictionary only improves compression; without it the output is still correct.
         if !before.is_empty() && compress.set_dictionary(before).is_err() {
             compress.reset();
@@ -333,7 +332,7 @@ impl ClientResponse {
     }
 
     /// The document of `pieces` (in name order) at `version`, reusing every group of
-    /// `previous` that holds the same pieces after the same group.
+    /// `previous` that holds the same pieces after the same window (the same bytes before it).
     pub fn assemble<'a>(
         pieces: impl Iterator<Item = &'a PieceEntry>,
         version: u64,
@@ -448,13 +447,15 @@ fn new_group(
 struct Window<'a> {
     /// The groups it reaches into, in document order.
     groups: &'a [Arc<Group>],
-    /// Whether it reaches back to the start of the document.
+    /// Whether it reaches back to the start of the document, the prefix included.
     from_start: bool,
 }
 
-/// What identifies a window's bytes: the digests of the groups it reaches into (a group's
-/// bytes follow from its pieces, and from being first or not, which only a window that
-/// reaches the start can see) and whether it reaches the start.
+/// What identifies a window's bytes: the digests of the groups it reaches into and whether it
+/// holds the prefix. A group's bytes follow from its pieces, but for the separator that leads
+/// every group but the first. A window holding the prefix holds the first group, separators
+/// fixed by position; any other window either is the last `DICTIONARY` bytes of its groups,
+/// which a leading separator would precede, or starts after the first group.
 #[derive(Debug)]
 struct WindowId {
     digests: Box<[[u8; 32]]>,
