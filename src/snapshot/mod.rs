@@ -194,6 +194,13 @@ impl Snapshot {
             }
             None => return false,
         };
+        let _span = tracing::debug_span!(
+            "snapshot.refresh",
+            from_version = position_of(&current).version,
+            change_sets = sets.len(),
+            source = "announcement"
+        )
+        .entered();
         match with_sets(&current, &sets) {
             Ok(state) => {
                 self.install(state);
@@ -237,7 +244,8 @@ impl Snapshot {
                 let _span = tracing::debug_span!(
                     "snapshot.refresh",
                     from_version = base.version,
-                    change_sets = sets.len()
+                    change_sets = sets.len(),
+                    source = "change_log"
                 )
                 .entered();
                 self.install(with_sets(&current, &sets)?);
