@@ -1,9 +1,9 @@
 //! What a replica pays per configuration version for `GET /api/client/features`: the client
-//! document built from scratch (every toggle serialised, the whole document compressed and
-//! hashed — what every version cost before documents were assembled from pieces) side by
-//! side with the rebuild after a one-toggle change (one piece serialised, its group and the
-//! up to two after it recompressed, the rest reused), for the unfiltered and a tag-filtered document, and after
-//! 100 changes at once (what one build sees under a burst of writes).
+//! document built from scratch (every toggle serialised, every group compressed, as when a
+//! replica starts) side by side with the rebuild after a one-toggle change (one piece
+//! serialised, its group and the up to two after it recompressed, the rest reused), for the
+//! unfiltered and a tag-filtered document, and after 100 changes at once (what one build sees
+//! under a burst of writes).
 //! Requests themselves only pick the built bytes.
 //!
 //! `cargo bench --bench client_features`

@@ -6,8 +6,8 @@
 //! groups) as preset dictionary, so it compresses almost as well as inside one stream. The
 //! blocks of unchanged groups are reused by the next version of the same document: joined in
 //! order behind one gzip header and closed by a final block and the combined CRC-32, they form
-//! one ordinary gzip stream that every client accepts. A changed toggle recompresses its group and the groups whose dictionary reaches
-//! into it (at most the next two).
+//! one ordinary gzip stream that every client accepts. A changed toggle recompresses its group
+//! and the groups whose dictionary reaches into it (at most the next two).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -45,8 +45,8 @@ const WINDOW_GROUPS: usize = 2;
 
 /// The compression level of every stretch. The gzip body's size bounds how many responses a
 /// second a host sends: at 10,000 toggles (the bench kit's document) level 7 makes it 1.00
-/// times the ceiling's whole-document gzip at level 6, level 6 1.02 times, for about 6 % more
-/// build time; level 8 costs another fifth.
+/// times the ceiling's whole-document gzip at level 6 and level 6 1.02 times; level 7 builds
+/// take about 6 % longer than level 6 ones, level 8 another fifth.
 const LEVEL: u32 = 7;
 
 /// `plain` as deflate stored blocks (byte aligned, like every stretch's start).
@@ -453,8 +453,8 @@ struct Window<'a> {
 
 /// What identifies a window's bytes: the digests of the groups it reaches into and whether it
 /// holds the prefix. A group's bytes follow from its pieces, but for the separator that leads
-/// every group but the first. A window holding the prefix holds the first group, separators
-/// fixed by position; any other window either is the last `DICTIONARY` bytes of its groups,
+/// every group but the first. A window holding the prefix starts at the document's start, so
+/// its groups' separators are fixed by position; any other window either is the last `DICTIONARY` bytes of its groups,
 /// which a leading separator would precede, or starts after the first group.
 #[derive(Debug)]
 struct WindowId {

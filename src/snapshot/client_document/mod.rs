@@ -3,8 +3,9 @@
 //!
 //! Each toggle's client form is hashed once (`piece`); a version reassembles its documents
 //! from groups of toggles, re-serialising only the toggles that changed and recompressing
-//! their groups and the groups whose dictionary reaches into them (`assemble`). Builds coalesce (`builder`): requests are answered from the newest built
-//! document and never wait for a rebuild; only the very first request for a filter waits for
+//! their groups and the groups whose dictionary reaches into them (`assemble`). Builds
+//! coalesce (`builder`): requests are answered from the newest built document and never wait
+//! for a rebuild; only the very first request for a filter waits for
 //! that filter's first build, and filters beyond the cache's size are built one at a time.
 
 mod assemble;
