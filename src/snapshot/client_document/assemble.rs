@@ -454,8 +454,9 @@ struct Window<'a> {
 /// What identifies a window's bytes: the digests of the groups it reaches into and whether it
 /// holds the prefix. A group's bytes follow from its pieces, but for the separator that leads
 /// every group but the first. A window holding the prefix starts at the document's start, so
-/// its groups' separators are fixed by position; any other window either is the last `DICTIONARY` bytes of its groups,
-/// which a leading separator would precede, or starts after the first group.
+/// its groups' separators are fixed by position; any other window either is the last
+/// `DICTIONARY` bytes of its groups, which a leading separator would precede, or starts after
+/// the first group.
 #[derive(Debug)]
 struct WindowId {
     digests: Box<[[u8; 32]]>,
