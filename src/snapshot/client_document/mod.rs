@@ -11,6 +11,7 @@
 mod assemble;
 mod builder;
 mod piece;
+mod plain;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,8 +21,9 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwapOption;
 use tokio::sync::{watch, Notify, OnceCell};
 
-pub use assemble::{ClientResponse, PlainDocument};
+pub use assemble::ClientResponse;
 pub use piece::{ClientPiece, PieceEntry, PieceList};
+pub use plain::PlainDocument;
 
 use crate::domain::filter::FeatureFilter;
 
