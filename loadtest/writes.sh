@@ -22,7 +22,8 @@
 #                                per replica, CPU quota in 10 ms periods; needs root and a writable
 #                                cgroup cpu controller); Redis and the writers are not limited
 #   --duration S                 seconds per writebench run (default 10)
-#   --rounds R                   runs per size; the median is reported (default 2)
+#   --rounds R                   runs per size; the median is reported, for an even R the
+#                                lower middle run (default 2)
 #   --out DIR                    keep logs and results.csv there (default: a new /tmp dir)
 #   --no-build                   use the existing binary in $CARGO_TARGET_DIR/release
 # Environment overrides: CARGO_TARGET_DIR (default /tmp/fp-release), FLAGPOLE_BIN, BENCH_DIR,
