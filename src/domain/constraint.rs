@@ -14,7 +14,7 @@ const VALUE_MAX: usize = 100;
 
 /// A rule on a context field that must hold for its strategy to apply. Stored and served
 /// exactly as written: optional fields stay absent when they were not sent.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Constraint {
     #[schema(value_type = String)]

@@ -25,7 +25,11 @@ pub const DEFAULT_PROJECT: &str = "default";
 pub const DEFAULT_TYPE: &str = "release";
 
 /// A stored feature toggle, active or archived.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// `Eq` matters for speed: two `Arc<Toggle>` of an `Eq` type compare equal by pointer before
+/// comparing contents, so diffing two versions' toggle maps passes over the toggles they share
+/// instead of comparing each field of every toggle near a change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Toggle {
     pub name: Text,
@@ -68,7 +72,7 @@ pub fn serialize_parameters<S: serde::Serializer>(
 }
 
 /// An activation strategy on a toggle.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Strategy {
     #[schema(value_type = String)]
@@ -89,7 +93,7 @@ pub struct Strategy {
 }
 
 /// A variant of a toggle (spec §2.4, API-FACTS §14).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Variant {
     #[schema(value_type = String)]
@@ -113,7 +117,7 @@ pub enum WeightType {
 }
 
 /// A variant payload.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Payload {
     #[serde(rename = "type")]
     #[schema(value_type = String)]
@@ -123,7 +127,7 @@ pub struct Payload {
 }
 
 /// Selects a variant when a context field has one of the values.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Override {
     #[schema(value_type = String)]
