@@ -30,8 +30,9 @@ use crate::state::AppState;
 use crate::telemetry::metrics::{is_operational, track_requests};
 
 /// The whole application. `NormalizePath` wraps the router (as a router layer it would run
-/// after routing) so that `POST /api/admin/features/` reaches the same handler.
-pub fn app(state: AppState) -> NormalizePath<Router> {
+/// after routing) so that `POST /api/admin/features/` reaches the same handler; what SDKs
+/// poll is answered before both (`client::FeaturesFirst`).
+pub fn app(state: AppState) -> client::FeaturesFirst<NormalizePath<Router>> {
     let edge = state.edge.clone();
     let authenticate = middleware::from_fn_with_state(state.clone(), extract::authenticate_admin);
     // Every admin route: identified (except login and logout), bounded in body and time.
@@ -56,7 +57,7 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
             .route_layer(authenticate),
     );
     let admin_open = protect(admin::open_router());
-    let client = client::ClientApi {
+    let client = Arc::new(client::ClientApi {
         snapshot: state.snapshot.clone(),
         metrics: state.metrics.clone(),
         usage: state.usage.clone(),
@@ -64,7 +65,7 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
         auth: state.auth.clone(),
         limiter: state.limiter.clone(),
         body_timeout: state.edge.request_timeout,
-    };
+    });
     let (routes, mut api) = OpenApiRouter::with_openapi(openapi::base())
         .merge(index::router())
         .merge(docs::router())
@@ -72,7 +73,7 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
         .merge(admin_spec_paths)
         .merge(admin_open)
         .split_for_parts();
-    let (client_routes, client_api) = client::router(client);
+    let (client_routes, client_api) = client::router(client.clone());
     api.merge(client_api);
     let client_routes = match edge.trace_client_every {
         Some(every) => client_routes.layer(
@@ -118,11 +119,17 @@ pub fn app(state: AppState) -> NormalizePath<Router> {
         .with_state(state)
         .merge(client_routes);
     // Only when configured: it would cost the client path a layer.
-    let router = match hardening::cors(&edge.cors_origins) {
+    let cors = hardening::cors(&edge.cors_origins);
+    // What SDKs poll is answered before routing only while no layer applies to it.
+    let unlayered = cors.is_none() && edge.trace_client_every.is_none();
+    let router = match cors {
         Some(cors) => router.layer(cors),
         None => router,
     };
-    NormalizePathLayer::trim_trailing_slash().layer(router)
+    client::FeaturesFirst::new(
+        unlayered.then_some(client),
+        NormalizePathLayer::trim_trailing_slash().layer(router),
+    )
 }
 
 /// Paths that carry a secret in their last segment (`/api/admin/api-tokens/:secret`).

@@ -12,6 +12,7 @@ conformance!(
     client_format,
     etag_and_conditional_requests,
     gzip_is_served_when_accepted,
+    answered_alike_before_and_after_routing,
     every_kind_of_write_changes_the_etag,
     filters_combine_or_within_and_across,
 );
@@ -117,6 +118,61 @@ async fn etag_and_conditional_requests(backend: &Backend) {
         .await
         .expect(200);
     assert_ne!(filtered.header("etag").as_deref(), Some(etag.as_str()));
+}
+
+/// `GET /api/client/features` is answered before routing; the same path with a trailing slash,
+/// and `HEAD`, go through the router. All three must answer alike.
+async fn answered_alike_before_and_after_routing(backend: &Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.create_toggle("routed.a").await;
+    app.create_toggle("routed.b").await;
+    app.settle().await;
+    let get = |path: &'static str, gzip: bool, etag: Option<String>| {
+        let mut request = app
+            .anonymous(Method::GET, path)
+            .header("UNLEASH-APPNAME", "tests")
+            .header("UNLEASH-INSTANCEID", "i-routed");
+        if gzip {
+            request = request.header("Accept-Encoding", "gzip");
+        }
+        if let Some(etag) = etag {
+            request = request.header("If-None-Match", etag);
+        }
+        send(request)
+    };
+    let shown = |reply: &crate::common::Reply| {
+        [
+            "etag",
+            "vary",
+            "content-type",
+            "content-encoding",
+            "content-length",
+        ]
+        .map(|name| reply.header(name))
+    };
+    for gzip in [false, true] {
+        let direct = get("/api/client/features", gzip, None).await.expect(200);
+        let routed = get("/api/client/features/", gzip, None).await.expect(200);
+        assert_eq!(shown(&direct), shown(&routed), "gzip {gzip}");
+        assert_eq!(direct.bytes, routed.bytes, "gzip {gzip}");
+        let head = send(app.anonymous(Method::HEAD, "/api/client/features"))
+            .await
+            .expect(200);
+        assert_eq!(head.header("etag"), direct.header("etag"));
+        assert!(head.bytes.is_empty());
+    }
+    let etag = get("/api/client/features", false, None)
+        .await
+        .header("etag");
+    let direct = get("/api/client/features", false, etag.clone())
+        .await
+        .expect(304);
+    let routed = get("/api/client/features/", false, etag).await.expect(304);
+    assert_eq!(shown(&direct), shown(&routed));
+    // Other methods are routed: the path has no POST.
+    send(app.anonymous(Method::POST, "/api/client/features"))
+        .await
+        .expect(405);
 }
 
 async fn gzip_is_served_when_accepted(backend: &Backend) {

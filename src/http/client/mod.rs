@@ -1,9 +1,13 @@
 //! The client API: what SDKs poll. These routes are the hot path: they carry only the
 //! snapshot as state and none of the per-request layers of the rest of the API (each layer
-//! and the nesting of routers cost measurable CPU per request; see loadtest/README.md).
+//! and the nesting of routers cost measurable CPU per request; see loadtest/README.md), and
+//! the unfiltered poll is answered before routing (`FeaturesFirst`).
 
 mod features;
+mod features_first;
 mod usage;
+
+pub use features_first::FeaturesFirst;
 
 use std::sync::Arc;
 
@@ -60,7 +64,7 @@ impl ClientApi {
 
 /// The client routes, with their own state and no per-request layers, and their part of the
 /// OpenAPI document.
-pub fn router(api: ClientApi) -> (Router, utoipa::openapi::OpenApi) {
+pub fn router(api: Arc<ClientApi>) -> (Router, utoipa::openapi::OpenApi) {
     let (router, document) = OpenApiRouter::<Arc<ClientApi>>::default()
         .routes(routes!(features::list_client_features))
         .routes(routes!(features::get_client_feature))
@@ -69,6 +73,6 @@ pub fn router(api: ClientApi) -> (Router, utoipa::openapi::OpenApi) {
         .split_for_parts();
     let router = router
         .method_not_allowed_fallback(super::method_not_allowed)
-        .with_state(Arc::new(api));
+        .with_state(api);
     (router, document)
 }

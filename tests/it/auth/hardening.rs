@@ -91,6 +91,17 @@ async fn cors_answers_only_the_configured_origins() {
     );
     let other = preflight("https://evil.example.com").await;
     assert_eq!(other.header("access-control-allow-origin"), None);
+    // What SDKs poll gets the header too (it is then routed, not answered before routing).
+    let polled = send(
+        app.anonymous(Method::GET, "/api/client/features")
+            .header("Origin", "https://ui.example.com"),
+    )
+    .await
+    .expect(200);
+    assert_eq!(
+        polled.header("access-control-allow-origin").as_deref(),
+        Some("https://ui.example.com")
+    );
     let plain = TestApp::spawn(&Backend::embedded()).await;
     let none = send(
         plain
