@@ -35,7 +35,7 @@ pub struct AdminToggle<'a> {
 
 /// spec §2.1: the legacy `strategy`/`parameters` pair (name and parameters of the first
 /// strategy), kept until version 2 of the client format.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct LegacyStrategy<'a> {
     pub strategy: &'a str,
     #[serde(serialize_with = "serialize_borrowed_parameters")]
@@ -103,8 +103,8 @@ impl<'a> AdminToggle<'a> {
 }
 
 /// A toggle in client responses (spec §4.1): `strategies` plus the legacy pair; variants and
-/// constraints only when configured.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+/// constraints only when configured. Equal views serialise to equal bytes.
+#[derive(Debug, PartialEq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClientToggle<'a> {
     pub name: &'a str,

@@ -116,34 +116,47 @@ impl PieceList {
         let mut changed = Vec::new();
         let mut pieces_changed = false;
         for change in previous.features.diff(&state.features) {
-            match change {
-                DiffItem::Add(name, toggle)
-                | DiffItem::Update {
+            let (name, toggle, before) = match change {
+                DiffItem::Add(name, toggle) => (name, toggle, None),
+                DiffItem::Update {
+                    old: (_, before),
                     new: (name, toggle),
-                    ..
-                } => {
+                } => (name, toggle, Some(before)),
+                DiffItem::Remove(name, toggle) => {
+                    pieces_changed = true;
+                    changed.push((Some(toggle.clone()), None));
+                    entries.remove(name);
+                    continue;
+                }
+            };
+            let old = entries.get(name).cloned();
+            let piece = match (&old, before) {
+                // A change outside the client form (a description, say) keeps the piece
+                // without serialising and hashing the toggle again.
+                (Some(old), Some(before))
+                    if ClientToggle::new(before) == ClientToggle::new(toggle) =>
+                {
+                    old.piece.clone()
+                }
+                _ => {
                     let new = ClientPiece::of(toggle);
-                    let old = entries.get(name).cloned();
-                    let piece = match &old {
+                    match &old {
                         Some(old) if old.piece.digest == new.digest => old.piece.clone(),
                         _ => {
                             pieces_changed = true;
                             Arc::new(new)
                         }
-                    };
-                    changed.push((old.map(|e| e.toggle), Some(toggle.clone())));
-                    let entry = PieceEntry {
-                        toggle: toggle.clone(),
-                        piece,
-                    };
-                    entries.insert(name.clone(), entry);
+                    }
                 }
-                DiffItem::Remove(name, toggle) => {
-                    pieces_changed = true;
-                    changed.push((Some(toggle.clone()), None));
-                    entries.remove(name);
-                }
-            }
+            };
+            changed.push((old.map(|e| e.toggle), Some(toggle.clone())));
+            entries.insert(
+                name.clone(),
+                PieceEntry {
+                    toggle: toggle.clone(),
+                    piece,
+                },
+            );
         }
         PieceList {
             version: state.version,
