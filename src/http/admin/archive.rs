@@ -1,9 +1,9 @@
 //! `/api/admin/archive`: archived toggles and reviving them (spec §4.2).
 
 use axum::extract::State;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
-use serde_json::{json, Value};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -29,17 +29,17 @@ pub fn router() -> OpenApiRouter<AppState> {
     tag = "archive",
     responses((status = 200, description = "The archived toggles, with the legacy `strategy` and `parameters`", body = FeatureList))
 )]
-async fn list_archived_features(State(service): State<Service>) -> ApiResult<Json<Value>> {
+async fn list_archived_features(State(service): State<Service>) -> ApiResult<Response> {
     let state = service.state()?;
     let features: Vec<AdminToggle> = state
         .archive
         .values()
         .map(|t| AdminToggle::archived(t, &state))
         .collect();
-    Ok(Json(json!(FeatureList {
+    Ok(Json(FeatureList {
         version: 1,
         features
-    })))
+    }).into_response())
 }
 
 /// `POST /api/admin/archive/revive`'s body.
@@ -50,10 +50,10 @@ struct ReviveBody {
     name: Option<String>,
 }
 
-async fn revive(service: &Service, actor: &Actor, name: &str) -> ApiResult<Json<Value>> {
+async fn revive(service: &Service, actor: &Actor, name: &str) -> ApiResult<Response> {
     let toggle = service.revive_toggle(actor, name).await?;
     let state = service.state()?;
-    Ok(Json(json!(AdminToggle::new(&toggle, &state))))
+    Ok(Json(AdminToggle::new(&toggle, &state)).into_response())
 }
 
 /// spec §4.2: `POST /api/admin/archive/revive` with `{"name": …}`.
@@ -72,7 +72,7 @@ async fn revive_feature_by_body(
     State(service): State<Service>,
     actor: Actor,
     AppJson(body): AppJson<ReviveBody>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let name = body
         .name
         .filter(|n| !n.is_empty())
@@ -96,6 +96,6 @@ async fn revive_feature(
     State(service): State<Service>,
     actor: Actor,
     AppPath(name): AppPath<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     revive(&service, &actor, &name).await
 }

@@ -5,7 +5,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -53,9 +53,9 @@ struct FeatureTags<'a> {
 }
 
 /// Renders a toggle as the admin API shows it, tag ids from the current snapshot.
-fn admin_json(service: &Service, toggle: &Toggle) -> ApiResult<Json<Value>> {
+fn admin_json(service: &Service, toggle: &Toggle) -> ApiResult<Response> {
     let state = service.state()?;
-    Ok(Json(json!(AdminToggle::new(toggle, &state))))
+    Ok(Json(AdminToggle::new(toggle, &state)).into_response())
 }
 
 /// Lists the active toggles, optionally filtered.
@@ -76,7 +76,7 @@ fn admin_json(service: &Service, toggle: &Toggle) -> ApiResult<Json<Value>> {
 async fn list_features(
     State(service): State<Service>,
     RawQuery(query): RawQuery,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let filter = FilterQuery::parse(query.as_deref().unwrap_or(""))?.filter()?;
     let state = service.state()?;
     let features: Vec<AdminToggle> = state
@@ -86,10 +86,10 @@ async fn list_features(
         .map(|t| AdminToggle::new(t, &state))
         .collect();
     // spec §4.2: the admin list is version 2.
-    Ok(Json(json!(FeatureList {
+    Ok(Json(FeatureList {
         version: 2,
         features
-    })))
+    }).into_response())
 }
 
 /// Shows an active toggle.
@@ -106,13 +106,13 @@ async fn list_features(
 async fn get_feature(
     State(service): State<Service>,
     AppPath(name): AppPath<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let state = service.state()?;
     let toggle = state
         .features
         .get(&name)
         .ok_or_else(|| ApiError::NotFound(format!("Could not find feature \"{name}\"")))?;
-    Ok(Json(json!(AdminToggle::new(toggle, &state))))
+    Ok(Json(AdminToggle::new(toggle, &state)).into_response())
 }
 
 /// Creates a toggle.
@@ -130,7 +130,7 @@ async fn create_feature(
     State(service): State<Service>,
     actor: Actor,
     AppJson(spec): AppJson<ToggleSpec>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let toggle = service.create_toggle(&actor, spec).await?;
     // spec §4.2: 200 on success.
     admin_json(&service, &toggle)
@@ -178,7 +178,7 @@ async fn update_feature(
     actor: Actor,
     AppPath(name): AppPath<String>,
     AppJson(spec): AppJson<ToggleSpec>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let toggle = service.update_toggle(&actor, &name, spec).await?;
     admin_json(&service, &toggle)
 }
@@ -198,7 +198,7 @@ async fn archive_feature(
     State(service): State<Service>,
     actor: Actor,
     AppPath(name): AppPath<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let toggle = service.archive_toggle(&actor, &name).await?;
     admin_json(&service, &toggle)
 }
@@ -218,7 +218,7 @@ async fn enable_feature(
     State(service): State<Service>,
     actor: Actor,
     AppPath(name): AppPath<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let toggle = service.set_enabled(&actor, &name, true).await?;
     admin_json(&service, &toggle)
 }
@@ -238,7 +238,7 @@ async fn disable_feature(
     State(service): State<Service>,
     actor: Actor,
     AppPath(name): AppPath<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let toggle = service.set_enabled(&actor, &name, false).await?;
     admin_json(&service, &toggle)
 }
@@ -258,7 +258,7 @@ async fn mark_stale(
     State(service): State<Service>,
     actor: Actor,
     AppPath(name): AppPath<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let toggle = service.set_stale(&actor, &name, true).await?;
     admin_json(&service, &toggle)
 }
@@ -278,7 +278,7 @@ async fn unmark_stale(
     State(service): State<Service>,
     actor: Actor,
     AppPath(name): AppPath<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let toggle = service.set_stale(&actor, &name, false).await?;
     admin_json(&service, &toggle)
 }
@@ -297,7 +297,7 @@ async fn unmark_stale(
 async fn list_feature_tags(
     State(service): State<Service>,
     AppPath(name): AppPath<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let state = service.state()?;
     let toggle = state
         .features
@@ -308,7 +308,7 @@ async fn list_feature_tags(
         .iter()
         .filter_map(|t| state.tag(t).map(|tag| &**tag))
         .collect();
-    Ok(Json(json!(FeatureTags { version: 1, tags })))
+    Ok(Json(FeatureTags { version: 1, tags }).into_response())
 }
 
 /// Tags a toggle (creating the tag when new).
