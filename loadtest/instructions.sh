@@ -21,6 +21,7 @@
 #   --out DIR         keep the callgrind files there (default: a new /tmp dir), for
 #                     callgrind_annotate
 #   --no-build        use the existing binary in $CARGO_TARGET_DIR/release
+# flagpole runs on the embedded store (the client path is the same on both).
 # Environment overrides: CARGO_TARGET_DIR (default /tmp/fp-release), FLAGPOLE_BIN, BENCH_DIR,
 #   CEILING_BIN (default /tmp/ceiling/target/release/ceiling, built from the kit if missing).
 # Needs valgrind, wrk, curl, python3: apt-get install -y valgrind wrk
@@ -40,7 +41,8 @@ while [ $# -gt 0 ]; do
     --mode) MODE=$2; shift 2;;
     --toggles) N=$2; shift 2;;
     --targets) TARGETS=$2; shift 2;;
-    *) common_opt "$@"; shift "$OPT_SHIFT";;
+    --duration|--out|--no-build|-h|--help) common_opt "$@"; shift "$OPT_SHIFT";;
+    *) echo "unknown option $1 (see --help)" >&2; exit 2;;
   esac
 done
 case "$MODE" in 304|gzip|200) ;; *) echo "--mode must be 304, gzip or 200" >&2; exit 2;; esac
@@ -49,9 +51,9 @@ need_tools "valgrind wrk curl python3" valgrind callgrind_control wrk curl pytho
 [ -f "$BENCH_DIR/gen_features.py" ] || { echo "bench kit not found at $BENCH_DIR (set BENCH_DIR)" >&2; exit 2; }
 make_out flagpole-instructions
 
-SERVER_PID=""
+SERVER_PID=""; FP_PID=""
 cleanup_server() { [ -z "$SERVER_PID" ] || { kill "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null || true; }; SERVER_PID=""; }
-trap 'rc=$?; trap - EXIT INT TERM; cleanup_server; echo "# callgrind files in $OUT" >&2; exit $rc' EXIT
+trap 'rc=$?; trap - EXIT INT TERM; stop "$FP_PID"; cleanup_server; echo "# callgrind files in $OUT" >&2; exit $rc' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
@@ -66,14 +68,22 @@ if [[ " $TARGETS " == *" ceiling "* ]] && [ ! -x "$CEILING_BIN" ]; then
 fi
 python3 "$BENCH_DIR/gen_features.py" "$N" -o "$OUT/features.json"
 
-# wait_http URL: up to ~120 s (valgrind starts slowly) for URL to answer at all
-wait_http() {
+# wait_ready TARGET URL: up to ~120 s (valgrind starts slowly) for the client features to be
+# served (flagpole: its client API has caught up with the loaded configuration)
+wait_ready() {
+  local check
   for _ in $(seq 600); do
-    curl -s -m 2 -o /dev/null "$1" && return 0
+    if [ "$1" = flagpole ]; then
+      check=$(curl -s -m 2 "$2/health" | python3 -c 'import json,sys
+h = json.load(sys.stdin); print("ok" if h.get("clientVersion") == h.get("version") else "")' 2>/dev/null || true)
+    else
+      check=$(curl -s -m 2 -o /dev/null -w '%{http_code}' "$2/api/client/features" | sed 's/^200$/ok/' || true)
+    fi
+    [ "$check" = ok ] && return 0
     kill -0 "$SERVER_PID" 2>/dev/null || { echo "the server under valgrind exited; see $OUT" >&2; exit 1; }
     sleep 0.2
   done
-  echo "no answer from $1 under valgrind" >&2; exit 1
+  echo "$1 under valgrind did not become ready" >&2; exit 1
 }
 
 printf '%-9s %5s %8s %10s %14s\n' target mode toggles requests instr/request >&2
@@ -83,9 +93,11 @@ for target in $TARGETS; do
   if [ "$target" = flagpole ]; then
     DATA_DIR="$OUT/data"; rm -rf "$DATA_DIR"
     FP_PORT=$PORT
-    start_flagpole --data-dir "$DATA_DIR"
-    python3 "$BENCH_DIR/gen_features.py" "$N" --load "$URL" --admin-header "$ADMIN_HEADER" > "$OUT/load.txt"
-    stop "$FP_PID"
+    # No drain on stop: the loading replica ends at once and cleanly.
+    start_flagpole --data-dir "$DATA_DIR" --shutdown-drain-ms 0
+    mv "$OUT/flagpole.log" "$OUT/flagpole-load.log"
+    python3 "$BENCH_DIR/gen_features.py" "$N" --load "$URL" --admin-header "$ADMIN_HEADER" > "$OUT/load.txt" 2>&1
+    stop "$FP_PID"; FP_PID=""
     CMD=("$BIN" --listen "127.0.0.1:$PORT" --data-dir "$DATA_DIR")
   else
     CMD=("$CEILING_BIN" --file "$OUT/features.json" --port "$PORT")
@@ -93,23 +105,29 @@ for target in $TARGETS; do
   valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/$target.callgrind" \
     "${CMD[@]}" > "$OUT/$target.log" 2>&1 &
   SERVER_PID=$!
-  wait_http "$URL/api/client/features"
+  wait_ready "$target" "$URL"
   # The kit's client headers, as loadtest/run.sh sends them (flagpole records the instance's
   # poll).
   headers=(-H "SERVICE-APPNAME: bench-app" -H "SERVICE-INSTANCEID: bench-1")
   case "$MODE" in
     304) etag=$(curl -s -D - -o /dev/null "$URL/api/client/features" \
            | awk -F': ' 'tolower($1) == "etag" { print $2 }' | tr -d '\r')
-         headers+=(-H "If-None-Match: $etag");;
+         [ -n "$etag" ] || { echo "$target sent no ETag" >&2; exit 1; }
+         headers+=(-H "If-None-Match: $etag")
+         status=$(curl -s -o /dev/null -w '%{http_code}' "${headers[@]}" "$URL/api/client/features")
+         [ "$status" = 304 ] || { echo "$target answered $status, not 304, to its own ETag" >&2; exit 1; };;
     gzip) headers+=(-H 'Accept-Encoding: gzip');;
   esac
   wrk -t2 -c64 -d3s "${headers[@]}" "$URL/api/client/features" > /dev/null
-  callgrind_control -i on "$SERVER_PID" > /dev/null 2>&1
+  callgrind_control -i on "$SERVER_PID" > "$OUT/$target.control" 2>&1 \
+    || { echo "callgrind_control failed; see $OUT/$target.control" >&2; exit 1; }
   wrk -t2 -c64 -d"${DURATION}s" "${headers[@]}" "$URL/api/client/features" > "$OUT/$target.wrk"
   callgrind_control -i off "$SERVER_PID" > /dev/null 2>&1
   callgrind_control -d "$SERVER_PID" > /dev/null 2>&1
   cleanup_server
   requests=$(awk '/requests in/ { print $1 }' "$OUT/$target.wrk")
+  [ "${requests:-0}" -gt 0 ] || { echo "no requests counted; see $OUT/$target.wrk" >&2; exit 1; }
+  ! grep -q "Non-2xx or 3xx" "$OUT/$target.wrk" || { echo "$target answered errors; see $OUT/$target.wrk" >&2; exit 1; }
   # The dump taken while counting was on is the file with the suffix .1.
   total=$(awk '/^totals:/ { print $2 }' "$OUT/$target.callgrind.1")
   printf '%-9s %5s %8s %10s %14s\n' "$target" "$MODE" "$N" "$requests" \

@@ -38,8 +38,9 @@ async fn list_archived_features(State(service): State<Service>) -> ApiResult<Res
         .collect();
     Ok(Json(FeatureList {
         version: 1,
-        features
-    }).into_response())
+        features,
+    })
+    .into_response())
 }
 
 /// `POST /api/admin/archive/revive`'s body.

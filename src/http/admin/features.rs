@@ -88,8 +88,9 @@ async fn list_features(
     // spec §4.2: the admin list is version 2.
     Ok(Json(FeatureList {
         version: 2,
-        features
-    }).into_response())
+        features,
+    })
+    .into_response())
 }
 
 /// Shows an active toggle.

@@ -1,7 +1,7 @@
 //! The client API: what SDKs poll. These routes are the hot path: they carry only the
 //! snapshot as state and none of the per-request layers of the rest of the API (each layer
 //! and the nesting of routers cost measurable CPU per request; see loadtest/README.md), and
-//! the unfiltered poll is answered before routing (`FeaturesFirst`).
+//! `GET /api/client/features` itself is answered before routing (`FeaturesFirst`).
 
 mod features;
 mod features_first;
