@@ -1,6 +1,6 @@
 //! Flagpole: a feature-toggle service. `run` starts the HTTP server and the background
 //! workers of one replica; the binary and the tests both call it.
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 pub mod auth;
 pub mod config;
@@ -11,7 +11,6 @@ pub mod forwarding;
 #[cfg(test)]
 mod fuzz;
 pub mod health;
-pub mod heap_trim;
 pub mod http;
 pub mod service;
 pub mod snapshot;

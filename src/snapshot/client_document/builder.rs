@@ -27,7 +27,6 @@ impl ClientDocuments {
         stop: CancellationToken,
     ) {
         let mut last: Option<(Instant, Duration)> = None;
-        let mut last_trim: Option<Instant> = None;
         loop {
             tokio::select! {
                 _ = self.wake.notified() => {}
@@ -43,27 +42,10 @@ impl ClientDocuments {
             let state = current();
             let started = Instant::now();
             let documents = self.clone();
-            // Builds replace whole groups: their garbage is what the heap trim hands back.
-            let trim = crate::heap_trim::due(last_trim);
-            let built = tokio::task::spawn_blocking(move || {
-                documents.build(&state);
-                let took = started.elapsed();
-                if trim {
-                    crate::heap_trim::return_free_memory();
-                }
-                took
-            })
-            .await;
-            let took = match built {
-                Ok(took) => took,
-                Err(e) => {
-                    tracing::error!(error = %e, "client document build failed");
-                    started.elapsed()
-                }
-            };
-            if trim {
-                last_trim = Some(Instant::now());
+            if let Err(e) = tokio::task::spawn_blocking(move || documents.build(&state)).await {
+                tracing::error!(error = %e, "client document build failed");
             }
+            let took = started.elapsed();
             if let Ok(mut totals) = self.totals.lock() {
                 totals.builds += 1;
                 totals.seconds += took.as_secs_f64();
