@@ -2,7 +2,8 @@
 //!
 //! What SDKs poll costs a router lookup and four request extensions (`OriginalUri`,
 //! `MatchedPath`, URL parameters, a rehash of the map they live in) when it goes through the
-//! router: about a tenth of a `304`'s instructions in user space (callgrind, 2026-11-27).
+//! router, with the nested services' futures: a quarter of a `304`'s instructions in user
+//! space (15,669 routed, 11,911 answered first; callgrind, 2026-11-27).
 //! Only when no layer applies to the client routes (no CORS, no sampled client traces) is the
 //! handler called directly, so the answer is the same either way; every other request, `HEAD`
 //! and the path with a trailing slash included, is routed as usual.
