@@ -13,12 +13,15 @@
 # and writes people use most, a state export, and shutdown; on both stores. Functions are
 # listed hottest first (instructions executed in them), so the hot paths share pages too.
 # A function missing from the list (new code, a renamed one) only lands after the listed
-# ones: the list going stale costs memory, never correctness. Rerun after large changes.
+# ones: the list going stale costs memory, never correctness. Names carry a hash of the
+# compiler and of every dependency's version, so the list's first line records both, and
+# release builds warn when they differ: rerun this after a toolchain or Cargo.lock change.
 #
 # usage: scripts/symbol-order.sh [BINARY]   (default: builds target/release/flagpole)
 # Needs valgrind, redis-server, curl, wrk, python3 (the bench kit's generator and writer).
 # Takes a few minutes (everything runs under callgrind). Only loopback traffic.
 set -euo pipefail
+BIN=${1:+$(realpath "$1")}
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 REPO=$(pwd)
 BENCH_DIR=${BENCH_DIR:-$REPO/../shared/bench}
@@ -28,10 +31,9 @@ for tool in valgrind callgrind_annotate redis-server curl wrk python3 nm; do
   command -v "$tool" >/dev/null || { echo "$tool is needed" >&2; exit 2; }
 done
 
-BIN=${1:-}
 if [ -z "$BIN" ]; then
   cargo build --release --locked --bin flagpole
-  BIN=${CARGO_TARGET_DIR:-target}/release/flagpole
+  BIN=$(realpath "${CARGO_TARGET_DIR:-target}/release/flagpole")
 fi
 WORK=$(mktemp -d /tmp/flagpole-symbol-order.XXXXXX)
 REDIS_PID=""; FP_PID=""
@@ -95,18 +97,27 @@ exercise embedded --data-dir "$WORK/data"
 # Self instructions per function over both runs, hottest first; only the binary's own symbols.
 nm --defined-only "$BIN" | awk '$2 ~ /^[tTwW]$/ { print $3 }' | sort -u > "$WORK/symbols"
 for f in "$WORK"/callgrind-*.out; do
-  callgrind_annotate --threshold=100 --show-percs=no "$f" 2>/dev/null
-done | python3 -c '
+  callgrind_annotate --auto=no --threshold=100 --show-percs=no "$f" > "$f.txt"
+done
+cat "$WORK"/callgrind-*.out.txt | python3 -c '
 import re, sys
 symbols = set(open(sys.argv[1]).read().split())
+row = re.compile(r"^\s*([\d,]+)\s+\S*?:(\S+) \[" + re.escape(sys.argv[2]) + r"\]$")
 cost = {}
 for line in sys.stdin:
-    m = re.match(r"^\s*([\d,]+) +\(?\S*?\)? *[^ :]*:(\S+)", line)
+    m = row.match(line)
     if m and m.group(2) in symbols:
         cost[m.group(2)] = cost.get(m.group(2), 0) + int(m.group(1).replace(",", ""))
+if len(cost) < 1000:
+    sys.exit(f"only {len(cost)} functions of the binary ran: the scenario failed?")
+lock = open("Cargo.lock", "rb").read()
+fnv = 0xcbf29ce484222325
+for b in lock:
+    fnv = ((fnv ^ b) * 0x100000001b3) % 2**64
+print(f"# {sys.argv[3]}; Cargo.lock {fnv:016x}")
 for name, _ in sorted(cost.items(), key=lambda kv: -kv[1]):
     print(name)
-' "$WORK/symbols" > "$WORK/order"
+' "$WORK/symbols" "$BIN" "$(${RUSTC:-rustc} -V)" > "$WORK/order"
 mkdir -p build
 mv "$WORK/order" "$OUT"
-echo "# $(wc -l < "$OUT") functions listed in $OUT" >&2
+echo "# $(($(wc -l < "$OUT") - 1)) functions listed in $OUT" >&2
