@@ -128,6 +128,11 @@ pub struct Settings {
     #[arg(long, env = "FLAGPOLE_DATA_DIR", default_value = "./data")]
     pub data_dir: PathBuf,
 
+    /// Memory the embedded store may hold of its file's pages, in MiB (the rest is read from
+    /// the file when needed).
+    #[arg(long, env = "FLAGPOLE_EMBEDDED_CACHE_MIB", default_value_t = crate::store::embedded::DEFAULT_CACHE_MIB, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub embedded_cache_mib: u32,
+
     /// Prefix of every Redis key, so several installations can share one Redis.
     #[arg(long, env = "FLAGPOLE_KEY_PREFIX", default_value = "flagpole", value_parser = parse_key_prefix)]
     pub key_prefix: String,

@@ -65,7 +65,10 @@ pub async fn open_store(settings: &Settings) -> Result<Store, StoreError> {
                     .map_err(StoreError::Unavailable)?;
                 Store::Redis(RedisStore::connect(&options, &settings.key_prefix).await?)
             }
-            None => Store::Embedded(EmbeddedStore::open(&settings.data_dir).await?),
+            None => Store::Embedded(
+                EmbeddedStore::open_with_cache(&settings.data_dir, settings.embedded_cache_mib)
+                    .await?,
+            ),
         },
     )
 }

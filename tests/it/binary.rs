@@ -72,6 +72,12 @@ fn bad_settings_are_refused_at_start() {
         .expect("run flagpole");
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("key prefix"));
+    let output = Command::new(env!("CARGO_BIN_EXE_flagpole"))
+        .args(["--embedded-cache-mib", "0"])
+        .output()
+        .expect("run flagpole");
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("embedded-cache-mib"));
     let help = Command::new(env!("CARGO_BIN_EXE_flagpole"))
         .arg("--help")
         .output()
@@ -81,6 +87,7 @@ fn bad_settings_are_refused_at_start() {
         "FLAGPOLE_LISTEN",
         "FLAGPOLE_REDIS_URL",
         "FLAGPOLE_DATA_DIR",
+        "FLAGPOLE_EMBEDDED_CACHE_MIB",
         "FLAGPOLE_KEY_PREFIX",
         "FLAGPOLE_LOG_FORMAT",
         "FLAGPOLE_AUTH",
