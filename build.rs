@@ -29,10 +29,10 @@ fn main() {
         return;
     }
     let root = PathBuf::from(var("CARGO_MANIFEST_DIR"));
-    let Ok(list) = std::fs::read_to_string(root.join(ORDER)) else {
+    let order = root.join(ORDER);
+    let Ok(list) = std::fs::read_to_string(&order) else {
         return;
     };
-    let order = root.join(ORDER);
     if !linker_takes_the_list(&order) {
         return;
     }
