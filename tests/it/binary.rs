@@ -64,20 +64,20 @@ async fn the_binary_serves_and_stops_on_sigterm() {
     assert!(exit.success(), "exit status {exit}");
 }
 
+/// Runs the binary with `args`, asserts it refused to start, and returns what it said.
+fn refused(args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_flagpole"))
+        .args(args)
+        .output()
+        .expect("run flagpole");
+    assert!(!output.status.success(), "{args:?} was accepted");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
 #[test]
 fn bad_settings_are_refused_at_start() {
-    let output = Command::new(env!("CARGO_BIN_EXE_flagpole"))
-        .args(["--key-prefix", "a{b}"])
-        .output()
-        .expect("run flagpole");
-    assert!(!output.status.success());
-    assert!(String::from_utf8_lossy(&output.stderr).contains("key prefix"));
-    let output = Command::new(env!("CARGO_BIN_EXE_flagpole"))
-        .args(["--embedded-cache-mib", "0"])
-        .output()
-        .expect("run flagpole");
-    assert!(!output.status.success());
-    assert!(String::from_utf8_lossy(&output.stderr).contains("embedded-cache-mib"));
+    assert!(refused(&["--key-prefix", "a{b}"]).contains("key prefix"));
+    assert!(refused(&["--embedded-cache-mib", "0"]).contains("embedded-cache-mib"));
     let help = Command::new(env!("CARGO_BIN_EXE_flagpole"))
         .arg("--help")
         .output()
