@@ -5,6 +5,13 @@ use tokio_util::sync::CancellationToken;
 
 use flagpole::config::Settings;
 
+/// jemalloc, with the settings in `.cargo/config.toml`. Against glibc's malloc at 10,000 toggles
+/// (2026-11-27): about 45 % more writes/s on the Redis store, where glibc's bins grew costly
+/// to search and coalesce in a large heap, and 15 MiB less peak on the embedded store, whose
+/// blocking threads each got a glibc arena of their own.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let mut settings = Settings::parse();
@@ -81,4 +88,16 @@ async fn cancel_on_signal(shutdown: CancellationToken) {
     }
     tracing::info!("shutting down");
     shutdown.cancel();
+}
+
+#[cfg(test)]
+mod tests {
+    /// The settings of `.cargo/config.toml` reached jemalloc's build (a build without them
+    /// would keep four arenas per core of the node).
+    #[test]
+    fn the_allocator_runs_with_the_projects_settings() {
+        let conf = tikv_jemalloc_ctl::config::malloc_conf::read().expect("malloc_conf");
+        assert!(conf.contains("dirty_decay_ms:1000"), "{conf}");
+        assert_eq!(tikv_jemalloc_ctl::opt::narenas::read().expect("narenas"), 2);
+    }
 }
