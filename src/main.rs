@@ -6,9 +6,9 @@ use tokio_util::sync::CancellationToken;
 use flagpole::config::Settings;
 
 /// jemalloc, with the settings in `.cargo/config.toml`. Against glibc's malloc at 10,000 toggles
-/// (2026-11-27): about 45 % more writes/s on the Redis store, where glibc's bins grew costly
-/// to search and coalesce in a large heap, and 15 MiB less peak on the embedded store, whose
-/// blocking threads each got a glibc arena of their own.
+/// (README, "The allocator"): about 45 % more writes/s on the Redis store, where glibc's free
+/// chunks grew costly to search and coalesce in a large heap, and 8–16 MiB less peak on the
+/// embedded store, whose blocking threads each got a glibc arena of their own.
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
