@@ -320,6 +320,52 @@ impl Snapshot {
         Ok(())
     }
 
+    /// Installs a commit this replica made on top of writes its state lacks (a rebase): the
+    /// store went from `previous` to `to` by `changes`. Takes the snapshot to `previous`
+    /// (with the change sets announcements carried, when they lead there) and applies
+    /// `changes`, so neither the commit's own announcement nor the change log is waited for.
+    /// Returns whether it did; the caller refreshes otherwise.
+    pub async fn apply_rebased_commit(
+        &self,
+        previous: Position,
+        to: Position,
+        changes: &[Change],
+    ) -> bool {
+        let _guard = self.update.lock().await;
+        if self.holds(to) {
+            return true;
+        }
+        if !self.is_loaded() {
+            return false;
+        }
+        let current = self.current.load_full();
+        let mut state = if position_of(&current) == previous {
+            (*current).clone()
+        } else {
+            match self
+                .store
+                .announced_changes(position_of(&current), previous)
+            {
+                Some(Ok(sets)) => match with_sets(&current, &sets) {
+                    Ok(state) => {
+                        self.updates.announced.fetch_add(1, Ordering::Relaxed);
+                        state
+                    }
+                    Err(_) => return false,
+                },
+                _ => return false,
+            }
+        };
+        if apply_changes(&mut state, changes).is_err() {
+            return false;
+        }
+        state.version = to.version;
+        state.head = to.head;
+        self.install(state);
+        self.note(&Ok(()));
+        true
+    }
+
     fn install(&self, state: ConfigState) {
         self.current.store(Arc::new(state));
         self.client.configuration_moved();

@@ -19,7 +19,8 @@
 -- RFC 3339, ARGV[11] the rebase terms ('' for none): JSON {"seen": [version, head], "own":
 -- [version, ...] oldest first, "own_head": head of the newest own commit or '', "toggles":
 -- [name, ...]}, every number as a string.
--- Returns {committed 0/1, version, head, rebased 0/1}.
+-- Returns {committed 0/1, version, head, rebased 0/1, previous head} (the head before this
+-- commit; '0' when nothing was committed).
 -- Each redis.call costs about as much as a small command itself: calls are batched (one HSET
 -- per hash, one INCRBY for the event ids, one RPUSH per toggle) rather than made per record.
 local marks = KEYS[7]
@@ -91,7 +92,7 @@ end
 local rebased = 0
 if current ~= tonumber(ARGV[1]) or head ~= ARGV[2] then
   if ARGV[11] == '' or not may_rebase(cjson.decode(ARGV[11])) then
-    return {0, current, head, 0}
+    return {0, current, head, 0, '0'}
   end
   rebased = 1
 end
@@ -233,4 +234,4 @@ for _, slot in ipairs(indexes) do
   call_sliced('RPUSH', KEYS[slot], indexed[slot], 1)
 end
 redis.call('PUBLISH', ARGV[6], announcement)
-return {1, version, ARGV[7], rebased}
+return {1, version, ARGV[7], rebased, head}

@@ -262,7 +262,7 @@ impl EmbeddedStore {
         let committed = self
             .blocking(move |db| {
                 let txn = db.begin_write().map_err(failed)?;
-                let position;
+                let (position, previous);
                 {
                     let mut meta = txn.open_table(META).map_err(failed)?;
                     let current = read_position(&meta)?;
@@ -271,6 +271,7 @@ impl EmbeddedStore {
                     }
                     let version = current.version + 1;
                     position = Position { head, version };
+                    previous = current;
                     meta.insert("version", version).map_err(failed)?;
                     meta.insert("head", head).map_err(failed)?;
                     let mut records = txn.open_table(RECORDS).map_err(failed)?;
@@ -323,6 +324,7 @@ impl EmbeddedStore {
                 txn.commit().map_err(failed)?;
                 Ok(CommitOutcome::Committed {
                     position,
+                    previous,
                     rebased: false,
                 })
             })

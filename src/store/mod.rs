@@ -176,9 +176,14 @@ pub const REBASE_OWN_MAX: usize = 64;
 /// How a commit went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommitOutcome {
-    /// Written; the store is now at this position. `rebased`: on top of other replicas'
-    /// writes (see `Rebase`), which the writing replica's state does not hold yet.
-    Committed { position: Position, rebased: bool },
+    /// Written; the store is now at `position`, and was at `previous` just before (the
+    /// expected position, unless `rebased`: on top of other replicas' writes, see `Rebase`,
+    /// which the writing replica's state does not hold yet).
+    Committed {
+        position: Position,
+        previous: Position,
+        rebased: bool,
+    },
     /// The store was not at the expected position; nothing was written.
     Conflict { current: Position },
 }

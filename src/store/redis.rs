@@ -93,8 +93,8 @@ fn wait_failure(e: redis::RedisError) -> StoreError {
     }
 }
 
-/// The commit script's reply: committed (0/1), version, head, rebased (0/1).
-type CommitReply = (u8, u64, u64, u8);
+/// The commit script's reply: committed (0/1), version, head, rebased (0/1), the head before.
+type CommitReply = (u8, u64, u64, u8, u64);
 
 /// The commit script's rebase terms (`ARGV[11]`, see `commit.lua`): '' for none.
 fn rebase_terms(check: &CommitCheck) -> Result<String, StoreError> {
@@ -370,7 +370,7 @@ impl RedisStore {
             rebase_terms(check)?,
         ];
         args.extend(Collection::ALL.map(|c| c.as_str().to_string()));
-        let (committed, version, head, rebased): CommitReply = match self.connector.wait() {
+        let reply: CommitReply = match self.connector.wait() {
             None => {
                 let mut invocation = self.commit_script.prepare_invoke();
                 for key in &keys {
@@ -387,10 +387,15 @@ impl RedisStore {
             }
             Some(wait) => self.commit_and_wait(&keys, &args, wait).await?,
         };
+        let (committed, version, head, rebased, previous_head) = reply;
         let position = Position { head, version };
         Ok(if committed == 1 {
             CommitOutcome::Committed {
                 position,
+                previous: Position {
+                    head: previous_head,
+                    version: version.saturating_sub(1),
+                },
                 rebased: rebased == 1,
             }
         } else {

@@ -8,10 +8,15 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::common::{prometheus_sample, send, Backend, Reply, TestApp, TestRedis};
+use flagpole::snapshot::{position_of, Snapshot};
 use flagpole::store::embedded::EmbeddedStore;
 use flagpole::store::redis::RedisStore;
 use flagpole::store::redis_conn::RedisOptions;
-use flagpole::store::{Change, Collection, CommitCheck, CommitOutcome, Position, Rebase, Store};
+use flagpole::store::{
+    Announcement, Change, Collection, CommitCheck, CommitOutcome, Position, Rebase, Store,
+};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 const PREFIX: &str = "rebase-test";
 
@@ -43,7 +48,9 @@ async fn commit_exact(store: &Store, changes: &[Change]) -> Position {
         .await
         .expect("commit")
     {
-        CommitOutcome::Committed { position, rebased } => {
+        CommitOutcome::Committed {
+            position, rebased, ..
+        } => {
             assert!(!rebased);
             position
         }
@@ -82,6 +89,7 @@ fn rebased_position(outcome: CommitOutcome) -> Position {
         CommitOutcome::Committed {
             position,
             rebased: true,
+            ..
         } => position,
         other => panic!("expected a rebased commit, got {other:?}"),
     }
@@ -216,6 +224,92 @@ async fn the_embedded_store_never_rebases() {
         commit_rebased(&store, seen, &[], &["a"]).await,
         "one process writes an embedded store",
     );
+}
+
+/// A full toggle record, as the admin API writes one.
+fn toggle_record(name: &str) -> Change {
+    Change {
+        collection: Collection::Features,
+        key: name.to_string(),
+        value: Some(format!(
+            r#"{{"name":"{name}","description":"","type":"release","project":"default","enabled":true,"stale":false,"strategies":[],"createdAt":"2026-01-01T00:00:00Z"}}"#
+        )),
+    }
+}
+
+/// Waits up to 5 s for the listener's next announcement.
+async fn next_announcement(announcements: &mut watch::Receiver<Announcement>, what: &str) {
+    tokio::time::timeout(Duration::from_secs(5), announcements.changed())
+        .await
+        .unwrap_or_else(|_| panic!("no {what} within 5 s"))
+        .expect("listener running");
+}
+
+/// A replica installs its own commit rebased over another replica's write from that write's
+/// announcement and its own changes: it neither reads the change log nor waits for its own
+/// commit's announcement. Without the other write's change set in hand it declines, and the
+/// committer refreshes instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rebased_commit_is_installed_from_announcements_and_its_own_changes() {
+    let redis = TestRedis::start();
+    let store = redis_store(&redis).await;
+    let other_replica = redis_store(&redis).await;
+    let Store::Redis(listener) = store.clone() else {
+        unreachable!("a Redis store")
+    };
+    let (announce, mut announcements) = watch::channel(Announcement::Unknown);
+    let shutdown = CancellationToken::new();
+    let listening = tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move { listener.listen_for_versions(announce, shutdown).await }
+    });
+    next_announcement(&mut announcements, "subscription").await;
+
+    let seen = commit_exact(&store, &[toggle_record("a")]).await;
+    let snapshot = Snapshot::new(store.clone());
+    snapshot.refresh().await.expect("load");
+    // A replica that starts now has no announcement of the next write in hand.
+    let late = Snapshot::new(redis_store(&redis).await);
+    late.refresh().await.expect("load");
+
+    commit_exact(&other_replica, &[toggle_record("b")]).await;
+    next_announcement(&mut announcements, "announcement of b").await;
+    let mine = [toggle_record("c")];
+    let check = CommitCheck {
+        expected: None,
+        rebase: Some(Rebase {
+            seen,
+            own: Vec::new(),
+            toggles: vec!["c".to_string()],
+        }),
+    };
+    let CommitOutcome::Committed {
+        position,
+        previous,
+        rebased: true,
+    } = store.commit(&check, &mine, &[], &[]).await.expect("commit")
+    else {
+        panic!("expected a rebased commit")
+    };
+    assert_eq!(previous.version, seen.version + 1, "b came between");
+
+    assert!(!late.apply_rebased_commit(previous, position, &mine).await);
+    assert_eq!(late.state().version, seen.version, "declined, untouched");
+
+    assert!(
+        snapshot
+            .apply_rebased_commit(previous, position, &mine)
+            .await
+    );
+    let state = snapshot.state();
+    assert_eq!(position_of(&state), position);
+    let names: Vec<&str> = state.features.keys().map(String::as_str).collect();
+    assert_eq!(names, ["a", "b", "c"]);
+    let counts = snapshot.update_counts();
+    assert_eq!((counts.announced, counts.change_log), (1, 0));
+
+    shutdown.cancel();
+    listening.await.expect("listener ends");
 }
 
 /// Three replicas on one Redis, with the toggles `names` and the simple tags `tags` created,

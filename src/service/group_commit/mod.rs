@@ -334,6 +334,7 @@ impl GroupCommit {
                     Some(match current == *expected {
                         true => CommitOutcome::Committed {
                             position: current,
+                            previous: current,
                             rebased: false,
                         },
                         false => CommitOutcome::Conflict { current },
@@ -346,7 +347,11 @@ impl GroupCommit {
             }
         };
         let outcome = match committed {
-            Ok(Some(CommitOutcome::Committed { position, rebased })) => {
+            Ok(Some(CommitOutcome::Committed {
+                position,
+                previous,
+                rebased,
+            })) => {
                 if rebased {
                     metrics.writes.rebased();
                 }
@@ -385,7 +390,14 @@ impl GroupCommit {
                             tracing::warn!(error = %e, "snapshot update after commit failed");
                         }
                     }
-                    None => catch_up_after_rebase(snapshot, position).await,
+                    None => {
+                        if !snapshot
+                            .apply_rebased_commit(previous, position, &batch.changes)
+                            .await
+                        {
+                            catch_up_after_rebase(snapshot, position).await
+                        }
+                    }
                 }
                 let mut pending = self.lock();
                 pending.committing = false;
