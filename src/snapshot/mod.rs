@@ -47,8 +47,9 @@ struct UpdateCounters {
     reloads: AtomicU64,
 }
 
-/// How many times the snapshot took in other replicas' writes (or its own rebased ones), by
-/// where it read them, since the replica started.
+/// How many times the snapshot took in other replicas' writes (with its own rebased commits,
+/// when the writes under them had to be read), by where it read them, since the replica
+/// started.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct UpdateCounts {
     /// From the change sets version announcements carried (no round trip).
@@ -186,33 +187,40 @@ impl Snapshot {
             return false;
         }
         let current = self.current.load_full();
-        let sets = match self.store.announced_changes(position_of(&current), target) {
-            Some(Ok(sets)) => sets,
-            Some(Err(e)) => {
-                tracing::warn!(error = %e, "unreadable announcement; reading the change log");
-                return false;
-            }
-            None => return false,
-        };
-        let _span = tracing::debug_span!(
-            "snapshot.refresh",
-            from_version = position_of(&current).version,
-            change_sets = sets.len(),
-            source = "announcement"
-        )
-        .entered();
-        match with_sets(&current, &sets) {
-            Ok(state) => {
+        match self.announced_state(&current, target) {
+            Some(state) => {
                 self.install(state);
                 self.updates.announced.fetch_add(1, Ordering::Relaxed);
                 self.note(&Ok(()));
                 true
             }
-            Err(e) => {
-                tracing::warn!(error = %e, "announced changes do not apply; reading the change log");
-                false
-            }
+            None => false,
         }
+    }
+
+    /// `current` brought to `target` by the change sets announcements carried, when they lead
+    /// there.
+    fn announced_state(&self, current: &ConfigState, target: Position) -> Option<ConfigState> {
+        let sets = match self.store.announced_changes(position_of(current), target) {
+            Some(Ok(sets)) => sets,
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "unreadable announcement; reading the change log");
+                return None;
+            }
+            None => return None,
+        };
+        let _span = tracing::debug_span!(
+            "snapshot.refresh",
+            from_version = position_of(current).version,
+            change_sets = sets.len(),
+            source = "announcement"
+        )
+        .entered();
+        with_sets(current, &sets)
+            .inspect_err(|e| {
+                tracing::warn!(error = %e, "announced changes do not apply; reading the change log")
+            })
+            .ok()
     }
 
     /// Whether the snapshot holds the store at `target`: it is there, or past it. Past is
@@ -320,11 +328,11 @@ impl Snapshot {
         Ok(())
     }
 
-    /// Installs a commit this replica made on top of writes its state lacks (a rebase): the
-    /// store went from `previous` to `to` by `changes`. Takes the snapshot to `previous`
-    /// (with the change sets announcements carried, when they lead there) and applies
-    /// `changes`, so neither the commit's own announcement nor the change log is waited for.
-    /// Returns whether it did; the caller refreshes otherwise.
+    /// Installs a commit this replica made on top of writes its state lacks (after a rebase):
+    /// the store went from `previous` to `to` by `changes`. Takes the snapshot to `previous`
+    /// (with the change sets announcements carried, when it is not there) and applies
+    /// `changes`, so it needs neither the commit's own announcement nor a change-log read.
+    /// Returns whether the snapshot holds `to` now; the caller refreshes otherwise.
     pub async fn apply_rebased_commit(
         &self,
         previous: Position,
@@ -339,29 +347,24 @@ impl Snapshot {
             return false;
         }
         let current = self.current.load_full();
-        let mut state = if position_of(&current) == previous {
-            (*current).clone()
-        } else {
-            match self
-                .store
-                .announced_changes(position_of(&current), previous)
-            {
-                Some(Ok(sets)) => match with_sets(&current, &sets) {
-                    Ok(state) => {
-                        self.updates.announced.fetch_add(1, Ordering::Relaxed);
-                        state
-                    }
-                    Err(_) => return false,
-                },
-                _ => return false,
-            }
+        let took_others = position_of(&current) != previous;
+        let state = match took_others {
+            false => Some((*current).clone()),
+            true => self.announced_state(&current, previous),
         };
-        if apply_changes(&mut state, changes).is_err() {
+        let Some(mut state) = state else {
+            return false;
+        };
+        if let Err(e) = apply_changes(&mut state, changes) {
+            tracing::warn!(error = %e, "a commit's own changes do not apply; reading the change log");
             return false;
         }
         state.version = to.version;
         state.head = to.head;
         self.install(state);
+        if took_others {
+            self.updates.announced.fetch_add(1, Ordering::Relaxed);
+        }
         self.note(&Ok(()));
         true
     }

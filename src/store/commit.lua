@@ -19,8 +19,8 @@
 -- RFC 3339, ARGV[11] the rebase terms ('' for none): JSON {"seen": [version, head], "own":
 -- [version, ...] oldest first, "own_head": head of the newest own commit or '', "toggles":
 -- [name, ...]}, every number as a string.
--- Returns {committed 0/1, version, head, rebased 0/1, previous head} (the head before this
--- commit; '0' when nothing was committed).
+-- Returns {committed 0/1, version, head, rebased 0/1, previous head}: the head before this
+-- commit ('0' for a store never written before, and when nothing was committed).
 -- Each redis.call costs about as much as a small command itself: calls are batched (one HSET
 -- per hash, one INCRBY for the event ids, one RPUSH per toggle) rather than made per record.
 local marks = KEYS[7]

@@ -176,9 +176,10 @@ pub const REBASE_OWN_MAX: usize = 64;
 /// How a commit went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommitOutcome {
-    /// Written; the store is now at `position`, and was at `previous` just before (the
-    /// expected position, unless `rebased`: on top of other replicas' writes, see `Rebase`,
-    /// which the writing replica's state does not hold yet).
+    /// Written; the store is now at `position` and was at `previous` just before. Unless
+    /// `rebased`, `previous` is the expected position; `rebased`: committed on top of other
+    /// replicas' writes (see `Rebase`), which the writing replica's state does not hold yet.
+    /// (A batch that writes nothing is confirmed with `previous == position`.)
     Committed {
         position: Position,
         previous: Position,

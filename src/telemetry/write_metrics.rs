@@ -108,7 +108,7 @@ impl WriteMetrics {
         );
         registry.register(
             "snapshot_updates",
-            "Snapshot updates from the store (other replicas' writes, this replica's rebased commits, the first load), by where they were read: announcement (the change sets version announcements carry, no round trip), change_log, reload (every record)",
+            "Snapshot updates from the store (other replicas' writes, with this replica's rebased commits when the writes under them had to be read; the first load), by where they were read: announcement (the change sets version announcements carry, no round trip), change_log, reload (every record)",
             metrics.snapshot_updates.clone(),
         );
         registry.register(
