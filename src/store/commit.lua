@@ -6,19 +6,23 @@
 -- <previous head>', followed by ' <changes>' when small enough: see `store::announced`).
 -- KEYS[1] version, KEYS[2] changes stream, KEYS[3] events stream, KEYS[4] event id sequence,
 -- KEYS[5] head (latest commit id), KEYS[6] deliveries stream, KEYS[7] commit marks,
--- KEYS[8 .. 7+n] the n collection hashes, named by ARGV[12..] in order, then the per-toggle
--- event index lists and the per-addon delivery logs the events refer to.
+-- KEYS[8 .. 7+n] the n collection hashes, named after the events' arguments (below) in order,
+-- then the per-toggle event index lists and the per-addon delivery logs the events refer to.
 -- ARGV[1] expected version ('-1': no fast path, rebase only), ARGV[2] expected head ('0' for
--- a store never written), ARGV[3] changes (JSON array of {c, k, v}), ARGV[4] events (JSON
--- array of [event document without id, KEYS index of its toggle's index list or 0, event
--- kind, deliveries as [addon id, KEYS index of the addon's log hash, KEYS index of its
--- recent set, the write's W3C traceparent or '']]), ARGV[5] change-log length, ARGV[6]
+-- a store never written), ARGV[3] changes (JSON array of {c, k, v}), ARGV[4] the number of
+-- events e, ARGV[5] change-log length, ARGV[6]
 -- notify channel, ARGV[7] this commit's id, ARGV[8] '2' to log and announce the changes, '1'
 -- to log them only, '0' to log them as too large ('null': replicas reload everything), ARGV[9]
 -- now in epoch ms, ARGV[10] now in
 -- RFC 3339, ARGV[11] the rebase terms ('' for none): JSON {"seen": [version, head], "own":
 -- [version, ...] oldest first, "own_head": head of the newest own commit or '', "toggles":
--- [name, ...]}, every number as a string.
+-- [name, ...]}, every number as a string; then four arguments per event, ARGV[12 .. 11+4e]:
+-- its document without the id and without its opening brace, the KEYS index of its toggle's
+-- index list or '0', its kind, and its deliveries ('' for none) as a JSON array of [addon id,
+-- KEYS index of the addon's log hash, KEYS index of its recent set, the write's W3C
+-- traceparent or '']; then the n collection names. (Separate arguments rather than one JSON
+-- array of events: decoding that, and cutting each document out of it, took about a tenth of
+-- the script's time.)
 -- Returns {committed 0/1, version, head, rebased 0/1, previous head}: the head before this
 -- commit ('0' for a store never written before, and when nothing was committed).
 -- Each redis.call costs about as much as a small command itself: calls are batched (one HSET
@@ -97,9 +101,18 @@ if current ~= tonumber(ARGV[1]) or head ~= ARGV[2] then
   rebased = 1
 end
 -- Validate everything before the first write: Redis does not roll back a failed script.
+local event_count = tonumber(ARGV[4])
+if event_count == nil then
+  return redis.error_reply('the number of events is not a number')
+end
+-- Where the arguments of event i (0-based) start.
+local function event_args(i)
+  return 12 + 4 * i
+end
+local collections_from = event_args(event_count)
 local hashes = {}
-for i = 12, #ARGV do
-  hashes[ARGV[i]] = KEYS[i - 4]
+for i = collections_from, #ARGV do
+  hashes[ARGV[i]] = KEYS[8 + i - collections_from]
 end
 local marks_type = redis.call('TYPE', marks).ok
 if marks_type ~= 'hash' and marks_type ~= 'none' then
@@ -111,7 +124,13 @@ for _, ch in ipairs(changes) do
     return redis.error_reply('unknown collection ' .. tostring(ch.c))
   end
 end
-local events = cjson.decode(ARGV[4])
+local deliveries = {}
+for i = 0, event_count - 1 do
+  local listed = ARGV[event_args(i) + 3]
+  if listed ~= '' then
+    deliveries[i] = cjson.decode(listed)
+  end
+end
 -- Whether `stream` holds an entry past id `counter` (asked for the range only: its entries
 -- are not read, and none comes back when all is well).
 local function ahead_of(stream, counter)
@@ -122,7 +141,7 @@ end
 if ahead_of(KEYS[2], current) then
   return redis.error_reply('FLAGPOLE_INCONSISTENT change log is ahead of the version counter')
 end
-if #events > 0 and ahead_of(KEYS[3], event_seq) then
+if event_count > 0 and ahead_of(KEYS[3], event_seq) then
   return redis.error_reply('FLAGPOLE_INCONSISTENT audit log is ahead of the event id counter')
 end
 -- redis.call(command, key, items...) in slices of at most 1000 * width items (Lua passes a
@@ -195,30 +214,33 @@ end
 redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], version .. '-0', 'head', ARGV[7], 'changes', logged)
 local indexed = {}
 local indexes = {}
-if #events > 0 then
-  event_seq = redis.call('INCRBY', KEYS[4], #events) - #events
+if event_count > 0 then
+  event_seq = redis.call('INCRBY', KEYS[4], event_count) - event_count
 end
-for _, ev in ipairs(events) do
+for i = 0, event_count - 1 do
+  local at = event_args(i)
+  local kind = ARGV[at + 2]
   event_seq = event_seq + 1
   local id = event_seq
-  redis.call('XADD', KEYS[3], id .. '-0', 'event', '{"id":' .. id .. ',' .. string.sub(ev[1], 2))
-  if ev[2] > 0 then
-    if indexed[ev[2]] == nil then
-      indexed[ev[2]] = {}
-      indexes[#indexes + 1] = ev[2]
+  redis.call('XADD', KEYS[3], id .. '-0', 'event', '{"id":' .. id .. ',' .. ARGV[at])
+  local slot = tonumber(ARGV[at + 1])
+  if slot > 0 then
+    if indexed[slot] == nil then
+      indexed[slot] = {}
+      indexes[#indexes + 1] = slot
     end
-    table.insert(indexed[ev[2]], id)
+    table.insert(indexed[slot], id)
   end
   -- Built by hand: cjson would write large integers in exponent form.
-  for _, d in ipairs(ev[4]) do
+  for _, d in ipairs(deliveries[i] or {}) do
     local delivery = id .. '.' .. d[1]
-    local common = '"eventId":' .. id .. ',"addonId":' .. d[1] .. ',"type":"' .. ev[3] .. '"'
+    local common = '"eventId":' .. id .. ',"addonId":' .. d[1] .. ',"type":"' .. kind .. '"'
     local trace = ''
     if d[4] ~= nil and d[4] ~= '' then
       trace = ',"traceparent":"' .. d[4] .. '"'
     end
     redis.call('XADD', KEYS[6], '*', 'job', '{"delivery":"' .. delivery .. '","event":' .. id
-      .. ',"addon":' .. d[1] .. ',"type":"' .. ev[3] .. '","version":' .. version
+      .. ',"addon":' .. d[1] .. ',"type":"' .. kind .. '","version":' .. version
       .. ',"attempts":0,"sent":0,"queued":' .. ARGV[9] .. trace .. '}')
     redis.call('HSET', KEYS[d[2]], delivery, '{"id":"' .. delivery .. '",' .. common
       .. ',"status":"queued","attempts":0,"createdAt":"' .. ARGV[10] .. '","updatedAt":"'

@@ -312,7 +312,8 @@ impl RedisStore {
             };
             7 + Collection::ALL.len() + position + 1
         };
-        let mut encoded = Vec::with_capacity(events.len());
+        // Four arguments per event (see `commit.lua`).
+        let mut event_args = Vec::with_capacity(4 * events.len());
         for (i, event) in events.iter().enumerate() {
             let slot = event
                 .toggle_name()
@@ -329,10 +330,20 @@ impl RedisStore {
                     )
                 })
                 .collect();
-            encoded.push((encode_event(event)?, slot, event.kind_name(), jobs));
+            let document = encode_event(event)?;
+            let after_brace = document
+                .strip_prefix('{')
+                .ok_or_else(|| StoreError::Corrupt("an event is not a JSON object".into()))?;
+            event_args.push(after_brace.to_string());
+            event_args.push(slot.to_string());
+            event_args.push(event.kind_name());
+            event_args.push(match jobs.is_empty() {
+                true => String::new(),
+                false => {
+                    serde_json::to_string(&jobs).map_err(|e| StoreError::Corrupt(e.to_string()))?
+                }
+            });
         }
-        let events_json =
-            serde_json::to_string(&encoded).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         let mut keys = vec![
             self.keys.version(),
             self.keys.changes(),
@@ -360,7 +371,7 @@ impl RedisStore {
             expected_version,
             expected_head,
             changes_json,
-            events_json,
+            events.len().to_string(),
             CHANGE_LOG_LENGTH.to_string(),
             self.keys.notify_channel(),
             head.to_string(),
@@ -369,6 +380,7 @@ impl RedisStore {
             now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             rebase_terms(check)?,
         ];
+        args.extend(event_args);
         args.extend(Collection::ALL.map(|c| c.as_str().to_string()));
         let reply: CommitReply = match self.connector.wait() {
             None => {
