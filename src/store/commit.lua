@@ -6,14 +6,14 @@
 -- <previous head>', followed by ' <changes>' when small enough: see `store::announced`).
 -- KEYS[1] version, KEYS[2] changes stream, KEYS[3] events stream, KEYS[4] event id sequence,
 -- KEYS[5] head (latest commit id), KEYS[6] deliveries stream, KEYS[7] commit marks,
--- KEYS[8 .. 7+n] the n collection hashes, named after the events' arguments (below) in order,
--- then the per-toggle event index lists and the per-addon delivery logs the events refer to.
+-- KEYS[8 .. 7+n] the n collection hashes, named in order by the last n arguments (after the
+-- events' arguments, below), then the per-toggle event index lists and the per-addon delivery
+-- logs and recent sets the events refer to.
 -- ARGV[1] expected version ('-1': no fast path, rebase only), ARGV[2] expected head ('0' for
 -- a store never written), ARGV[3] changes (JSON array of {c, k, v}), ARGV[4] the number of
--- events e, ARGV[5] change-log length, ARGV[6]
--- notify channel, ARGV[7] this commit's id, ARGV[8] '2' to log and announce the changes, '1'
--- to log them only, '0' to log them as too large ('null': replicas reload everything), ARGV[9]
--- now in epoch ms, ARGV[10] now in
+-- events e, ARGV[5] change-log length, ARGV[6] notify channel, ARGV[7] this commit's id,
+-- ARGV[8] '2' to log and announce the changes, '1' to log them only, '0' to log them as too
+-- large ('null': replicas reload everything), ARGV[9] now in epoch ms, ARGV[10] now in
 -- RFC 3339, ARGV[11] the rebase terms ('' for none): JSON {"seen": [version, head], "own":
 -- [version, ...] oldest first, "own_head": head of the newest own commit or '', "toggles":
 -- [name, ...]}, every number as a string; then four arguments per event, ARGV[12 .. 11+4e]:
@@ -102,12 +102,13 @@ if current ~= tonumber(ARGV[1]) or head ~= ARGV[2] then
 end
 -- Validate everything before the first write: Redis does not roll back a failed script.
 local event_count = tonumber(ARGV[4])
-if event_count == nil then
-  return redis.error_reply('the number of events is not a number')
-end
 -- Where the arguments of event i (0-based) start.
 local function event_args(i)
   return 12 + 4 * i
+end
+if event_count == nil or event_count < 0 or event_count % 1 ~= 0
+    or event_args(event_count) > #ARGV then
+  return redis.error_reply('the number of events does not match the arguments')
 end
 local collections_from = event_args(event_count)
 local hashes = {}
@@ -124,11 +125,15 @@ for _, ch in ipairs(changes) do
     return redis.error_reply('unknown collection ' .. tostring(ch.c))
   end
 end
-local deliveries = {}
+local slots, deliveries = {}, {}
 for i = 0, event_count - 1 do
-  local listed = ARGV[event_args(i) + 3]
-  if listed ~= '' then
-    deliveries[i] = cjson.decode(listed)
+  local at = event_args(i)
+  slots[i] = tonumber(ARGV[at + 1])
+  if slots[i] == nil then
+    return redis.error_reply('an event names no index list slot')
+  end
+  if ARGV[at + 3] ~= '' then
+    deliveries[i] = cjson.decode(ARGV[at + 3])
   end
 end
 -- Whether `stream` holds an entry past id `counter` (asked for the range only: its entries
@@ -223,7 +228,7 @@ for i = 0, event_count - 1 do
   event_seq = event_seq + 1
   local id = event_seq
   redis.call('XADD', KEYS[3], id .. '-0', 'event', '{"id":' .. id .. ',' .. ARGV[at])
-  local slot = tonumber(ARGV[at + 1])
+  local slot = slots[i]
   if slot > 0 then
     if indexed[slot] == nil then
       indexed[slot] = {}

@@ -330,11 +330,11 @@ impl RedisStore {
                     )
                 })
                 .collect();
-            let document = encode_event(event)?;
-            let after_brace = document
-                .strip_prefix('{')
-                .ok_or_else(|| StoreError::Corrupt("an event is not a JSON object".into()))?;
-            event_args.push(after_brace.to_string());
+            let mut document = encode_event(event)?;
+            if !document.starts_with('{') {
+                return Err(StoreError::Corrupt("an event is not a JSON object".into()));
+            }
+            event_args.push(document.split_off(1));
             event_args.push(slot.to_string());
             event_args.push(event.kind_name());
             event_args.push(match jobs.is_empty() {
