@@ -7,6 +7,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=python-venv.sh
 . scripts/python-venv.sh
+./scripts/check-links.sh
 
 if ! command -v redis-server >/dev/null 2>&1; then
   echo "# installing redis-server" >&2
