@@ -422,7 +422,11 @@ impl<'a> MetricsReport<'a> {
         if stop.is_none() {
             errors.push("bucket.stop", "\"bucket.stop\" is required");
         }
-        let entries = bucket.toggles.map(|e| e.0).unwrap_or_default();
+        // The reference server fails on a bucket without toggles (API-FACTS §1): bad input.
+        let Some(entries) = bucket.toggles.map(|e| e.0) else {
+            errors.push("bucket.toggles", "\"bucket.toggles\" is required");
+            return Err(DomainError::Invalid(errors));
+        };
         if entries.len() > MAX_TOGGLES_PER_REPORT {
             errors.push(
                 "bucket.toggles",
@@ -539,8 +543,16 @@ mod tests {
             ),
             (r#"{"appName":"a","instanceId":"i"}"#, "bucket"),
             (
-                r#"{"instanceId":"i","bucket":{"start":"2026-11-22T10:00:00Z","stop":"2026-11-22T10:00:00Z"}}"#,
+                r#"{"instanceId":"i","bucket":{"start":"2026-11-22T10:00:00Z","stop":"2026-11-22T10:00:00Z","toggles":{}}}"#,
                 "appName",
+            ),
+            (
+                r#"{"appName":"a","instanceId":"i","bucket":{"start":"2026-11-22T10:00:00Z","stop":"2026-11-22T10:00:00Z"}}"#,
+                "bucket.toggles",
+            ),
+            (
+                r#"{"appName":"a","instanceId":"i","bucket":{"start":"2026-11-22T10:00:00Z","stop":"2026-11-22T10:00:00Z","toggles":null}}"#,
+                "bucket.toggles",
             ),
         ] {
             assert_eq!(

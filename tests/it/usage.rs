@@ -277,6 +277,15 @@ async fn bad_reports_are_refused_with_the_field_and_change_nothing(backend: &Bac
             format!(r#"{{"appName":"a","instanceId":"i","bucket":{{{bucket},"toggles":{{"t":{{"variants":{{"v":-2}}}}}}}}}}"#),
             "bucket.toggles.t.variants.v",
         ),
+        // The reference server answers 500 here (API-FACTS §1); a bad report is a 400.
+        (
+            format!(r#"{{"appName":"a","instanceId":"i","bucket":{{{bucket}}}}}"#),
+            "bucket.toggles",
+        ),
+        (
+            format!(r#"{{"appName":"a","instanceId":"i","bucket":{{{bucket},"toggles":null}}}}"#),
+            "bucket.toggles",
+        ),
         (
             r#"{"appName":"a","instanceId":"i","bucket":{"start":"yesterday","stop":"2026-11-22T10:00:10Z"}}"#.into(),
             "bucket.start",
