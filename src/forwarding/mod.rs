@@ -134,11 +134,21 @@ impl WriteForwarding {
         })
     }
 
-    /// Brings `snapshot` to the position a forwarded write was answered from (read-your-writes
-    /// on this replica), or to the store's when the answer named none. The commit's
-    /// announcement usually arrives with the answer or just after it: it is awaited briefly
-    /// before the change log is read.
+    /// Brings `snapshot` and its client documents to the position a forwarded write was
+    /// answered from (read-your-writes on this replica), or to the store's when the answer
+    /// named none. The commit's announcement usually arrives with the answer or just after
+    /// it: it is awaited briefly before the change log is read.
     pub async fn catch_up(
+        &self,
+        snapshot: &Snapshot,
+        position: Option<Position>,
+    ) -> Result<(), StoreError> {
+        self.snapshot_to(snapshot, position).await?;
+        snapshot.client_documents_current().await;
+        Ok(())
+    }
+
+    async fn snapshot_to(
         &self,
         snapshot: &Snapshot,
         position: Option<Position>,

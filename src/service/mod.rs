@@ -270,7 +270,13 @@ impl Service {
                     if writes {
                         self.metrics.writes.committed(attempt + 1);
                     }
-                    return result.unwrap_or(Err(ServiceError::Contention));
+                    let result = result.unwrap_or(Err(ServiceError::Contention));
+                    // Acknowledged only once the client API serves it (and what this writer
+                    // saw: a no-op answers for the state it found).
+                    if result.is_ok() {
+                        self.snapshot.client_documents_current().await;
+                    }
+                    return result;
                 }
                 Outcome::Lost => {
                     refreshed = true;

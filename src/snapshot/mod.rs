@@ -106,6 +106,14 @@ impl Snapshot {
         &self.client
     }
 
+    /// Waits until the client documents are built from the snapshot's current version, so that
+    /// every client request started afterwards serves what the snapshot holds now (a writer
+    /// waits for this before it is answered: read-your-writes on the client API).
+    pub async fn client_documents_current(&self) {
+        let version = self.current.load().version;
+        self.client.reach(version).await;
+    }
+
     /// Builds the client documents of every new version until `stop`.
     pub async fn run_client_builder(self: Arc<Self>, stop: CancellationToken) {
         let snapshot = self.clone();

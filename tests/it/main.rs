@@ -18,6 +18,7 @@ mod forwarding;
 mod openapi;
 mod probes;
 mod projects;
+mod read_your_writes;
 mod rebase;
 mod redis_modes;
 mod redis_replicas;

@@ -1,7 +1,6 @@
 //! The builder: one task per replica that turns configuration versions into client
 //! documents, off the request path, coalescing bursts of versions into a few builds.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -32,12 +31,18 @@ impl ClientDocuments {
                 _ = self.wake.notified() => {}
                 _ = stop.cancelled() => return,
             }
-            if let Some((ended, took)) = last {
-                let gap = (took * GAP_FACTOR).clamp(MIN_GAP, MAX_GAP);
-                tokio::select! {
-                    _ = tokio::time::sleep_until((ended + gap).into()) => {}
-                    _ = stop.cancelled() => return,
+            // The pause coalesces bursts of versions; a writer waiting for its write to be
+            // served cuts it short.
+            match last {
+                Some((ended, took)) if !self.writer_waiting() => {
+                    let gap = (took * GAP_FACTOR).clamp(MIN_GAP, MAX_GAP);
+                    tokio::select! {
+                        _ = tokio::time::sleep_until((ended + gap).into()) => {}
+                        _ = self.urgent.notified() => {}
+                        _ = stop.cancelled() => return,
+                    }
                 }
+                _ => {}
             }
             let state = current();
             let started = Instant::now();
@@ -114,6 +119,6 @@ impl ClientDocuments {
             };
             entry.document.store(Some(Arc::new(document)));
         }
-        self.settled.store(pieces.version, Ordering::Release);
+        self.settled.send_replace(pieces.version);
     }
 }

@@ -7,6 +7,9 @@
 //! coalesce (`builder`): requests are answered from the newest built document and never wait
 //! for a rebuild; only the very first request for a filter waits for
 //! that filter's first build, and filters beyond the cache's size are built one at a time.
+//!
+//! Writers wait instead (`reach`): a write is answered once every document is built from it,
+//! so every client request the replica starts afterwards serves it (read-your-writes).
 
 mod assemble;
 mod builder;
@@ -33,6 +36,9 @@ const MAX_FILTERED_ENTRIES: usize = 256;
 /// How long a request waits for the replica's first build (it comes within milliseconds of
 /// the first load; longer means the builder is not running).
 const FIRST_BUILD_WAIT: Duration = Duration::from_secs(10);
+/// How long a writer waits for the documents to hold its write before it is answered anyway
+/// (only a builder that stopped, at shutdown, takes that long).
+const REACH_WAIT: Duration = Duration::from_secs(5);
 /// A filtered document nobody asked for in this long is dropped instead of rebuilt.
 const FILTER_IDLE: Duration = Duration::from_secs(600);
 
@@ -48,8 +54,13 @@ pub struct ClientDocuments {
     /// Whether a first version has been built (requests arriving before wait for it).
     built: watch::Sender<bool>,
     /// The version the builder last brought every document up to (a filter's first build
-    /// still running may be older; it wakes the builder when it ends).
-    settled: AtomicU64,
+    /// still running may be older: such a document is built again before it is served).
+    settled: watch::Sender<u64>,
+    /// The newest version a writer waits for; while it is not settled, the builder skips its
+    /// coalescing pause.
+    wanted: AtomicU64,
+    /// Cuts the builder's pause short: a writer started waiting.
+    urgent: Notify,
     totals: Mutex<BuildTotals>,
     /// Builds of filters beyond the cache's size, one at a time (each is a whole build).
     uncached_builds: tokio::sync::Semaphore,
@@ -98,7 +109,9 @@ impl Default for ClientDocuments {
             filtered: Mutex::new(HashMap::new()),
             wake: Notify::new(),
             built: watch::Sender::new(false),
-            settled: AtomicU64::new(0),
+            settled: watch::Sender::new(0),
+            wanted: AtomicU64::new(0),
+            urgent: Notify::new(),
             totals: Mutex::new(BuildTotals::default()),
             uncached_builds: tokio::sync::Semaphore::new(1),
         }
@@ -124,7 +137,32 @@ impl ClientDocuments {
     /// The configuration version all documents were last brought up to: the client API
     /// serves this version (or a newer one) until the next build.
     pub fn settled_version(&self) -> u64 {
-        self.settled.load(Ordering::Acquire)
+        *self.settled.borrow()
+    }
+
+    /// Waits until every document is built from `version` or a newer one, so that every
+    /// request started afterwards serves it; the builder starts at once rather than after its
+    /// pause. Gives up after `REACH_WAIT` (a stopped builder), saying so in the log.
+    pub async fn reach(&self, version: u64) {
+        if self.settled_version() >= version {
+            return;
+        }
+        self.wanted.fetch_max(version, Ordering::AcqRel);
+        self.urgent.notify_one();
+        let mut settled = self.settled.subscribe();
+        let reached = settled.wait_for(|settled| *settled >= version);
+        if tokio::time::timeout(REACH_WAIT, reached).await.is_err() {
+            tracing::warn!(
+                version,
+                settled = self.settled_version(),
+                "client documents not built in time; answering the write anyway"
+            );
+        }
+    }
+
+    /// Whether a writer waits for a version not built yet.
+    fn writer_waiting(&self) -> bool {
+        self.wanted.load(Ordering::Acquire) > self.settled_version()
     }
 
     /// Builds so far and their total time.
@@ -160,7 +198,7 @@ impl ClientDocuments {
                 if document.version != pieces.version {
                     self.wake.notify_one();
                 }
-                return document;
+                return self.settled_or_newer(entry, filter, document).await;
             }
         }
         // A filter that matches nothing gets the shared empty document and takes no slot, so
@@ -203,7 +241,33 @@ impl ClientDocuments {
                 }
             })
             .await;
-        entry.document.load_full().unwrap_or_else(no_match)
+        match entry.document.load_full() {
+            Some(document) => self.settled_or_newer(&entry, filter, document).await,
+            None => no_match(),
+        }
+    }
+
+    /// `document`, or when it is older than the settled version (its first build started
+    /// before the builder's last round, which skipped it: a write acknowledged since would be
+    /// missing), the filter's document built now from the newest pieces.
+    async fn settled_or_newer(
+        &self,
+        entry: &FilteredDocument,
+        filter: &FeatureFilter,
+        document: Arc<ClientResponse>,
+    ) -> Arc<ClientResponse> {
+        if document.version >= self.settled_version() {
+            return document;
+        }
+        let Some(pieces) = self.pieces.load_full() else {
+            return document;
+        };
+        let fresh = build_filtered_off_runtime(pieces, filter.clone()).await;
+        entry.document.rcu(|current| match current {
+            Some(newer) if newer.version >= fresh.version => Some(newer.clone()),
+            _ => Some(fresh.clone()),
+        });
+        fresh
     }
 
     /// The pieces of the first built version, waiting for it if need be.
