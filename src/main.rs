@@ -6,7 +6,7 @@ use tokio_util::sync::CancellationToken;
 use flagpole::config::Settings;
 
 /// jemalloc, with the settings in `.cargo/config.toml`. Against glibc's malloc at 10,000 toggles
-/// (README, "The allocator"): 19–45 % more writes/s on the Redis store, where glibc's free
+/// (docs/performance.md, "The allocator"): 19–45 % more writes/s on the Redis store, where glibc's free
 /// chunks grew costly to search and coalesce in a large heap, and 8–16 MiB less peak on the
 /// embedded store, whose blocking threads each got a glibc arena of their own (about 2 MiB more
 /// than glibc capped at two arenas, as the container image used to run it).

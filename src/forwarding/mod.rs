@@ -4,7 +4,7 @@
 //! replicas that each commit, the same writers make smaller batches that race each other in
 //! the store; forwarded, they never race, but their writes/s are the holder's alone. With a
 //! CPU budget per replica, three committing replicas out-wrote three forwarding ones by
-//! 1.3–1.8 times, so forwarding is off by default (see the README).
+//! 1.3–1.8 times, so forwarding is off by default (see docs/architecture.md, "Write forwarding").
 //!
 //! Forwarding is an optimisation, never a condition: a replica that knows no committer, or
 //! cannot reach it, commits locally as before, and the store settles the races. A forwarded
