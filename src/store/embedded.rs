@@ -9,15 +9,15 @@ use std::time::Duration;
 use redb::{Builder, Database, ReadableDatabase, ReadableTable, TableDefinition};
 
 use super::delivery::{self, embedded::EmbeddedDeliveries, NewDelivery};
+use super::redb_file::{failed, run_blocking, RECORDS};
 use super::{
     decode_event, encode_event, random_id, Change, ChangeSet, Collection, CommitCheck,
     CommitOutcome, Position, Records, StoreError, CHANGE_LOG_LENGTH, LOGGED_CHANGES_MAX,
 };
+use crate::config::DEFAULT_EMBEDDED_CACHE_MIB;
 use crate::domain::delivery::{delivery_id, DeliveryJob, DeliveryRecord};
 use crate::domain::event::{Event, NewEvent};
 
-/// (collection, key) → JSON document.
-pub(crate) const RECORDS: TableDefinition<(&str, &str), &str> = TableDefinition::new("records");
 /// Named numbers: `version`, `head` (id of the latest commit), `event_seq`.
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// version → `LoggedChanges` as JSON (the last `CHANGE_LOG_LENGTH` versions).
@@ -29,10 +29,6 @@ const TOGGLE_EVENTS: TableDefinition<(&str, u64), ()> = TableDefinition::new("to
 
 /// How long opening waits for another process to release the database file.
 const LOCK_WAIT: Duration = Duration::from_secs(5);
-/// The memory, in MiB, redb may hold of the file's pages (`--embedded-cache-mib`). redb's own
-/// default is 1 GiB, which a replica under writes fills with pages of the ever-growing event
-/// log (86–90 MiB peak after two 8 s write rounds at 100 toggles, against 40–44 with 16 MiB).
-pub const DEFAULT_CACHE_MIB: u32 = 16;
 
 /// The embedded backend; cheap to clone.
 #[derive(Clone)]
@@ -41,28 +37,12 @@ pub struct EmbeddedStore {
     deliveries: EmbeddedDeliveries,
 }
 
-fn failed(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Unavailable(e.to_string())
-}
-
 /// One change-log entry: the commit's id and its changes.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct LoggedChanges {
     head: u64,
     /// `None` for a change set too large to log (`LOGGED_CHANGES_MAX`).
     changes: Option<Vec<Change>>,
-}
-
-/// Runs blocking redb work on `db` off the async runtime (shared with the usage tables).
-pub(crate) async fn run_blocking<T, F>(db: &Arc<Database>, work: F) -> Result<T, StoreError>
-where
-    T: Send + 'static,
-    F: FnOnce(&Database) -> Result<T, StoreError> + Send + 'static,
-{
-    let db = db.clone();
-    tokio::task::spawn_blocking(move || work(&db))
-        .await
-        .map_err(failed)?
 }
 
 /// The position recorded in the meta table.
@@ -81,7 +61,7 @@ impl EmbeddedStore {
     /// while another holds it (a predecessor still shutting down) opening is retried for up to
     /// `LOCK_WAIT`.
     pub async fn open(data_dir: &Path) -> Result<Self, StoreError> {
-        Self::open_with_cache(data_dir, DEFAULT_CACHE_MIB).await
+        Self::open_with_cache(data_dir, DEFAULT_EMBEDDED_CACHE_MIB).await
     }
 
     /// Opens the store like `open`, letting redb cache at most `cache_mib` MiB of the file (the

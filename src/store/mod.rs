@@ -9,6 +9,7 @@ pub mod delivery;
 pub mod embedded;
 pub mod keys;
 pub mod rate_limit;
+mod redb_file;
 pub mod redis;
 pub mod redis_conn;
 pub mod usage;

@@ -19,7 +19,7 @@ use super::{
     LOG_LENGTH,
 };
 use crate::domain::delivery::{DeliveryJob, DeliveryRecord, DeliveryStatus};
-use crate::store::embedded::{run_blocking, RECORDS};
+use crate::store::redb_file::{failed, run_blocking, RECORDS};
 use crate::store::{Collection, StoreError};
 
 /// (due epoch ms, sequence number) → JSON `DeliveryJob`: jobs waiting or in flight.
@@ -30,10 +30,6 @@ const DEAD: TableDefinition<(u64, u64), &str> = TableDefinition::new("delivery_d
 const LOG: TableDefinition<(u64, u64), &str> = TableDefinition::new("delivery_log");
 /// `seq` → the last sequence number given to an outbox or dead-letter entry.
 const SEQUENCE: TableDefinition<&str, u64> = TableDefinition::new("delivery_sequence");
-
-fn failed(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Unavailable(e.to_string())
-}
 
 /// Creates the queue's tables (in the store's opening transaction).
 pub(crate) fn create_tables(txn: &WriteTransaction) -> Result<(), StoreError> {

@@ -11,6 +11,7 @@ use super::{
     minute_of, AppMetadata, AppRecord, CountKey, Counts, InstanceRecord, Minute, PollRecord,
     RegistrationRecord, UsageBatch, COUNTS_RETENTION_MINUTES, REGISTRY_RETENTION_MS,
 };
+use crate::store::redb_file::{failed, run_blocking};
 use crate::store::StoreError;
 
 /// (minute, toggle, app, kind `y`|`n`|`v`, variant or "") → count.
@@ -22,10 +23,6 @@ const APPS: TableDefinition<&str, &str> = TableDefinition::new("usage_apps");
 const INSTANCES: TableDefinition<(&str, &str), &str> = TableDefinition::new("usage_instances");
 /// (application, toggle) → epoch milliseconds it was last reported.
 const SEEN: TableDefinition<(&str, &str), i64> = TableDefinition::new("usage_seen_toggles");
-
-fn failed(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Unavailable(e.to_string())
-}
 
 fn corrupt(e: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(e.to_string())
@@ -78,7 +75,7 @@ impl EmbeddedUsage {
         T: Send + 'static,
         F: FnOnce(&Database) -> Result<T, StoreError> + Send + 'static,
     {
-        crate::store::embedded::run_blocking(&self.db, work).await
+        run_blocking(&self.db, work).await
     }
 
     pub(super) async fn flush(&self, batch: &UsageBatch) -> Result<(), StoreError> {
