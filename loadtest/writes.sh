@@ -141,8 +141,8 @@ cpu_ticks() {
 # peak_rss PID: VmHWM of PID in MiB
 peak_rss() { awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status" 2>/dev/null || echo "?"; }
 
-echo "store,replicas,cpus_per_replica,toggles,load_s,writes_per_s,p99_ms,errors,conflicts,gave_up,builds,cpu_ms_per_write,peak_rss_mib" > "$OUT/results.csv"
-printf '%-9s %8s %5s %7s %9s %11s %8s %7s %10s %8s %7s %7s %9s\n' store replicas cpus toggles load_s writes/s p99_ms errors conflicts gave_up builds cpu_ms rss_MiB >&2
+echo "store,replicas,cpus_per_replica,toggles,load_s,writes_per_s,p50_ms,p99_ms,errors,conflicts,gave_up,builds,cpu_ms_per_write,peak_rss_mib" > "$OUT/results.csv"
+printf '%-9s %8s %5s %7s %9s %11s %8s %8s %7s %10s %8s %7s %7s %9s\n' store replicas cpus toggles load_s writes/s p50_ms p99_ms errors conflicts gave_up builds cpu_ms rss_MiB >&2
 
 for STORE in $STORES; do
   check_store
@@ -189,10 +189,10 @@ for STORE in $STORES; do
         pids+=($!)
       done
       for p in "${pids[@]}"; do wait "$p"; done
-      # One round: writes/s summed over the replicas, the worst p99, errors summed.
+      # One round: writes/s summed over the replicas, the worst p50 and p99, errors summed.
       cat "$OUT"/wb-"$STORE"-"$N"-"$round"-*.txt | awk '
-        /^writes\/s/ { w += $2; if ($6 > p) p = $6; e += $10 }
-        END { printf "%.1f %.2f %d\n", w, p, e }' >> "$OUT/rounds-$STORE-$N.txt"
+        /^writes\/s/ { w += $2; if ($4 > m) m = $4; if ($6 > p) p = $6; e += $10 }
+        END { printf "%.1f %.2f %d %.2f\n", w, p, e, m }' >> "$OUT/rounds-$STORE-$N.txt"
     done
     ticks=$(( $(cpu_ticks "${PIDS[@]}" "$REDIS_PID") - ticks_before ))
     conflicts=0; gave_up=0; builds=0; rss=""
@@ -204,14 +204,15 @@ for STORE in $STORES; do
       rss="$rss${rss:+/}$(peak_rss "${PIDS[$i]}")"
     done
     conflicts=$((conflicts - before_conflicts)); gave_up=$((gave_up - before_gave_up)); builds=$((builds - before_builds))
-    read -r writes p99 errors <<<"$(sort -n -k1,1 "$OUT/rounds-$STORE-$N.txt" | awk '
-      { w[NR] = $1; p[NR] = $2; e += $3 } END { m = int((NR + 1) / 2); printf "%s %s %d\n", w[m], p[m], e }')"
+    read -r writes p99 errors p50 <<<"$(sort -n -k1,1 "$OUT/rounds-$STORE-$N.txt" | awk '
+      { w[NR] = $1; p[NR] = $2; e += $3; h[NR] = $4 }
+      END { m = int((NR + 1) / 2); printf "%s %s %d %s\n", w[m], p[m], e, h[m] }')"
     # CPU per write over all rounds: ticks are 1/CLK_TCK s, writes are writes/s × duration.
     writes_all=$(awk '{ all += $1 } END { printf "%.1f", all }' "$OUT/rounds-$STORE-$N.txt")
     cpu_ms=$(python3 -c "import os, sys; t, w, d = map(float, sys.argv[1:]); print(f'{t * 1000 / os.sysconf(\"SC_CLK_TCK\") / max(w * d, 1):.3f}')" "$ticks" "$writes_all" "$DURATION")
-    echo "$STORE,$REPLICAS,${CPUS:-all},$N,$load_s,$writes,$p99,$errors,$conflicts,$gave_up,$builds,$cpu_ms,$rss" >> "$OUT/results.csv"
-    printf '%-9s %8s %5s %7s %9s %11s %8s %7s %10s %8s %7s %7s %9s\n' \
-      "$STORE" "$REPLICAS" "${CPUS:-all}" "$N" "$load_s" "$writes" "$p99" "$errors" "$conflicts" "$gave_up" "$builds" "$cpu_ms" "$rss" >&2
+    echo "$STORE,$REPLICAS,${CPUS:-all},$N,$load_s,$writes,$p50,$p99,$errors,$conflicts,$gave_up,$builds,$cpu_ms,$rss" >> "$OUT/results.csv"
+    printf '%-9s %8s %5s %7s %9s %11s %8s %8s %7s %10s %8s %7s %7s %9s\n' \
+      "$STORE" "$REPLICAS" "${CPUS:-all}" "$N" "$load_s" "$writes" "$p50" "$p99" "$errors" "$conflicts" "$gave_up" "$builds" "$cpu_ms" "$rss" >&2
     stop_all
   done
 done
