@@ -202,18 +202,87 @@ pub struct AddonConfig {
 }
 
 /// An addon configuration as sent by a client.
-#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize)]
 pub struct AddonSpec {
-    #[schema(required = true)]
     pub provider: Option<String>,
     pub enabled: Option<bool>,
     pub description: Option<String>,
     pub parameters: Option<BTreeMap<String, Value>>,
     pub events: Option<Vec<String>>,
     #[serde(flatten)]
-    #[schema(ignore)]
     pub extra: ExtraFields,
 }
+
+/// What [`AddonSpec::validate`] checks, as a JSON Schema: one shape per provider, with its
+/// parameters and events. Stricter than the check where a pattern cannot follow it: a URL's
+/// host is a name (no address), a body template has no tags, `customHeaders` is `{}`, a
+/// content type has no parameters, and values are strings (numbers and booleans are also
+/// taken as text).
+fn addon_spec_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    use serde_json::json;
+    let branch = |provider: &Provider| {
+        let mut properties = serde_json::Map::new();
+        for parameter in &provider.parameters {
+            let mut schema = json!({"type": "string", "description": parameter.description});
+            let pattern = match (parameter.kind, parameter.name) {
+                ("url", _) => Some(
+                    "^https?://[A-Za-z][A-Za-z0-9-]*(\\.[A-Za-z][A-Za-z0-9-]*)*(:[0-9]{1,4})?(/[A-Za-z0-9._~/-]*)?$",
+                ),
+                (_, "bodyTemplate") => Some("^[^{}]*$"),
+                (_, "customHeaders") => Some("^\\{\\}$"),
+                (_, "contentType") => {
+                    Some("^[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+-]+$")
+                }
+                (_, "defaultChannel") => Some("^\\s*#*[^\\s#]\\S*\\s*$"),
+                _ => None,
+            };
+            if let Some(pattern) = pattern {
+                schema["pattern"] = json!(pattern);
+            }
+            if let Some(example) = parameter.placeholder {
+                schema["example"] = json!(example);
+            }
+            properties.insert(parameter.name.to_string(), schema);
+        }
+        let required: Vec<&str> = provider
+            .parameters
+            .iter()
+            .filter(|p| p.required)
+            .map(|p| p.name)
+            .collect();
+        json!({
+            "type": "object",
+            "required": ["provider", "parameters"],
+            "properties": {
+                "provider": {"type": "string", "enum": [provider.name]},
+                "enabled": {"type": ["boolean", "null"]},
+                "description": {"type": ["string", "null"]},
+                "parameters": {
+                    "type": "object",
+                    "required": required,
+                    "properties": properties,
+                    "additionalProperties": false,
+                },
+                "events": {"type": ["array", "null"], "uniqueItems": true,
+                    "items": {"type": "string", "enum": provider.events}},
+            },
+            "additionalProperties": false,
+        })
+    };
+    crate::domain::schema::one_of(
+        "An addon configuration: a provider, its parameters and the events it delivers (the \
+         provider cannot change on update)",
+        providers().iter().map(branch).collect(),
+    )
+}
+
+impl utoipa::PartialSchema for AddonSpec {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        addon_spec_schema()
+    }
+}
+
+impl utoipa::ToSchema for AddonSpec {}
 
 /// The validated content of an [`AddonSpec`].
 #[derive(Debug, Clone, PartialEq)]

@@ -51,12 +51,28 @@ pub struct ApiToken {
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TokenSpec {
-    #[schema(required = true)]
+    /// Not blank.
+    #[schema(
+        required = true,
+        nullable = false,
+        max_length = 100,
+        pattern = "\\S",
+        example = "deploy-bot"
+    )]
     pub username: Option<String>,
+    /// `admin` or `client`, in any case.
     #[serde(rename = "type")]
-    #[schema(required = true)]
+    #[schema(
+        required = true,
+        nullable = false,
+        pattern = "^([Aa][Dd][Mm][Ii][Nn]|[Cc][Ll][Ii][Ee][Nn][Tt])$",
+        example = "client"
+    )]
     pub kind: Option<String>,
+    /// Existing projects, or `*` for all (admin tokens: `*`); `["*"]` when not sent.
+    #[schema(min_items = 1, example = json!(["*"]))]
     pub projects: Option<Vec<String>>,
+    /// In the future.
     pub expires_at: Option<DateTime<Utc>>,
     #[serde(flatten)]
     #[schema(ignore)]
@@ -67,6 +83,7 @@ pub struct TokenSpec {
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TokenExpiry {
+    /// In the future; `null` or absent: never.
     pub expires_at: Option<DateTime<Utc>>,
     #[serde(flatten)]
     #[schema(ignore)]

@@ -147,22 +147,113 @@ impl Operator {
 }
 
 /// A constraint as sent by a client.
-#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConstraintSpec {
-    #[schema(required = true)]
     pub context_name: Option<String>,
-    #[schema(required = true)]
     pub operator: Option<String>,
-    #[schema(value_type = Option<Vec<String>>)]
     pub values: Option<Vec<Text>>,
     pub value: Option<String>,
     pub inverted: Option<bool>,
     pub case_insensitive: Option<bool>,
     #[serde(flatten)]
-    #[schema(ignore)]
     pub extra: ExtraFields,
 }
+
+/// What [`ConstraintSpec::validate`] checks, as a JSON Schema: one shape per kind of operand
+/// (list operators take `values`, the others one `value` in their format). Stricter than the
+/// check in two corners a pattern cannot follow: a date's day must exist in every year (no
+/// 29 February) and a number's exponent has at most two digits (so it stays finite).
+fn constraint_spec_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    use serde_json::{json, Value};
+    let names = |operand: Operand| -> Vec<&'static str> {
+        Operator::ALL
+            .iter()
+            .filter(|o| o.operand() == operand)
+            .map(|o| o.as_str())
+            .collect()
+    };
+    // One branch: the fields every constraint has, with the operator, `values` and `value` of
+    // one kind of operand.
+    let branch = |operand: Operand, values: Value, value: Value| {
+        let needs = if operand == Operand::Strings {
+            "values"
+        } else {
+            "value"
+        };
+        json!({
+            "type": "object",
+            "required": ["contextName", "operator", needs],
+            "properties": {
+                "contextName": {"type": "string", "minLength": 1, "example": "userId",
+                    "description": "An existing context field (the built-in ones always exist)"},
+                "operator": {"type": "string", "enum": names(operand)},
+                "values": values,
+                "value": value,
+                "inverted": {"type": ["boolean", "null"]},
+                "caseInsensitive": {"type": ["boolean", "null"],
+                    "description": "Honoured by the `STR_*` operators"},
+            },
+            "additionalProperties": false,
+        })
+    };
+    let no_value = json!({"type": ["string", "null"], "maxLength": 0,
+        "description": "Empty or absent: list operators compare with `values`"});
+    let no_values = json!({"type": ["array", "null"], "maxItems": 0, "items": {"type": "string"},
+        "description": "Empty or absent: this operator compares with `value`"});
+    // At most VALUE_MAX characters, no trailing backslash (see `TRAILING_BACKSLASH`).
+    let single = |pattern: &str, example: &str, description: &str| {
+        json!({"type": "string", "minLength": 1, "maxLength": VALUE_MAX, "pattern": pattern,
+            "example": example, "description": description})
+    };
+    crate::domain::schema::one_of(
+        "A constraint: an existing context field, an operator, and `values` (list operators) \
+         or `value` (the others) in the operator's format",
+        vec![
+            branch(
+                Operand::Strings,
+                json!({"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1,
+                    "maxLength": VALUE_MAX, "pattern": "[^\\\\]$"}}),
+                no_value,
+            ),
+            branch(
+                Operand::Number,
+                no_values.clone(),
+                single(
+                    "^[+-]?[0-9]+(\\.[0-9]*)?([eE][+-]?[0-9]{1,2})?$",
+                    "42",
+                    "A number such as 42, -1.5 or 2e3",
+                ),
+            ),
+            branch(
+                Operand::Date,
+                no_values.clone(),
+                single(
+                    "^[0-9]{4}-((0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])|(0[13-9]|1[0-2])-(29|30)|(0[13578]|1[02])-31)T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{3})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$",
+                    "2026-01-31T12:00:00Z",
+                    "A date and time: `YYYY-MM-DDTHH:MM:SS`, optionally `.sss`, then `Z` or `±HH:MM`",
+                ),
+            ),
+            branch(
+                Operand::Semver,
+                no_values,
+                single(
+                    "^(0|[1-9][0-9]{0,17})\\.(0|[1-9][0-9]{0,17})\\.(0|[1-9][0-9]{0,17})(-(0|[1-9][0-9]{0,17}|[0-9]*[A-Za-z-][0-9A-Za-z-]*)(\\.(0|[1-9][0-9]{0,17}|[0-9]*[A-Za-z-][0-9A-Za-z-]*))*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$",
+                    "1.2.3",
+                    "A semantic version such as 1.2.3",
+                ),
+            ),
+        ],
+    )
+}
+
+impl utoipa::PartialSchema for ConstraintSpec {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        constraint_spec_schema()
+    }
+}
+
+impl utoipa::ToSchema for ConstraintSpec {}
 
 impl ConstraintSpec {
     /// Checks the constraint on its own (the context field is checked against the

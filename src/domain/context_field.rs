@@ -38,15 +38,31 @@ pub struct ContextField {
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ContextFieldSpec {
+    /// Required on create; on replace, when sent, it must be the name in the path.
+    #[schema(
+        min_length = 2,
+        max_length = 100,
+        pattern = "^[A-Za-z0-9_.!~*'()-]*[A-Za-z0-9_!~*'()-][A-Za-z0-9_.!~*'()-]*$",
+        example = "region"
+    )]
     pub name: Option<String>,
+    #[schema(max_length = 250)]
     pub description: Option<String>,
     pub stickiness: Option<bool>,
     pub sort_order: Option<i64>,
+    /// Each 1 to 100 characters, none twice.
+    #[schema(value_type = Option<Vec<LegalValue>>)]
     pub legal_values: Option<Vec<String>>,
     #[serde(flatten)]
     #[schema(ignore)]
     pub extra: ExtraFields,
 }
+
+/// A legal value as sent (documentation only): 1 to 100 characters.
+#[derive(utoipa::ToSchema)]
+#[schema(value_type = String, min_length = 1, max_length = 100)]
+#[allow(dead_code)]
+pub struct LegalValue(String);
 
 /// The validated content of a [`ContextFieldSpec`]; `None` means "not sent".
 #[derive(Debug, Clone, PartialEq)]

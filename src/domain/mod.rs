@@ -16,6 +16,7 @@ pub mod filter;
 pub mod import;
 pub mod name;
 pub mod project;
+pub mod schema;
 pub mod state;
 pub mod strategy;
 pub mod tag;

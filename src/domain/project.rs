@@ -24,9 +24,24 @@ pub struct Project {
 /// A project as sent by a client.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct ProjectSpec {
+    /// Required on create; on replace, when sent, it must be the id in the path.
+    #[schema(
+        min_length = 2,
+        max_length = 100,
+        pattern = "^[A-Za-z0-9_.!~*'()-]*[A-Za-z0-9_!~*'()-][A-Za-z0-9_.!~*'()-]*$",
+        example = "checkout"
+    )]
     pub id: Option<String>,
-    #[schema(required = true)]
+    /// Not blank.
+    #[schema(
+        required = true,
+        nullable = false,
+        max_length = 100,
+        pattern = "\\S",
+        example = "Checkout"
+    )]
     pub name: Option<String>,
+    #[schema(max_length = 250)]
     pub description: Option<String>,
     #[serde(flatten)]
     #[schema(ignore)]

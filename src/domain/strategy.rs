@@ -37,9 +37,16 @@ pub struct ParameterDefinition {
 /// A strategy definition as sent by a client.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct StrategyDefinitionSpec {
+    /// Required on create; on replace, when sent, it must be the name in the path.
+    #[schema(
+        min_length = 2,
+        max_length = 100,
+        pattern = "^[A-Za-z0-9_.!~*'()-]*[A-Za-z0-9_!~*'()-][A-Za-z0-9_.!~*'()-]*$",
+        example = "byRegion"
+    )]
     pub name: Option<String>,
     pub description: Option<String>,
-    #[schema(required = true)]
+    #[schema(required = true, nullable = false)]
     pub parameters: Option<Vec<ParameterSpec>>,
     #[serde(flatten)]
     #[schema(ignore)]
@@ -53,8 +60,11 @@ const READ_ONLY_STRATEGY_FIELDS: [&str; 2] = ["editable", "deprecated"];
 /// A parameter definition as sent by a client.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct ParameterSpec {
+    #[schema(required = true, nullable = false, min_length = 1)]
     pub name: Option<String>,
+    /// E.g. `string`, `percentage`, `list`, `number`, `boolean`.
     #[serde(rename = "type")]
+    #[schema(required = true, nullable = false, min_length = 1)]
     pub kind: Option<String>,
     pub description: Option<String>,
     pub required: Option<bool>,

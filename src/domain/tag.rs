@@ -77,9 +77,24 @@ impl Tag {
 /// A tag as sent by a client.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct TagSpec {
+    /// An existing tag type; `simple` when not sent.
     #[serde(rename = "type")]
+    #[schema(
+        min_length = 2,
+        max_length = 50,
+        pattern = "^[A-Za-z0-9_.!~*'()-]*[A-Za-z0-9_!~*'()-][A-Za-z0-9_.!~*'()-]*$",
+        example = "simple"
+    )]
     pub kind: Option<String>,
-    #[schema(required = true)]
+    /// Not blank.
+    #[schema(
+        required = true,
+        nullable = false,
+        min_length = 2,
+        max_length = 50,
+        pattern = "\\S",
+        example = "team-red"
+    )]
     pub value: Option<String>,
     #[serde(flatten)]
     #[schema(ignore)]
@@ -115,6 +130,13 @@ impl TagSpec {
 /// A tag type as sent by a client.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct TagTypeSpec {
+    /// Required on create; on replace, when sent, it must be the name in the path.
+    #[schema(
+        min_length = 2,
+        max_length = 50,
+        pattern = "^[A-Za-z0-9_.!~*'()-]*[A-Za-z0-9_!~*'()-][A-Za-z0-9_.!~*'()-]*$",
+        example = "team"
+    )]
     pub name: Option<String>,
     pub description: Option<String>,
     pub icon: Option<String>,

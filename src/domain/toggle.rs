@@ -142,14 +142,30 @@ pub struct Override {
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToggleSpec {
+    /// Required on create; on replace, when sent, it must be the name in the path.
+    #[schema(
+        min_length = 2,
+        max_length = 100,
+        pattern = "^[A-Za-z0-9_.!~*'()-]*[A-Za-z0-9_!~*'()-][A-Za-z0-9_.!~*'()-]*$",
+        example = "my-feature"
+    )]
     pub name: Option<String>,
     pub description: Option<String>,
+    /// Not blank; `release` when not sent.
     #[serde(rename = "type")]
+    #[schema(pattern = "\\S", example = "release")]
     pub kind: Option<String>,
+    /// An existing project; `default` when not sent.
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = "^[A-Za-z0-9_.!~*'()-]*[A-Za-z0-9_!~*'()-][A-Za-z0-9_.!~*'()-]*$",
+        example = "default"
+    )]
     pub project: Option<String>,
     pub enabled: Option<bool>,
     pub stale: Option<bool>,
-    #[schema(required = true)]
+    #[schema(required = true, nullable = false, min_items = 1)]
     pub strategies: Option<Vec<StrategySpec>>,
     pub variants: Option<Vec<VariantSpec>>,
     pub impression_data: Option<bool>,
@@ -172,8 +188,17 @@ const READ_ONLY_TOGGLE_FIELDS: [&str; 6] = [
 /// A strategy as sent by a client.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct StrategySpec {
-    #[schema(required = true)]
+    #[schema(
+        required = true,
+        nullable = false,
+        min_length = 1,
+        max_length = 100,
+        pattern = "^[A-Za-z0-9_.!~*'()-]*[A-Za-z0-9_!~*'()-][A-Za-z0-9_.!~*'()-]*$",
+        example = "default"
+    )]
     pub name: Option<String>,
+    /// Strings; numbers, booleans and null are stored as text.
+    #[schema(value_type = Option<BTreeMap<String, ParameterValue>>)]
     pub parameters: Option<BTreeMap<String, Value>>,
     pub constraints: Option<Vec<ConstraintSpec>>,
     #[serde(flatten)]
@@ -181,14 +206,49 @@ pub struct StrategySpec {
     pub extra: ExtraFields,
 }
 
+/// A strategy parameter's value as sent (documentation only): a string, or a number,
+/// boolean or null, which are stored as text (an array or object is refused).
+pub struct ParameterValue;
+
+impl utoipa::PartialSchema for ParameterValue {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+        ObjectBuilder::new()
+            .schema_type(SchemaType::from_iter([
+                Type::String,
+                Type::Number,
+                Type::Boolean,
+                Type::Null,
+            ]))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for ParameterValue {}
+
 /// A variant as sent by a client.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VariantSpec {
-    #[schema(required = true)]
+    /// Unique among the toggle's variants.
+    #[schema(
+        required = true,
+        nullable = false,
+        min_length = 1,
+        max_length = 100,
+        pattern = "^[A-Za-z0-9_.!~*'()-]*[A-Za-z0-9_!~*'()-][A-Za-z0-9_.!~*'()-]*$"
+    )]
     pub name: Option<String>,
-    #[schema(required = true)]
+    /// A whole number.
+    #[schema(
+        required = true,
+        nullable = false,
+        minimum = 0,
+        maximum = 1000,
+        multiple_of = 1
+    )]
     pub weight: Option<f64>,
+    #[schema(value_type = Option<WeightType>)]
     pub weight_type: Option<String>,
     pub stickiness: Option<String>,
     pub payload: Option<PayloadSpec>,
@@ -202,7 +262,9 @@ pub struct VariantSpec {
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct PayloadSpec {
     #[serde(rename = "type")]
+    #[schema(required = true, nullable = false)]
     pub kind: Option<String>,
+    #[schema(required = true, nullable = false)]
     pub value: Option<String>,
     #[serde(flatten)]
     #[schema(ignore)]
@@ -213,7 +275,7 @@ pub struct PayloadSpec {
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OverrideSpec {
-    #[schema(required = true)]
+    #[schema(required = true, nullable = false, min_length = 1)]
     pub context_name: Option<String>,
     #[schema(value_type = Option<Vec<String>>)]
     pub values: Option<Vec<Text>>,

@@ -116,6 +116,33 @@ pub fn validate_route_name(
     }
 }
 
+/// `{"name": …}` for `…/validate` (documentation only: the body is read by
+/// [`validate_route_name`]): a name by the URL-friendly rule.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct NameToValidate {
+    #[schema(
+        min_length = 2,
+        max_length = 100,
+        pattern = "^[A-Za-z0-9_.!~*'()-]*[A-Za-z0-9_!~*'()-][A-Za-z0-9_.!~*'()-]*$",
+        example = "my-feature"
+    )]
+    name: String,
+}
+
+/// `{"id": …}` for `POST /api/admin/projects/validate` (documentation only).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct IdToValidate {
+    #[schema(
+        min_length = 2,
+        max_length = 100,
+        pattern = "^[A-Za-z0-9_.!~*'()-]*[A-Za-z0-9_!~*'()-][A-Za-z0-9_.!~*'()-]*$",
+        example = "checkout"
+    )]
+    id: String,
+}
+
 /// A path parameter; an undecodable segment is a 400 with our JSON body.
 #[derive(FromRequestParts)]
 #[from_request(via(axum::extract::Path), rejection(ApiError))]

@@ -81,7 +81,58 @@ pub fn finish(mut api: OpenApi) -> Result<Bytes, serde_json::Error> {
             group.complete(operation);
         }
     }
-    Ok(Bytes::from(serde_json::to_vec(&api)?))
+    let mut document = serde_json::to_value(&api)?;
+    close_request_schemas(&mut document);
+    optional_legacy_fields(&mut document);
+    Ok(Bytes::from(serde_json::to_vec(&document)?))
+}
+
+/// `AdminToggle` flattens an optional `LegacyStrategy` (archive listings only); utoipa renders
+/// that as "the legacy pair or null", which no toggle object matches. Say what is served:
+/// the pair's fields as optional properties.
+fn optional_legacy_fields(document: &mut serde_json::Value) {
+    let legacy = document["components"]["schemas"]["LegacyStrategy"]["properties"].clone();
+    let part = &mut document["components"]["schemas"]["AdminToggle"]["allOf"][0];
+    if legacy.is_object() && part.get("oneOf").is_some() {
+        *part = serde_json::json!({
+            "type": "object",
+            "description": "Legacy fields, only on archive listings (spec §4.2).",
+            "properties": legacy,
+        });
+    }
+}
+
+/// Request bodies whose handlers refuse a field they do not know (`domain::fields`); the
+/// hand-written schemas (`ConstraintSpec`, `AddonSpec`) say so themselves.
+const CLOSED_SCHEMAS: [&str; 14] = [
+    "ToggleSpec",
+    "StrategySpec",
+    "VariantSpec",
+    "PayloadSpec",
+    "OverrideSpec",
+    "TagSpec",
+    "TagTypeSpec",
+    "ContextFieldSpec",
+    "ProjectSpec",
+    "StrategyDefinitionSpec",
+    "ParameterSpec",
+    "TokenSpec",
+    "TokenExpiry",
+    "Login",
+];
+
+/// Marks [`CLOSED_SCHEMAS`] `additionalProperties: false` (utoipa has no container attribute
+/// for it but `deny_unknown_fields`, which these types cannot use: they collect the unknown
+/// fields to name them, and take the read-only ones responses carry).
+fn close_request_schemas(document: &mut serde_json::Value) {
+    let schemas = &mut document["components"]["schemas"];
+    for name in CLOSED_SCHEMAS {
+        if let Some(schema) = schemas.get_mut(name).and_then(|s| s.as_object_mut()) {
+            schema
+                .entry("additionalProperties")
+                .or_insert(serde_json::Value::Bool(false));
+        }
+    }
 }
 
 /// The route serving `document` (the one route not registered by `routes!`: it serves the

@@ -47,7 +47,7 @@ async fn list_archived_features(State(service): State<Service>) -> ApiResult<Res
 #[derive(Deserialize, utoipa::ToSchema)]
 struct ReviveBody {
     /// The archived toggle to revive.
-    #[schema(required = true)]
+    #[schema(required = true, nullable = false, min_length = 1)]
     name: Option<String>,
 }
 

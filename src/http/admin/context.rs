@@ -12,7 +12,7 @@ use utoipa_axum::routes;
 use crate::domain::context_field::ContextFieldSpec;
 use crate::domain::views::ContextFieldView;
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::http::extract::{validate_route_name, AppJson, AppPath};
+use crate::http::extract::{validate_route_name, AppJson, AppPath, NameToValidate};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
@@ -105,7 +105,7 @@ async fn create_context_field(
     operation_id = "validate_context_field",
     summary = "`POST /api/admin/context/validate`: whether a name is valid and free",
     params(("name" = String, Path, description = "`validate`", example = "validate", pattern = "^validate$")),
-    request_body(content = Object, description = "`{\"name\": …}`"),
+    request_body(content = NameToValidate, description = "`{\"name\": …}`"),
     responses(
         (status = 200, description = "Valid and free"),
         (status = 405, description = "Any segment but `validate`", body = ErrorBody),

@@ -13,7 +13,7 @@ use crate::domain::tag::{Tag, TagRef, TagSpec};
 use crate::domain::toggle::{Toggle, ToggleSpec};
 use crate::domain::views::AdminToggle;
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::http::extract::{validate_route_name, AppJson, AppPath, FilterQuery};
+use crate::http::extract::{validate_route_name, AppJson, AppPath, FilterQuery, NameToValidate};
 use crate::service::{Actor, Service, ServiceError};
 use crate::state::AppState;
 use crate::store::StoreError;
@@ -145,7 +145,7 @@ async fn create_feature(
     operation_id = "validate_feature_name",
     summary = "`POST /api/admin/features/validate`: whether a name is free",
     params(("name" = String, Path, description = "`validate`", example = "validate", pattern = "^validate$")),
-    request_body(content = Object, description = "`{\"name\": …}`"),
+    request_body(content = NameToValidate, description = "`{\"name\": …}`"),
     responses(
         (status = 200, description = "The name is valid and free"),
         (status = 403, description = "The name is used by an active or archived toggle", body = ErrorBody),

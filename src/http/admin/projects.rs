@@ -11,7 +11,7 @@ use utoipa_axum::routes;
 
 use crate::domain::project::{by_name, Project, ProjectSpec};
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::http::extract::{validate_route_name, AppJson, AppPath};
+use crate::http::extract::{validate_route_name, AppJson, AppPath, IdToValidate};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
@@ -107,7 +107,7 @@ async fn create_project(
     operation_id = "validate_project",
     summary = "`POST /api/admin/projects/validate`: whether an id is valid and free",
     params(("id" = String, Path, description = "`validate`", example = "validate", pattern = "^validate$")),
-    request_body(content = Object, description = "`{\"id\": …}`"),
+    request_body(content = IdToValidate, description = "`{\"id\": …}`"),
     responses(
         (status = 200, description = "Valid and free"),
         (status = 405, description = "Any segment but `validate`", body = ErrorBody),

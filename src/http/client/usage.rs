@@ -96,16 +96,33 @@ fn rejection(e: DomainError, declared: Option<String>, bytes: &[u8]) -> ApiError
 #[serde(rename_all = "camelCase")]
 #[allow(dead_code)]
 pub(crate) struct ClientRegistration {
-    /// The application (or the `UNLEASH-APPNAME` header).
+    /// The application (or the `UNLEASH-APPNAME` header): not blank, no control characters.
+    #[schema(
+        required = true,
+        nullable = false,
+        max_length = 255,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$",
+        example = "checkout-service"
+    )]
     app_name: Option<String>,
-    /// The instance (or the `UNLEASH-INSTANCEID` header).
+    /// The instance (or the `UNLEASH-INSTANCEID` header): not blank, no control characters.
+    #[schema(
+        required = true,
+        nullable = false,
+        max_length = 255,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$",
+        example = "checkout-1"
+    )]
     instance_id: Option<String>,
+    #[schema(max_length = 255, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$")]
     sdk_version: Option<String>,
     /// The strategies the SDK implements.
+    #[schema(value_type = Option<Vec<ReportName>>, max_items = 100)]
     strategies: Option<Vec<String>>,
     /// When the instance started.
     started: Option<ClientTimestamp>,
     /// The SDK's polling interval in milliseconds.
+    #[schema(maximum = 1_000_000_000_000_u64)]
     interval: Option<u64>,
 }
 
@@ -114,9 +131,23 @@ pub(crate) struct ClientRegistration {
 #[serde(untagged)]
 #[allow(dead_code)]
 pub(crate) enum ClientTimestamp {
+    #[schema(format = DateTime)]
     Text(String),
-    EpochMillis(i64),
+    EpochMillis(EpochMillis),
 }
+
+/// Milliseconds since the epoch, within chrono's range of years (±262,000).
+#[derive(utoipa::ToSchema)]
+#[schema(value_type = i64, minimum = -8_000_000_000_000_000_i64, maximum = 8_000_000_000_000_000_i64)]
+#[allow(dead_code)]
+pub(crate) struct EpochMillis(i64);
+
+/// An application, instance, toggle, variant or strategy name in a report (documentation
+/// only): not blank, no control characters, at most 255 characters.
+#[derive(utoipa::ToSchema)]
+#[schema(value_type = String, max_length = 255, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$")]
+#[allow(dead_code)]
+pub(crate) struct ReportName(String);
 
 /// `POST /api/client/metrics` as SDKs send it (documentation only: the body is read by
 /// `domain::usage::MetricsReport::parse`).
@@ -124,7 +155,23 @@ pub(crate) enum ClientTimestamp {
 #[serde(rename_all = "camelCase")]
 #[allow(dead_code)]
 pub(crate) struct ClientMetrics {
+    /// The application (or the `UNLEASH-APPNAME` header): not blank, no control characters.
+    #[schema(
+        required = true,
+        nullable = false,
+        max_length = 255,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$",
+        example = "checkout-service"
+    )]
     app_name: Option<String>,
+    /// The instance (or the `UNLEASH-INSTANCEID` header): not blank, no control characters.
+    #[schema(
+        required = true,
+        nullable = false,
+        max_length = 255,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$",
+        example = "checkout-1"
+    )]
     instance_id: Option<String>,
     bucket: ClientMetricsBucket,
 }
@@ -137,7 +184,7 @@ pub(crate) struct ClientMetricsBucket {
     start: ClientTimestamp,
     /// End of the interval.
     stop: ClientTimestamp,
-    /// Evaluations per toggle name.
+    /// Evaluations per toggle name (at most 10,000 toggles).
     toggles: std::collections::BTreeMap<String, ClientToggleCounts>,
 }
 
@@ -145,11 +192,20 @@ pub(crate) struct ClientMetricsBucket {
 #[derive(utoipa::ToSchema)]
 #[allow(dead_code)]
 pub(crate) struct ClientToggleCounts {
+    #[schema(maximum = 1_000_000_000_000_u64)]
     yes: Option<u64>,
+    #[schema(maximum = 1_000_000_000_000_u64)]
     no: Option<u64>,
-    /// The same evaluations broken down by variant name.
+    /// The same evaluations broken down by variant name (at most 100 variants).
+    #[schema(value_type = Option<std::collections::BTreeMap<String, Count>>)]
     variants: Option<std::collections::BTreeMap<String, u64>>,
 }
+
+/// An evaluation count (documentation only).
+#[derive(utoipa::ToSchema)]
+#[schema(value_type = u64, maximum = 1_000_000_000_000_u64)]
+#[allow(dead_code)]
+pub(crate) struct Count(u64);
 
 /// `POST /api/client/register`.
 #[utoipa::path(
