@@ -239,7 +239,13 @@ fn addon_spec_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema
             if let Some(pattern) = pattern {
                 schema["pattern"] = json!(pattern);
             }
-            if let Some(example) = parameter.placeholder {
+            // The template placeholder has tags, which the pattern above leaves out.
+            let example = match (parameter.kind, parameter.name) {
+                ("url", _) => Some("https://example.com/hook"),
+                (_, "bodyTemplate") => None,
+                _ => parameter.placeholder,
+            };
+            if let Some(example) = example {
                 schema["example"] = json!(example);
             }
             properties.insert(parameter.name.to_string(), schema);
