@@ -27,7 +27,6 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use config::Settings;
-use service::import::StartupImport;
 use service::Service;
 use snapshot::Snapshot;
 use state::AppState;
@@ -114,12 +113,14 @@ pub async fn run(
         workers.spawn(async move { redis.listen_for_versions(announce, shutdown).await });
     }
     let startup_import = match &settings.import_file {
-        Some(path) => Some(read_startup_import(path, settings.import_mode)?),
+        Some(path) => Some(
+            service::startup::read_startup_import(path, settings.import_mode)
+                .map_err(RunError::Import)?,
+        ),
         None => None,
     };
-    let loader = tokio::spawn(load_and_seed(
+    let loader = tokio::spawn(service::startup::load_and_seed(
         service.clone(),
-        snapshot.clone(),
         startup_import,
         interval,
         shutdown.clone(),
@@ -139,10 +140,9 @@ pub async fn run(
     }
 
     let usage = Arc::new(usage::UsageRecorder::new(store.usage(), metrics.clone()));
-    workers.spawn(keep_fresh(
+    // The service re-seeds a store found empty and times the checks (`RefreshHooks`).
+    workers.spawn(snapshot.clone().keep_fresh(
         service.clone(),
-        snapshot.clone(),
-        metrics.clone(),
         announcements.clone(),
         interval,
         shutdown.clone(),
@@ -226,164 +226,4 @@ pub async fn run(
         return Err(RunError::Import(refused));
     }
     Ok(served?)
-}
-
-/// Reads and parses the start-up document.
-fn read_startup_import(
-    path: &std::path::Path,
-    mode: config::ImportMode,
-) -> Result<StartupImport, RunError> {
-    let shown = path.display();
-    let bytes = std::fs::read(path)
-        .map_err(|e| RunError::Import(format!("cannot read the import file {shown}: {e}")))?;
-    let options = match mode {
-        config::ImportMode::Keep => domain::import::ImportOptions {
-            drop: false,
-            keep: true,
-        },
-        config::ImportMode::Overwrite => domain::import::ImportOptions {
-            drop: false,
-            keep: false,
-        },
-        config::ImportMode::Drop => domain::import::ImportOptions {
-            drop: true,
-            keep: false,
-        },
-    };
-    StartupImport::new(&bytes, &path.to_string_lossy(), options)
-        .map_err(|e| RunError::Import(format!("the import file {shown}: {}", describe(&e))))
-}
-
-/// Keeps the snapshot fresh until `shutdown`: on every version announcement (Redis pub/sub)
-/// naming a position the snapshot does not hold, and with a position check every `interval`
-/// (the fallback when announcements are lost, and what finds a store that started another
-/// history). A store found empty again (flushed, or restarted without persistence) gets its
-/// built-ins back.
-async fn keep_fresh(
-    service: Service,
-    snapshot: Arc<Snapshot>,
-    metrics: Arc<telemetry::metrics::Metrics>,
-    mut announcements: watch::Receiver<Announcement>,
-    interval: Duration,
-    shutdown: CancellationToken,
-) {
-    let mut failing = false;
-    // Announcements keep coming under writes: the periodic check must not wait for a lull.
-    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // The embedded store has no listener (nothing is ever announced); once the Redis listener
-    // ends (at shutdown), only the periodic check runs.
-    let mut listening = true;
-    loop {
-        let announced = tokio::select! {
-            _ = shutdown.cancelled() => return,
-            changed = announcements.changed(), if listening => match changed {
-                Ok(()) => *announcements.borrow_and_update(),
-                Err(_) => {
-                    listening = false;
-                    continue;
-                }
-            },
-            _ = ticks.tick() => Announcement::Unknown,
-        };
-        let started = std::time::Instant::now();
-        let checked = match announced {
-            // A version a refresh or a commit of this replica already brought.
-            Announcement::At(position) if snapshot.holds(position) => continue,
-            // Announced, so the store moved: no need to ask it first.
-            Announcement::At(position) => snapshot.refresh_to(position).await,
-            Announcement::Unknown => snapshot.check().await,
-        };
-        metrics
-            .usage
-            .operation("snapshot_check", started.elapsed(), checked.as_ref().err());
-        // Logged once per outage, not on every check.
-        match checked {
-            Err(e) => {
-                if !failing {
-                    tracing::warn!(error = %e, "snapshot refresh failed; serving the last snapshot");
-                }
-                failing = true;
-                continue;
-            }
-            Ok(()) if failing => {
-                tracing::info!(version = snapshot.state().version, "store reachable again");
-                failing = false;
-            }
-            Ok(()) => {}
-        }
-        if snapshot.is_ready() && !service::is_seeded(&snapshot.state()) {
-            if let Err(e) = service.seed_if_needed().await {
-                tracing::warn!(error = %e, "re-seeding an empty store failed");
-            }
-        }
-    }
-}
-
-/// First load of the snapshot and seeding of a new store, retried until the store answers.
-/// Then the start-up import, if any, before the replica serves: a document the store's
-/// configuration refuses stops the replica (`Err`, after cancelling `shutdown`).
-async fn load_and_seed(
-    service: Service,
-    snapshot: Arc<Snapshot>,
-    startup_import: Option<StartupImport>,
-    retry: Duration,
-    shutdown: CancellationToken,
-) -> Result<(), String> {
-    loop {
-        // Err(Some(reason)): stop the replica; Err(None): retry (logged).
-        let attempt = async {
-            let retry = |e: &dyn std::fmt::Display| {
-                tracing::warn!(error = %e, "cannot load the configuration yet; retrying");
-                None
-            };
-            snapshot.refresh().await.map_err(|e| retry(&e))?;
-            service.seed_if_needed().await.map_err(|e| retry(&e))?;
-            if let Some(import) = &startup_import {
-                let report = service
-                    .import_at_startup(import)
-                    .await
-                    .map_err(|e| match e {
-                        service::ServiceError::Domain(e) => {
-                            Some(format!("the start-up import was refused: {}", describe(&e)))
-                        }
-                        service::ServiceError::Internal(cause) => {
-                            Some(format!("the start-up import failed: {cause}"))
-                        }
-                        other => retry(&other),
-                    })?;
-                tracing::info!(changed = report.changed, summary = ?report.summary, "start-up import");
-            }
-            Ok::<_, Option<String>>(())
-        };
-        match attempt.await {
-            Ok(()) => {
-                snapshot.mark_ready();
-                tracing::info!(version = snapshot.state().version, "configuration loaded");
-                return Ok(());
-            }
-            Err(Some(message)) => {
-                tracing::error!("{message}");
-                shutdown.cancel();
-                return Err(message);
-            }
-            Err(None) => {}
-        }
-        tokio::select! {
-            _ = shutdown.cancelled() => return Ok(()),
-            _ = tokio::time::sleep(retry.max(Duration::from_millis(200))) => {}
-        }
-    }
-}
-
-/// Every problem of a refusal, one per line with its path.
-fn describe(error: &domain::DomainError) -> String {
-    match error {
-        domain::DomainError::Invalid(errors) => errors
-            .0
-            .iter()
-            .map(|e| format!("\n  {}: {}", e.path, e.message))
-            .collect(),
-        other => other.to_string(),
-    }
 }

@@ -11,6 +11,7 @@ pub mod import;
 pub mod projects;
 mod seed;
 pub use seed::is_seeded;
+pub mod startup;
 pub mod strategies;
 pub mod tags;
 pub mod toggles;

@@ -9,6 +9,7 @@
 
 pub mod client_document;
 mod decode;
+pub mod refresh_loop;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
