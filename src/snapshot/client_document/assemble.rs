@@ -8,6 +8,11 @@
 //! order behind one gzip header and closed by a final block and the combined CRC-32, they form
 //! one ordinary gzip stream that every client accepts. A changed toggle recompresses its group
 //! and the groups whose dictionary reaches into it (at most the next two).
+//!
+//! A build a writer waits for (`Effort::Quick`) stores those groups uncompressed instead:
+//! compression is most of a build's time, and the writer is answered only once the document
+//! serves its write. The next unhurried build (`Effort::Full`) compresses them; the ETag,
+//! made of digests, is the same either way.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -50,6 +55,15 @@ const WINDOW_GROUPS: usize = 2;
 /// take about 6 % longer than level 6 ones, level 8 another fifth.
 const LEVEL: u32 = 7;
 
+/// How much a build compresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effort {
+    /// Every group compressed at `LEVEL` (stored groups of earlier builds too).
+    Full,
+    /// Groups that must be made again are stored uncompressed, for a later full build.
+    Quick,
+}
+
 /// `plain` as deflate stored blocks (byte aligned, like every stretch's start).
 pub(super) fn stored_blocks(plain: &[u8], last: bool) -> Vec<u8> {
     let mut blocks = Vec::with_capacity(plain.len() + plain.len() / 65_535 * 5 + 5);
@@ -84,6 +98,17 @@ struct Deflated {
 }
 
 impl Deflated {
+    /// `plain` as stored (uncompressed) blocks, byte aligned like a sync flush's end.
+    fn stored(plain: &[u8]) -> Self {
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(plain);
+        Self {
+            blocks: Bytes::from(stored_blocks(plain, false)),
+            crc: crc.finalize(),
+            len: plain.len() as u64,
+        }
+    }
+
     /// `plain` as deflate blocks ending in a sync flush (`last`: in a final block), able to
     /// refer back into `before`, the document bytes that precede it.
     fn of(plain: &[u8], before: &[u8], last: bool) -> Self {
@@ -183,6 +208,8 @@ pub struct Group {
     /// same toggle copies its bytes instead of serialising it again.
     spans: Box<[(u32, u32)]>,
     deflated: Deflated,
+    /// Made by a quick build: `deflated` is stored blocks, for a full build to compress.
+    stored: bool,
 }
 
 impl Group {
@@ -209,6 +236,8 @@ pub struct ClientResponse {
     pub version: u64,
     /// The groups, for the next build of the same document to reuse.
     groups: Vec<Arc<Group>>,
+    /// Whether a group is stored uncompressed (a quick build's): a full build compresses it.
+    pub uncompressed: bool,
 }
 
 impl ClientResponse {
@@ -241,6 +270,7 @@ impl ClientResponse {
             etag: self.etag.clone(),
             version,
             groups: self.groups.clone(),
+            uncompressed: self.uncompressed,
         }
     }
 
@@ -250,6 +280,17 @@ impl ClientResponse {
         pieces: impl Iterator<Item = &'a PieceEntry>,
         version: u64,
         previous: Option<&ClientResponse>,
+    ) -> ClientResponse {
+        Self::assemble_with(pieces, version, previous, Effort::Full)
+    }
+
+    /// `assemble` with `effort`: a quick build stores the groups it makes uncompressed and
+    /// keeps stored ones, a full build compresses both.
+    pub fn assemble_with<'a>(
+        pieces: impl Iterator<Item = &'a PieceEntry>,
+        version: u64,
+        previous: Option<&ClientResponse>,
+        effort: Effort,
     ) -> ClientResponse {
         let previous_groups = previous.map_or(&[][..], |p| &p.groups[..]);
         let reusable: HashMap<*const ClientPiece, usize> = previous_groups
@@ -265,7 +306,8 @@ impl ClientResponse {
             let window = Window::before(groups);
             let reused = reusable
                 .get(&Arc::as_ptr(&members[0].piece))
-                .filter(|&&i| previous_groups[i].is_run_of(members, &window));
+                .filter(|&&i| previous_groups[i].is_run_of(members, &window))
+                .filter(|&&i| effort == Effort::Quick || !previous_groups[i].stored);
             let group = match reused {
                 Some(&i) => {
                     previous_bytes.skip_past(i);
@@ -276,6 +318,7 @@ impl ClientResponse {
                     &window,
                     &mut dictionary,
                     &mut previous_bytes,
+                    effort,
                 )),
             };
             groups.push(group);
@@ -298,12 +341,14 @@ impl ClientResponse {
         let plain = PlainDocument::new(chunks);
         let gzip = gzip_of(&groups);
         let etag = etag_of(&groups, plain.len());
+        let uncompressed = groups.iter().any(|group| group.stored);
         ClientResponse {
             plain,
             gzip,
             etag,
             version,
             groups,
+            uncompressed,
         }
     }
 }
@@ -313,7 +358,7 @@ fn strip_weak(tag: &[u8]) -> &[u8] {
 }
 
 /// A group of `members` compressed after the bytes of `window` (copied into `dictionary`, a
-/// scratch buffer). A group after another starts with the separator, so a document is the
+/// scratch buffer), or stored uncompressed by a quick build. A group after another starts with the separator, so a document is the
 /// prefix, its groups and the suffix. Toggles the previous document holds are copied from it;
 /// only changed ones are serialised.
 fn new_group(
@@ -321,10 +366,14 @@ fn new_group(
     window: &Window<'_>,
     dictionary: &mut Vec<u8>,
     previous: &mut PreviousBytes<'_>,
+    effort: Effort,
 ) -> Group {
     // Only the first group has no group before it, and so a window of none.
     let first = window.groups.is_empty();
-    window.fill(dictionary);
+    let stored = effort == Effort::Quick;
+    if !stored {
+        window.fill(dictionary);
+    }
     let mut hasher = Sha256::new();
     for entry in members {
         hasher.update(entry.piece.digest);
@@ -342,7 +391,10 @@ fn new_group(
             }
             spans.push((offset(start), offset(plain.len())));
         }
-        let deflated = Deflated::of(plain, dictionary, false);
+        let deflated = match stored {
+            true => Deflated::stored(plain),
+            false => Deflated::of(plain, dictionary, false),
+        };
         (Bytes::copy_from_slice(plain), deflated)
     });
     Group {
@@ -352,6 +404,7 @@ fn new_group(
         plain,
         spans: spans.into_boxed_slice(),
         deflated,
+        stored,
     }
 }
 

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use super::{build_filtered, ClientDocuments, ClientResponse, PieceList};
+use super::{build_filtered_with, ClientDocuments, ClientResponse, Effort, PieceList};
 use crate::domain::state::ConfigState;
 
 /// The shortest pause between two builds: a burst of writes within it is one build.
@@ -17,6 +17,10 @@ const MAX_GAP: Duration = Duration::from_millis(100);
 /// a ninth of one core however fast versions come (under thousands of writes a second at
 /// 10,000 toggles, every build recompresses most groups).
 const GAP_FACTOR: u32 = 8;
+/// While writers keep waiting, builds are quick (groups stored uncompressed); a full build
+/// runs at least this often all the same, so steady writes cannot leave the gzip body
+/// uncompressed for long.
+const FULL_AT_LEAST_EVERY: Duration = Duration::from_secs(1);
 
 impl ClientDocuments {
     /// Builds documents whenever woken, from the state `current` returns, until `stop`.
@@ -26,6 +30,7 @@ impl ClientDocuments {
         stop: CancellationToken,
     ) {
         let mut last: Option<(Instant, Duration)> = None;
+        let mut last_full = Instant::now();
         loop {
             tokio::select! {
                 _ = self.wake.notified() => {}
@@ -44,11 +49,22 @@ impl ClientDocuments {
                 }
                 _ => {}
             }
+            // A writer waits for this build: store what changed uncompressed, and compress it
+            // in a later build nobody waits for.
+            let effort = match self.writer_waiting() && last_full.elapsed() < FULL_AT_LEAST_EVERY {
+                true => Effort::Quick,
+                false => Effort::Full,
+            };
             let state = current();
             let started = Instant::now();
             let documents = self.clone();
-            if let Err(e) = tokio::task::spawn_blocking(move || documents.build(&state)).await {
-                tracing::error!(error = %e, "client document build failed");
+            match tokio::task::spawn_blocking(move || documents.build_with(&state, effort)).await {
+                Ok(true) => self.wake.notify_one(),
+                Ok(false) => {}
+                Err(e) => tracing::error!(error = %e, "client document build failed"),
+            }
+            if effort == Effort::Full {
+                last_full = Instant::now();
             }
             let took = started.elapsed();
             if let Ok(mut totals) = self.totals.lock() {
@@ -62,6 +78,14 @@ impl ClientDocuments {
     /// Brings the documents up to `state`: the pieces and the unfiltered document when the
     /// configuration moved, then every filtered document still asked for that is behind.
     pub fn build(&self, state: &ConfigState) {
+        self.build_with(state, Effort::Full);
+    }
+
+    /// `build` with `effort`: a full build also compresses what quick builds stored (the
+    /// documents keep their version and ETag). Returns whether a document is left with
+    /// groups stored uncompressed.
+    pub fn build_with(&self, state: &ConfigState, effort: Effort) -> bool {
+        let full = effort == Effort::Full;
         let previous = self.pieces.load_full();
         let pieces = match previous {
             Some(pieces) if pieces.version == state.version && pieces.head == state.head => pieces,
@@ -79,7 +103,12 @@ impl ClientDocuments {
                     {
                         document.retagged(pieces.version)
                     }
-                    previous => ClientResponse::assemble(pieces.pieces(), pieces.version, previous),
+                    previous => ClientResponse::assemble_with(
+                        pieces.pieces(),
+                        pieces.version,
+                        previous,
+                        effort,
+                    ),
                 };
                 // The document first: whoever sees the new pieces finds it.
                 self.unfiltered.store(Some(Arc::new(document)));
@@ -88,6 +117,20 @@ impl ClientDocuments {
                 pieces
             }
         };
+        let mut uncompressed = false;
+        if let Some(document) = self.unfiltered.load_full() {
+            if full && document.uncompressed && document.version == pieces.version {
+                let compressed = ClientResponse::assemble_with(
+                    pieces.pieces(),
+                    pieces.version,
+                    Some(&document),
+                    Effort::Full,
+                );
+                self.unfiltered.store(Some(Arc::new(compressed)));
+            } else {
+                uncompressed = document.uncompressed;
+            }
+        }
         let behind: Vec<_> = {
             let mut filtered = self.lock_filtered();
             filtered.retain(|_, entry| !entry.idle());
@@ -95,7 +138,10 @@ impl ClientDocuments {
                 .iter()
                 .filter_map(|(filter, entry)| {
                     let document = entry.document.load_full()?;
-                    (document.version != pieces.version).then(|| (filter.clone(), entry.clone()))
+                    let redo =
+                        document.version != pieces.version || (full && document.uncompressed);
+                    uncompressed |= document.uncompressed && !redo;
+                    redo.then(|| (filter.clone(), entry.clone()))
                 })
                 .collect()
         };
@@ -112,13 +158,15 @@ impl ClientDocuments {
                         .flatten()
                         .any(|toggle| filter.matches(toggle))
                 });
-            let document = if untouched {
+            let document = if untouched && !(full && previous.uncompressed) {
                 previous.retagged(pieces.version)
             } else {
-                build_filtered(&pieces, &filter, Some(&previous))
+                build_filtered_with(&pieces, &filter, Some(&previous), effort)
             };
+            uncompressed |= document.uncompressed;
             entry.document.store(Some(Arc::new(document)));
         }
         self.settled.send_replace(pieces.version);
+        uncompressed
     }
 }

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwapOption;
 use tokio::sync::{watch, Notify, OnceCell};
 
-pub use assemble::ClientResponse;
+pub use assemble::{ClientResponse, Effort};
 pub use piece::{ClientPiece, PieceEntry, PieceList};
 pub use plain::PlainDocument;
 
@@ -223,12 +223,13 @@ impl ClientDocuments {
         let Some(entry) = entry else {
             // The semaphore is never closed; without a permit the build would still be right.
             let _permit = self.uncached_builds.acquire().await;
-            return build_filtered_off_runtime(pieces, filter.clone()).await;
+            return build_filtered_off_runtime(pieces, filter.clone(), Effort::Full).await;
         };
         entry
             .first_build
             .get_or_init(|| async {
-                let document = build_filtered_off_runtime(pieces, filter.clone()).await;
+                let document =
+                    build_filtered_off_runtime(pieces, filter.clone(), Effort::Full).await;
                 // The builder may have stored a newer one meanwhile: keep the newer.
                 entry.document.rcu(|current| match current {
                     Some(newer) if newer.version >= document.version => Some(newer.clone()),
@@ -262,11 +263,13 @@ impl ClientDocuments {
         let Some(pieces) = self.pieces.load_full() else {
             return document;
         };
-        let fresh = build_filtered_off_runtime(pieces, filter.clone()).await;
+        // Quick: a request waits for it; the builder compresses it on its next round.
+        let fresh = build_filtered_off_runtime(pieces, filter.clone(), Effort::Quick).await;
         entry.document.rcu(|current| match current {
             Some(newer) if newer.version >= fresh.version => Some(newer.clone()),
             _ => Some(fresh.clone()),
         });
+        self.wake.notify_one();
         fresh
     }
 
@@ -306,30 +309,41 @@ pub fn build_filtered(
     filter: &FeatureFilter,
     previous: Option<&ClientResponse>,
 ) -> ClientResponse {
+    build_filtered_with(pieces, filter, previous, Effort::Full)
+}
+
+/// `build_filtered` with `effort` (see `ClientResponse::assemble_with`).
+pub fn build_filtered_with(
+    pieces: &PieceList,
+    filter: &FeatureFilter,
+    previous: Option<&ClientResponse>,
+    effort: Effort,
+) -> ClientResponse {
     let selected = pieces
         .entries
         .values()
         .filter(|entry| filter.matches(&entry.toggle));
-    ClientResponse::assemble(selected, pieces.version, previous)
+    ClientResponse::assemble_with(selected, pieces.version, previous, effort)
 }
 
 /// A filter's document built from scratch, off the threads that answer requests.
 async fn build_filtered_off_runtime(
     pieces: Arc<PieceList>,
     filter: FeatureFilter,
+    effort: Effort,
 ) -> Arc<ClientResponse> {
     // Filtering and compressing thousands of toggles takes milliseconds: keep it off the
     // threads that answer requests.
     let job = {
         let pieces = pieces.clone();
         let filter = filter.clone();
-        tokio::task::spawn_blocking(move || build_filtered(&pieces, &filter, None))
+        tokio::task::spawn_blocking(move || build_filtered_with(&pieces, &filter, None, effort))
     };
     match job.await {
         Ok(document) => Arc::new(document),
         Err(e) => {
             tracing::error!(error = %e, "client document build task failed; building inline");
-            Arc::new(build_filtered(&pieces, &filter, None))
+            Arc::new(build_filtered_with(&pieces, &filter, None, effort))
         }
     }
 }

@@ -288,6 +288,7 @@ proptest! {
     fn incremental_documents_equal_documents_built_from_scratch(
         initial in 0u16..300,
         ops in proptest::collection::vec(op(), 1..40),
+        quick in proptest::collection::vec(any::<bool>(), 40),
     ) {
         let mut state = seeded(initial);
         let documents = ClientDocuments::default();
@@ -303,9 +304,11 @@ proptest! {
             documents.lock_filtered().insert(filter, Arc::new(entry));
         }
         let mut filtered: HashMap<usize, ClientResponse> = HashMap::new();
-        for op in &ops {
+        for (op, quick) in ops.iter().zip(quick) {
             apply(&mut state, op);
-            documents.build(&state);
+            // Builds a writer waits for store groups uncompressed: the same content.
+            let effort = if quick { Effort::Quick } else { Effort::Full };
+            documents.build_with(&state, effort);
             let unfiltered = documents.unfiltered.load_full().expect("built");
             let next = PieceList::update(&pieces, &state);
             for (i, filter) in filters().iter().enumerate() {
@@ -337,7 +340,54 @@ proptest! {
             }
             pieces = Arc::new(next);
         }
+        // A full build compresses whatever quick builds stored, under the same ETags.
+        let before = documents.unfiltered.load_full().expect("built");
+        prop_assert!(!documents.build_with(&state, Effort::Full));
+        let after = documents.unfiltered.load_full().expect("built");
+        prop_assert!(!after.uncompressed);
+        prop_assert_eq!(&after.etag, &before.etag);
+        prop_assert_eq!(gunzip(&after.gzip), from_scratch(&state, &FeatureFilter::default()));
+        for (filter, entry) in documents.lock_filtered().iter() {
+            let kept = entry.document.load_full().expect("built");
+            prop_assert!(!kept.uncompressed);
+            prop_assert_eq!(gunzip(&kept.gzip), from_scratch(&state, filter));
+        }
     }
+}
+
+#[test]
+fn a_quick_build_stores_what_changed_and_a_full_build_compresses_it() {
+    let mut state = seeded(2_000);
+    let documents = ClientDocuments::default();
+    documents.build(&state);
+    let full = documents.unfiltered.load_full().expect("built");
+    apply(&mut state, &Op::Update(1_000, 1));
+    assert!(
+        documents.build_with(&state, Effort::Quick),
+        "left uncompressed"
+    );
+    let quick = documents.unfiltered.load_full().expect("built");
+    assert_eq!(
+        quick.groups_not_in(&full),
+        3,
+        "the changed group and two after it"
+    );
+    assert!(quick.uncompressed && quick.gzip.len() > full.gzip.len());
+    let expected = from_scratch(&state, &FeatureFilter::default());
+    assert_eq!(gunzip(&quick.gzip), expected);
+    assert!(!documents.build_with(&state, Effort::Full));
+    let compressed = documents.unfiltered.load_full().expect("built");
+    assert_eq!(
+        compressed.groups_not_in(&quick),
+        3,
+        "only the stored ones again"
+    );
+    assert!(!compressed.uncompressed && compressed.gzip.len() < quick.gzip.len());
+    assert_eq!(gunzip(&compressed.gzip), expected);
+    assert_eq!(
+        (compressed.version, &compressed.etag),
+        (quick.version, &quick.etag)
+    );
 }
 
 #[test]
