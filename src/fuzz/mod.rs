@@ -4,6 +4,15 @@
 //! inputs are valid-ish documents (wrong types, huge numbers, deep nesting, odd text) rather
 //! than random bytes alone.
 //!
+//! Why in the library, under `#[cfg(test)]`, though the targets use only public items: as a
+//! test target of their own (`tests/fuzz_targets/`) they are one more crate to compile and
+//! binary to link after every change to the library. Measured on the 2-core machine shared
+//! with other builds (`cargo nextest run --no-run` after a change to `src/lib.rs`'s public
+//! items, alternating, 2026-11-28): 23–28 s of CPU here against 28–36 s as a test target,
+//! and no gain from scratch (210 s of CPU either way). Wall times mostly measured the other
+//! builds (load average 3 to 7): 20–55 s against 20–68 s after a change, 152–404 s against
+//! 153–357 s from scratch.
+//!
 //! Each target's case count is its default in its `proptest!` block; `FLAGPOLE_FUZZ_CASES=N`
 //! runs every target with N cases instead (a longer local run, see the README). A case that
 //! takes longer than `CASE_TIMEOUT_MS` fails; proptest runs the cases in a child process and
