@@ -11,12 +11,16 @@
 #   FLAGPOLE_FUZZ_SECONDS   longest a run per store may take before it counts as failed
 #                           (default 600; a safety stop, not a budget to spend)
 #   FLAGPOLE_FUZZ_SEED      hypothesis seed (default fixed, so CI runs are repeatable)
+#   FLAGPOLE_FUZZ_REPORTS   a directory to keep schemathesis' event log of each store's run in
+#                           (<store>.ndjson: every request, response and phase), to see why
+#                           an operation warned; default: none kept
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 EXAMPLES="${FLAGPOLE_FUZZ_EXAMPLES:-50}"
 SECONDS_PER_STORE="${FLAGPOLE_FUZZ_SECONDS:-600}"
 SEED="${FLAGPOLE_FUZZ_SEED:-20261124}"
+REPORTS="${FLAGPOLE_FUZZ_REPORTS:-}"
 VENV=target/fuzz-venv
 
 # shellcheck source=python-venv.sh
@@ -69,6 +73,11 @@ fuzz() {
   fi
   echo "# schemathesis against the $name store ($EXAMPLES examples per operation and phase)" >&2
   local status=0
+  local report=()
+  if [ -n "$REPORTS" ]; then
+    mkdir -p "$REPORTS"
+    report=(--report ndjson --report-ndjson-path "$REPORTS/$name.ndjson")
+  fi
   # One worker: CPython 3.11's compiler has failed under schemathesis' threads here
   # ("AST constructor recursion depth mismatch"), a fault of the fuzzer, not of the service.
   # No --max-time: with it, schemathesis keeps fuzzing until the time is spent.
@@ -77,7 +86,7 @@ fuzz() {
     --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance \
     --phases examples,coverage,fuzzing \
     --max-examples "$EXAMPLES" --seed "$SEED" \
-    --workers 1 --request-timeout 10 --no-shrink || status=$?
+    --workers 1 --request-timeout 10 --no-shrink "${report[@]}" || status=$?
   if [ "$status" = 124 ]; then
     echo "# FAIL: schemathesis ($name) ran longer than ${SECONDS_PER_STORE}s" >&2
   fi

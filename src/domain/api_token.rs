@@ -72,7 +72,8 @@ pub struct TokenSpec {
     /// Existing projects, or `*` for all (admin tokens: `*`); `["*"]` when not sent.
     #[schema(min_items = 1, example = json!(["*"]))]
     pub projects: Option<Vec<String>>,
-    /// In the future.
+    /// In the future; `null` or absent: never.
+    #[schema(example = "2099-12-31T23:59:59Z")]
     pub expires_at: Option<DateTime<Utc>>,
     #[serde(flatten)]
     #[schema(ignore)]
@@ -84,6 +85,7 @@ pub struct TokenSpec {
 #[serde(rename_all = "camelCase")]
 pub struct TokenExpiry {
     /// In the future; `null` or absent: never.
+    #[schema(example = "2099-12-31T23:59:59Z")]
     pub expires_at: Option<DateTime<Utc>>,
     #[serde(flatten)]
     #[schema(ignore)]

@@ -38,8 +38,11 @@ pub struct ContextField {
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ContextFieldSpec {
-    /// Required on create; on replace, when sent, it must be the name in the path.
+    /// Required to create. A replacement (`PUT`) takes the name from its path; when the body
+    /// repeats it, it must be that one.
     #[schema(
+        required = true,
+        nullable = false,
         min_length = 2,
         max_length = 100,
         pattern = "^[A-Za-z0-9_.!~*'()-]*[A-Za-z0-9_!~*'()-][A-Za-z0-9_.!~*'()-]*$",
@@ -51,7 +54,7 @@ pub struct ContextFieldSpec {
     pub stickiness: Option<bool>,
     pub sort_order: Option<i64>,
     /// Each 1 to 100 characters, none twice.
-    #[schema(value_type = Option<Vec<LegalValue>>)]
+    #[schema(value_type = Option<std::collections::BTreeSet<LegalValue>>)]
     pub legal_values: Option<Vec<String>>,
     #[serde(flatten)]
     #[schema(ignore)]

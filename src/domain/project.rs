@@ -24,8 +24,11 @@ pub struct Project {
 /// A project as sent by a client.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct ProjectSpec {
-    /// Required on create; on replace, when sent, it must be the id in the path.
+    /// Required to create. A replacement (`PUT`) takes the id from its path; when the body
+    /// repeats it, it must be that one.
     #[schema(
+        required = true,
+        nullable = false,
         min_length = 2,
         max_length = 100,
         pattern = "^[A-Za-z0-9_.!~*'()-]*[A-Za-z0-9_!~*'()-][A-Za-z0-9_.!~*'()-]*$",

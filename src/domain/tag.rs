@@ -130,8 +130,11 @@ impl TagSpec {
 /// A tag type as sent by a client.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct TagTypeSpec {
-    /// Required on create; on replace, when sent, it must be the name in the path.
+    /// Required to create. A replacement (`PUT`) takes the name from its path; when the body
+    /// repeats it, it must be that one.
     #[schema(
+        required = true,
+        nullable = false,
         min_length = 2,
         max_length = 50,
         pattern = "^[A-Za-z0-9_.!~*'()-]*[A-Za-z0-9_!~*'()-][A-Za-z0-9_.!~*'()-]*$",

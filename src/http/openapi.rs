@@ -102,10 +102,13 @@ fn optional_legacy_fields(document: &mut serde_json::Value) {
     }
 }
 
-/// Request bodies whose handlers refuse a field they do not know (`domain::fields`); the
-/// hand-written schemas (`ConstraintSpec`, `AddonSpec`) say so themselves.
-const CLOSED_SCHEMAS: [&str; 14] = [
-    "ToggleSpec",
+/// Request bodies whose handlers refuse a field they do not know (`domain::fields`), with the
+/// creations' and replacements' schemas made from them (`http::extract::creation_schema`,
+/// `replacement_schema`); the hand-written schemas (`ConstraintSpec`, `AddonSpec`, `NewToken`)
+/// say so themselves.
+const CLOSED_SCHEMAS: [&str; 18] = [
+    "NewToggle",
+    "ToggleUpdate",
     "StrategySpec",
     "VariantSpec",
     "PayloadSpec",
@@ -113,10 +116,13 @@ const CLOSED_SCHEMAS: [&str; 14] = [
     "TagSpec",
     "TagTypeSpec",
     "ContextFieldSpec",
+    "ContextFieldUpdate",
     "ProjectSpec",
-    "StrategyDefinitionSpec",
+    "ProjectUpdate",
+    "TagTypeUpdate",
+    "NewStrategy",
+    "StrategyUpdate",
     "ParameterSpec",
-    "TokenSpec",
     "TokenExpiry",
     "Login",
 ];

@@ -192,7 +192,8 @@ async fn document_lists_every_served_route(backend: &Backend) {
 
 crate::conformance!(
     document_lists_every_served_route,
-    example_bodies_are_accepted
+    example_bodies_are_accepted,
+    replacements_leave_the_identity_to_the_path
 );
 
 /// `/api/docs` renders the document with files compiled into the binary.
@@ -324,18 +325,184 @@ async fn example_bodies_are_accepted(backend: &Backend) {
         ("post", "/api/addons", "/api/addons"),
         ("post", "/api/client/register", "/api/client/register"),
         ("post", "/api/client/metrics", "/api/client/metrics"),
+        // Replacements, of records created above or that every installation has.
+        (
+            "put",
+            "/api/admin/features/{name}",
+            "/api/admin/features/my-feature",
+        ),
+        (
+            "put",
+            "/api/admin/projects/{id}",
+            "/api/admin/projects/default",
+        ),
+        (
+            "put",
+            "/api/admin/strategies/{name}",
+            "/api/admin/strategies/byRegion",
+        ),
+        ("put", "/api/projects/{id}", "/api/projects/default"),
+        (
+            "put",
+            "/api/admin/context/{name}",
+            "/api/admin/context/environment",
+        ),
+        ("put", "/api/context/{name}", "/api/context/environment"),
+        (
+            "put",
+            "/api/admin/tag-types/{name}",
+            "/api/admin/tag-types/simple",
+        ),
     ] {
         let operation = &document["paths"][path][method];
         let schema = &operation["requestBody"]["content"]["application/json"]["schema"];
         assert!(schema.is_object(), "{method} {path} has no JSON body");
-        let body = example_body(schema, &document);
+        // The body as a whole, then (a body of several shapes) each shape's.
+        let mut bodies = vec![example_body(schema, &document)];
+        let branches = resolve(schema, &document)["oneOf"].as_array().cloned();
+        for branch in branches.into_iter().flatten().skip(1) {
+            bodies.push(example_body(&branch, &document));
+        }
         let method = Method::from_bytes(method.to_uppercase().as_bytes()).expect("method");
-        let reply = send(app.admin(method.clone(), concrete).json(&body)).await;
+        for body in bodies {
+            let reply = send(app.admin(method.clone(), concrete).json(&body)).await;
+            assert!(
+                (200..300).contains(&reply.status.as_u16()),
+                "{method} {path} refused its example body {body}: {} {}",
+                reply.status,
+                reply.json
+            );
+        }
+    }
+    app.stop().await;
+}
+
+/// `schema`, or the component it refers to.
+fn resolve<'a>(schema: &'a Value, document: &'a Value) -> &'a Value {
+    match schema["$ref"].as_str() {
+        Some(reference) => {
+            let name = reference.rsplit('/').next().unwrap_or("");
+            &document["components"]["schemas"][name]
+        }
+        None => schema,
+    }
+}
+
+/// A body that creates a record must name it; one that replaces the record its path names is
+/// documented without the name (so that no generated body names another record), yet one that
+/// repeats the path's name, as the reference server's UI does, is accepted, and one that names
+/// another record is refused.
+async fn replacements_leave_the_identity_to_the_path(backend: &Backend) {
+    let app = TestApp::spawn(backend).await;
+    let document = send(app.anonymous(Method::GET, "/api/openapi.json"))
+        .await
+        .expect(200)
+        .json;
+    let body_schema = |method: &str, path: &str| {
+        let operation = &document["paths"][path][method];
+        resolve(
+            &operation["requestBody"]["content"]["application/json"]["schema"],
+            &document,
+        )
+        .clone()
+    };
+    for (path, identity) in [
+        ("/api/admin/features", "name"),
+        ("/api/admin/strategies", "name"),
+        ("/api/admin/projects", "id"),
+        ("/api/admin/context", "name"),
+        ("/api/admin/tag-types", "name"),
+    ] {
+        let schema = body_schema("post", path);
         assert!(
-            (200..300).contains(&reply.status.as_u16()),
-            "{method} {path} refused its example body {body}: {} {}",
-            reply.status,
-            reply.json
+            schema["required"]
+                .as_array()
+                .is_some_and(|r| r.contains(&Value::from(identity))),
+            "POST {path} does not require {identity}: {schema}"
+        );
+        assert_eq!(
+            schema["properties"][identity]["type"], "string",
+            "POST {path}: {identity} may be null"
+        );
+    }
+    let strategies = serde_json::json!([{"name": "default"}]);
+    send(
+        app.admin(Method::POST, "/api/admin/features")
+            .json(&serde_json::json!({"name": "my-feature", "strategies": strategies})),
+    )
+    .await
+    .expect(200);
+    send(
+        app.admin(Method::POST, "/api/admin/strategies")
+            .json(&serde_json::json!({"name": "my-strategy", "parameters": []})),
+    )
+    .await
+    .expect(201);
+    for (path, identity, concrete, body) in [
+        (
+            "/api/admin/features/{name}",
+            "name",
+            "/api/admin/features/my-feature",
+            serde_json::json!({"strategies": strategies}),
+        ),
+        (
+            "/api/admin/strategies/{name}",
+            "name",
+            "/api/admin/strategies/my-strategy",
+            serde_json::json!({"parameters": []}),
+        ),
+        (
+            "/api/admin/projects/{id}",
+            "id",
+            "/api/admin/projects/default",
+            serde_json::json!({"name": "Default"}),
+        ),
+        (
+            "/api/projects/{id}",
+            "id",
+            "/api/projects/default",
+            serde_json::json!({"name": "Default"}),
+        ),
+        (
+            "/api/admin/context/{name}",
+            "name",
+            "/api/admin/context/environment",
+            serde_json::json!({}),
+        ),
+        (
+            "/api/context/{name}",
+            "name",
+            "/api/context/environment",
+            serde_json::json!({}),
+        ),
+        (
+            "/api/admin/tag-types/{name}",
+            "name",
+            "/api/admin/tag-types/simple",
+            serde_json::json!({}),
+        ),
+    ] {
+        let schema = body_schema("put", path);
+        assert!(
+            schema["properties"].is_object() && schema["properties"].get(identity).is_none(),
+            "PUT {path} documents {identity}: {schema}"
+        );
+        assert_eq!(schema["additionalProperties"], false, "PUT {path}");
+        let own = concrete.rsplit('/').next().expect("segment");
+        let mut repeated = body.clone();
+        repeated[identity] = Value::from(own);
+        send(app.admin(Method::PUT, concrete).json(&repeated))
+            .await
+            .expect(200);
+        let mut other = body;
+        other[identity] = Value::from("another-one");
+        let refused = send(app.admin(Method::PUT, concrete).json(&other))
+            .await
+            .expect(400);
+        assert!(
+            refused.error_message().contains("must match"),
+            "PUT {path}: {}",
+            refused.json
         );
     }
     app.stop().await;

@@ -6,13 +6,17 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
+use utoipa::openapi::schema::Schema;
+use utoipa::openapi::RefOr;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::domain::context_field::ContextFieldSpec;
 use crate::domain::views::ContextFieldView;
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::http::extract::{validate_route_name, AppJson, AppPath, NameToValidate};
+use crate::http::extract::{
+    replacement_schema, validate_route_name, AppJson, AppPath, NameToValidate,
+};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
@@ -26,6 +30,26 @@ pub fn router() -> OpenApiRouter<AppState> {
             delete_context_field,
             validate_context_field
         ))
+}
+
+/// The body of `PUT` as documented: a [`ContextFieldSpec`] without the `name`, which the path
+/// gives (see [`replacement_schema`]).
+struct ContextFieldUpdate;
+
+impl utoipa::PartialSchema for ContextFieldUpdate {
+    fn schema() -> RefOr<Schema> {
+        replacement_schema::<ContextFieldSpec>(
+            "name",
+            "A context field as sent to replace the one the path names. The name is the \
+             path's: a body that repeats it must send that one.",
+        )
+    }
+}
+
+impl utoipa::ToSchema for ContextFieldUpdate {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        <ContextFieldSpec as utoipa::ToSchema>::schemas(schemas);
+    }
 }
 
 /// The spec's update path, which has no `admin` segment.
@@ -128,7 +152,7 @@ async fn validate_context_field(
     path = "/context/{name}",
     tag = "context",
     params(("name" = String, Path, description = "The context field's name")),
-    request_body = ContextFieldSpec,
+    request_body = ContextFieldUpdate,
     responses(
         (status = 200, description = "Updated", body = ContextFieldView),
         (status = 404, description = "No such context field", body = ErrorBody),
@@ -173,7 +197,7 @@ async fn delete_context_field(
     path = "/api/context/{name}",
     tag = "context",
     params(("name" = String, Path, description = "The context field's name")),
-    request_body = ContextFieldSpec,
+    request_body = ContextFieldUpdate,
     responses(
         (status = 200, description = "Updated", body = ContextFieldView),
         (status = 404, description = "No such context field", body = ErrorBody),

@@ -6,6 +6,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
 use serde_json::Value;
+use utoipa::openapi::schema::Schema;
+use utoipa::openapi::RefOr;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -13,7 +15,10 @@ use crate::domain::tag::{Tag, TagRef, TagSpec};
 use crate::domain::toggle::{Toggle, ToggleSpec};
 use crate::domain::views::AdminToggle;
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::http::extract::{validate_route_name, AppJson, AppPath, FilterQuery, NameToValidate};
+use crate::http::extract::{
+    creation_schema, replacement_schema, validate_route_name, AppJson, AppPath, FilterQuery,
+    NameToValidate,
+};
 use crate::service::{Actor, Service, ServiceError};
 use crate::state::AppState;
 use crate::store::StoreError;
@@ -58,14 +63,34 @@ fn admin_json(service: &Service, toggle: &Toggle) -> ApiResult<Response> {
     Ok(Json(AdminToggle::new(toggle, &state)).into_response())
 }
 
+/// A tag to filter by: `type:value`, neither side empty.
+// Documentation only: the handler reads the raw query (`FilterQuery`).
+#[derive(utoipa::ToSchema)]
+#[schema(value_type = String, pattern = "^[^:]+:[\\s\\S]+$", example = "simple:team-red")]
+#[allow(dead_code)]
+struct TagFilter(String);
+
+/// A project to filter by: an id by the URL-friendly rule, 1 to 100 characters.
+// Documentation only: the handler reads the raw query (`FilterQuery`).
+#[derive(utoipa::ToSchema)]
+#[schema(
+    value_type = String,
+    min_length = 1,
+    max_length = 100,
+    pattern = "^[A-Za-z0-9_.!~*'()-]*[A-Za-z0-9_!~*'()-][A-Za-z0-9_.!~*'()-]*$",
+    example = "default"
+)]
+#[allow(dead_code)]
+struct ProjectFilter(String);
+
 /// Lists the active toggles, optionally filtered.
 #[utoipa::path(
     get,
     path = "/features",
     tag = "toggles",
     params(
-        ("tag[]" = Option<Vec<String>>, Query, description = "Only toggles with one of these tags (`type:value`)"),
-        ("project" = Option<Vec<String>>, Query, description = "Only toggles of these projects"),
+        ("tag[]" = inline(Option<Vec<TagFilter>>), Query, max_items = 100, description = "Only toggles with one of these tags (`type:value`)"),
+        ("project" = inline(Option<Vec<ProjectFilter>>), Query, max_items = 100, description = "Only toggles of these projects"),
         ("namePrefix" = Option<String>, Query, description = "Only toggles whose name starts with this"),
     ),
     responses(
@@ -116,12 +141,48 @@ async fn get_feature(
     Ok(Json(AdminToggle::new(toggle, &state)).into_response())
 }
 
+/// The body of `POST /api/admin/features` as documented: a [`ToggleSpec`] that names the
+/// toggle (see [`creation_schema`]).
+struct NewToggle;
+
+impl utoipa::PartialSchema for NewToggle {
+    fn schema() -> RefOr<Schema> {
+        creation_schema::<ToggleSpec>("name", "A toggle as sent to create it.")
+    }
+}
+
+impl utoipa::ToSchema for NewToggle {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        <ToggleSpec as utoipa::ToSchema>::schemas(schemas);
+    }
+}
+
+/// The body of `PUT` as documented: a [`ToggleSpec`] without the `name`, which the path gives
+/// (see [`replacement_schema`]).
+struct ToggleUpdate;
+
+impl utoipa::PartialSchema for ToggleUpdate {
+    fn schema() -> RefOr<Schema> {
+        replacement_schema::<ToggleSpec>(
+            "name",
+            "A toggle as sent to replace the one the path names. The name is the path's: a \
+             body that repeats it must send that one.",
+        )
+    }
+}
+
+impl utoipa::ToSchema for ToggleUpdate {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        <ToggleSpec as utoipa::ToSchema>::schemas(schemas);
+    }
+}
+
 /// Creates a toggle.
 #[utoipa::path(
     post,
     path = "/features",
     tag = "toggles",
-    request_body = ToggleSpec,
+    request_body = NewToggle,
     responses(
         (status = 200, description = "Created", body = AdminToggle),
         (status = 403, description = "The name is used by an active or archived toggle", body = ErrorBody),
@@ -167,8 +228,15 @@ async fn validate_feature_name(
     put,
     path = "/features/{name}",
     tag = "toggles",
-    params(("name" = String, Path, description = "The toggle's name")),
-    request_body = ToggleSpec,
+    params((
+        "name" = String,
+        Path,
+        description = "The toggle's name",
+        min_length = 2,
+        max_length = 100,
+        pattern = "^[A-Za-z0-9_.!~*'()-]*[A-Za-z0-9_!~*'()-][A-Za-z0-9_.!~*'()-]*$"
+    )),
+    request_body = ToggleUpdate,
     responses(
         (status = 200, description = "Replaced", body = AdminToggle),
         (status = 404, description = "No such active toggle", body = ErrorBody),

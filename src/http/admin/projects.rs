@@ -6,12 +6,16 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
 use serde_json::{json, Value};
+use utoipa::openapi::schema::Schema;
+use utoipa::openapi::RefOr;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::domain::project::{by_name, Project, ProjectSpec};
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::http::extract::{validate_route_name, AppJson, AppPath, IdToValidate};
+use crate::http::extract::{
+    replacement_schema, validate_route_name, AppJson, AppPath, IdToValidate,
+};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
@@ -33,6 +37,26 @@ struct ProjectList<'a> {
     /// Always 1.
     version: u32,
     projects: Vec<&'a Project>,
+}
+
+/// The body of `PUT` as documented: a [`ProjectSpec`] without the `id`, which the path gives
+/// (see [`replacement_schema`]).
+struct ProjectUpdate;
+
+impl utoipa::PartialSchema for ProjectUpdate {
+    fn schema() -> RefOr<Schema> {
+        replacement_schema::<ProjectSpec>(
+            "id",
+            "A project as sent to replace the one the path names. The id is the path's: a \
+             body that repeats it must send that one.",
+        )
+    }
+}
+
+impl utoipa::ToSchema for ProjectUpdate {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        <ProjectSpec as utoipa::ToSchema>::schemas(schemas);
+    }
 }
 
 /// The spec's update path, which has no `admin` segment.
@@ -130,7 +154,7 @@ async fn validate_project(
     path = "/projects/{id}",
     tag = "projects",
     params(("id" = String, Path, description = "The project's id")),
-    request_body = ProjectSpec,
+    request_body = ProjectUpdate,
     responses(
         (status = 200, description = "Updated", body = Project),
         (status = 404, description = "No such project", body = ErrorBody),
@@ -174,7 +198,7 @@ async fn delete_project(
     path = "/api/projects/{id}",
     tag = "projects",
     params(("id" = String, Path, description = "The project's id")),
-    request_body = ProjectSpec,
+    request_body = ProjectUpdate,
     responses(
         (status = 200, description = "Updated", body = Project),
         (status = 404, description = "No such project", body = ErrorBody),

@@ -6,12 +6,14 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
 use serde_json::{json, Value};
+use utoipa::openapi::schema::Schema;
+use utoipa::openapi::RefOr;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::domain::strategy::{ParameterDefinition, StrategyDefinition, StrategyDefinitionSpec};
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::http::extract::{AppJson, AppPath};
+use crate::http::extract::{creation_schema, replacement_schema, AppJson, AppPath};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
@@ -91,12 +93,51 @@ async fn get_strategy(
     Ok(Json(json!(view(strategy))))
 }
 
+/// The body of `POST` as documented: a [`StrategyDefinitionSpec`] that names the strategy
+/// (see [`creation_schema`]).
+struct NewStrategy;
+
+impl utoipa::PartialSchema for NewStrategy {
+    fn schema() -> RefOr<Schema> {
+        creation_schema::<StrategyDefinitionSpec>(
+            "name",
+            "A strategy definition as sent to create it.",
+        )
+    }
+}
+
+impl utoipa::ToSchema for NewStrategy {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        <StrategyDefinitionSpec as utoipa::ToSchema>::schemas(schemas);
+    }
+}
+
+/// The body of `PUT` as documented: a [`StrategyDefinitionSpec`] without the `name`, which the
+/// path gives (see [`replacement_schema`]).
+struct StrategyUpdate;
+
+impl utoipa::PartialSchema for StrategyUpdate {
+    fn schema() -> RefOr<Schema> {
+        replacement_schema::<StrategyDefinitionSpec>(
+            "name",
+            "A strategy definition as sent to replace the one the path names. The name is the \
+             path's: a body that repeats it must send that one.",
+        )
+    }
+}
+
+impl utoipa::ToSchema for StrategyUpdate {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        <StrategyDefinitionSpec as utoipa::ToSchema>::schemas(schemas);
+    }
+}
+
 /// Creates a strategy definition.
 #[utoipa::path(
     post,
     path = "/strategies",
     tag = "strategies",
-    request_body = StrategyDefinitionSpec,
+    request_body = NewStrategy,
     responses(
         (status = 201, description = "Created", body = StrategyView),
         (status = 409, description = "The name is taken", body = ErrorBody),
@@ -117,7 +158,7 @@ async fn create_strategy(
     path = "/strategies/{name}",
     tag = "strategies",
     params(("name" = String, Path, description = "The strategy's name")),
-    request_body = StrategyDefinitionSpec,
+    request_body = StrategyUpdate,
     responses(
         (status = 200, description = "Updated", body = StrategyView),
         (status = 403, description = "A built-in strategy", body = ErrorBody),
