@@ -38,16 +38,17 @@ impl ClientDocuments {
             }
             // The pause coalesces bursts of versions; a writer waiting for its write to be
             // served cuts it short.
-            match last {
-                Some((ended, took)) if !self.writer_waiting() => {
-                    let gap = (took * GAP_FACTOR).clamp(MIN_GAP, MAX_GAP);
+            if let Some((ended, took)) = last {
+                let until = (ended + (took * GAP_FACTOR).clamp(MIN_GAP, MAX_GAP)).into();
+                // A wake-up left over from a writer a build already answered is no reason
+                // to end the pause: only one still waiting is.
+                while !self.writer_waiting() {
                     tokio::select! {
-                        _ = tokio::time::sleep_until((ended + gap).into()) => {}
+                        _ = tokio::time::sleep_until(until) => break,
                         _ = self.urgent.notified() => {}
                         _ = stop.cancelled() => return,
                     }
                 }
-                _ => {}
             }
             // A writer waits for this build: store what changed uncompressed, and compress it
             // in a later build nobody waits for.
