@@ -13,8 +13,8 @@ use std::sync::Arc;
 use chrono::Utc;
 use criterion::{criterion_group, criterion_main, Criterion};
 
+use flagpole::domain::config_state::ConfigState;
 use flagpole::domain::filter::FeatureFilter;
-use flagpole::domain::state::ConfigState;
 use flagpole::domain::tag::TagRef;
 use flagpole::domain::toggle::{
     Constraint, Operator, Parameters, Strategy, Toggle, Variant, WeightType,

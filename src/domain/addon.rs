@@ -9,7 +9,6 @@ use serde_json::Value;
 
 use super::error::{DomainError, ValidationErrors};
 use super::fields::{refuse_unsupported, ExtraFields};
-use super::state::ConfigState;
 use super::tag::TagType;
 use super::template;
 
@@ -167,21 +166,6 @@ pub fn providers() -> Vec<Provider> {
             tags: vec![slack_tag_type()],
         },
     ]
-}
-
-/// The id of an addon whose provider reads tag type `name` (e.g. `slack` for channels), if
-/// any: such a tag type must stay.
-pub fn addon_reading_tag_type(state: &ConfigState, name: &str) -> Option<u64> {
-    let readers: Vec<&str> = providers()
-        .into_iter()
-        .filter(|p| p.tag_types.iter().any(|t| t.name == name))
-        .map(|p| p.name)
-        .collect();
-    state
-        .addons
-        .values()
-        .find(|a| readers.contains(&a.provider.as_str()))
-        .map(|a| a.id)
 }
 
 /// An addon configuration as stored.

@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 
 use super::error::{DomainError, ValidationErrors};
 use super::fields::{refuse_unsupported, ExtraFields};
-use super::state::ConfigState;
+use super::known::KnownNames;
 
 /// The scope that covers every project.
 pub const ALL_PROJECTS: &str = "*";
@@ -122,12 +122,12 @@ fn check_expiry(
 }
 
 impl TokenSpec {
-    /// Validates a new token against the configuration (its projects must exist) and makes it
-    /// with `secret`.
+    /// Validates a new token against the configuration (its projects must exist in `known`) and
+    /// makes it with `secret`.
     pub fn create(
         self,
         secret: &str,
-        state: &ConfigState,
+        known: &dyn KnownNames,
         now: DateTime<Utc>,
     ) -> Result<ApiToken, DomainError> {
         let mut errors = ValidationErrors::default();
@@ -169,7 +169,7 @@ impl TokenSpec {
         }
         if !all {
             for (i, project) in projects.iter().enumerate() {
-                if !state.projects.contains_key(project) {
+                if !known.has_project(project) {
                     errors.push(
                         format!("projects[{i}]"),
                         format!("there is no project \"{project}\""),
@@ -264,6 +264,7 @@ pub struct TokenView {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::known::NothingKnown;
     use serde_json::json;
 
     fn spec(value: serde_json::Value) -> TokenSpec {
@@ -281,17 +282,17 @@ mod tests {
 
     #[test]
     fn tokens_are_validated() {
-        let state = ConfigState::default();
+        let known = NothingKnown;
         let now = Utc::now();
         let token = spec(json!({"username": "ci", "type": "ADMIN"}))
-            .create("0123456789", &state, now)
+            .create("0123456789", &known, now)
             .expect("valid");
         assert_eq!(token.kind, TokenType::Admin);
         assert_eq!(token.projects, ["*"]);
         assert_eq!(token.prefix, "012345");
         assert_eq!(token.scope(), None);
         let refused = spec(json!({"type": "root", "projects": ["nope"], "expiresAt": "2000-01-01T00:00:00Z", "color": "red"}))
-            .create("s", &state, now)
+            .create("s", &known, now)
             .expect_err("invalid");
         let DomainError::Invalid(errors) = refused else {
             panic!("invalid")

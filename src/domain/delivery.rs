@@ -5,22 +5,11 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::addon::AddonConfig;
-use super::state::ConfigState;
 
 /// The id of the delivery of event `event` to addon `addon`: `<event>.<addon>`. The same on
 /// every attempt (it is the `X-Flagpole-Delivery` idempotency key).
 pub fn delivery_id(event: u64, addon: u64) -> String {
     format!("{event}.{addon}")
-}
-
-/// The enabled addons subscribed to events of `kind`, by id: each gets a delivery job.
-pub fn subscribers(state: &ConfigState, kind: &str) -> Vec<u64> {
-    state
-        .addons
-        .values()
-        .filter(|a| subscribes(a, kind))
-        .map(|a| a.id)
-        .collect()
 }
 
 /// Whether `addon` wants events of `kind`.

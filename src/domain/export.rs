@@ -4,8 +4,8 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use super::config_state::ConfigState;
 use super::project::Project;
-use super::state::ConfigState;
 use super::strategy::{ParameterDefinition, StrategyDefinition};
 use super::tag::{TagRef, TagType};
 use super::toggle::{Strategy, Toggle, Variant};

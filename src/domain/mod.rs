@@ -2,6 +2,7 @@
 
 pub mod addon;
 pub mod api_token;
+pub mod config_state;
 pub mod constraint;
 pub mod context_field;
 pub mod delivery;
@@ -14,10 +15,10 @@ pub mod feature_type;
 pub mod fields;
 pub mod filter;
 pub mod import;
+pub mod known;
 pub mod name;
 pub mod project;
 pub mod schema;
-pub mod state;
 pub mod strategy;
 pub mod tag;
 pub mod template;
@@ -27,3 +28,9 @@ pub mod usage;
 pub mod views;
 
 pub use error::{DomainError, FieldError, ValidationErrors};
+
+/// The old path of `config_state`, kept only for the three imports in
+/// `src/snapshot/client_document/` (not part of the rename of issue 31.2(b)); remove it once they
+/// name `domain::config_state`.
+#[doc(hidden)]
+pub use config_state as state;

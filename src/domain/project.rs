@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 use super::error::{DomainError, ValidationErrors};
 use super::fields::{check_description, refuse_unsupported, ExtraFields};
 use super::name::{resolve_name, NAME_MAX};
-use super::toggle::DEFAULT_PROJECT;
+
+/// The project every toggle belongs to unless told otherwise. It exists by rule, stored or not.
+pub const DEFAULT_PROJECT: &str = "default";
 
 const DISPLAY_NAME_MAX: usize = 100;
 

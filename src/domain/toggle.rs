@@ -14,13 +14,12 @@ use super::context_field::is_built_in;
 use super::error::{DomainError, ValidationErrors};
 use super::exact_capacity;
 use super::fields::{refuse_unsupported, ExtraFields};
+use super::known::KnownNames;
 use super::name::{check_name, NAME_MAX};
-use super::state::ConfigState;
+use super::project::DEFAULT_PROJECT;
 use super::tag::TagRef;
 use super::text::Text;
 
-/// The project every toggle belongs to unless told otherwise.
-pub const DEFAULT_PROJECT: &str = "default";
 /// The toggle type used when none is given.
 pub const DEFAULT_TYPE: &str = "release";
 
@@ -307,7 +306,7 @@ impl ToggleSpec {
     /// Validates the document and applies the defaults of API-FACTS §11.2; what it refers to
     /// (project, context fields) is checked in `references` when given (an import checks them
     /// in the configuration it is about to make instead).
-    pub fn validate(self, references: Option<&ConfigState>) -> Result<ValidToggle, DomainError> {
+    pub fn validate(self, references: Option<&dyn KnownNames>) -> Result<ValidToggle, DomainError> {
         let mut errors = ValidationErrors::default();
         refuse_unsupported(&self.extra, "", &READ_ONLY_TOGGLE_FIELDS, &mut errors);
         let name = match self.name {
@@ -367,7 +366,7 @@ impl ToggleSpec {
 impl ValidToggle {
     /// Checks again what the toggle refers to, in `state` (the state a write is decided on,
     /// which may be newer than the one it was validated against).
-    pub fn check_references(&self, state: &ConfigState) -> Result<(), DomainError> {
+    pub fn check_references(&self, state: &dyn KnownNames) -> Result<(), DomainError> {
         check_references(&self.project, &self.strategies, state)
     }
 }
@@ -377,7 +376,7 @@ impl ValidToggle {
 fn check_references(
     project: &str,
     strategies: &[Strategy],
-    state: &ConfigState,
+    state: &dyn KnownNames,
 ) -> Result<(), DomainError> {
     let mut errors = ValidationErrors::default();
     check_project(project, state, &mut errors);
@@ -396,8 +395,8 @@ fn check_references(
 
 /// A toggle's project must exist. `default` exists by rule, stored or not (a store that lost
 /// everything takes writes before it is seeded again).
-fn check_project(project: &str, state: &ConfigState, errors: &mut ValidationErrors) {
-    if project != DEFAULT_PROJECT && !state.projects.contains_key(project) {
+fn check_project(project: &str, state: &dyn KnownNames, errors: &mut ValidationErrors) {
+    if project != DEFAULT_PROJECT && !state.has_project(project) {
         errors.push(
             "project",
             format!(
@@ -411,22 +410,22 @@ fn check_project(project: &str, state: &ConfigState, errors: &mut ValidationErro
 /// legal for it.
 fn check_context_field(
     constraint: &Constraint,
-    state: &ConfigState,
+    state: &dyn KnownNames,
     path: &str,
     errors: &mut ValidationErrors,
 ) {
     let name = &constraint.context_name;
-    let field = state.context_fields.get(name.as_str());
+    let field = state.context_field(name.as_str());
     if field.is_none() && is_built_in(name) {
         return;
     }
-    constraint.check_field(field.map(|f| &**f), path, errors);
+    constraint.check_field(field, path, errors);
 }
 
 fn validate_strategy(
     spec: StrategySpec,
     path: &str,
-    references: Option<&ConfigState>,
+    references: Option<&dyn KnownNames>,
     errors: &mut ValidationErrors,
 ) -> Strategy {
     refuse_unsupported(&spec.extra, path, &[], errors);
@@ -592,7 +591,7 @@ impl Toggle {
 
     /// Checks what the toggle refers to in `state` (before reviving it: a context field its
     /// constraints use may have been deleted while it was archived).
-    pub fn check_references(&self, state: &ConfigState) -> Result<(), DomainError> {
+    pub fn check_references(&self, state: &dyn KnownNames) -> Result<(), DomainError> {
         check_references(&self.project, &self.strategies, state)
     }
 
@@ -622,6 +621,7 @@ impl Toggle {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::known::NothingKnown;
     use serde_json::json;
 
     fn spec(v: Value) -> ToggleSpec {
@@ -650,7 +650,7 @@ mod tests {
     #[test]
     fn defaults_are_applied() {
         let t = spec(json!({"name": "demo", "strategies": [{"name": "default"}]}))
-            .validate(Some(&ConfigState::default()))
+            .validate(Some(&NothingKnown))
             .expect("valid");
         assert_eq!(t.kind, "release");
         assert_eq!(t.project, "default");
@@ -662,7 +662,7 @@ mod tests {
     fn all_problems_are_reported() {
         let err = spec(json!({"name": "a b", "strategies": [],
             "variants": [{"name": "x", "weight": 2000, "weightType": "odd"}]}))
-        .validate(Some(&ConfigState::default()))
+        .validate(Some(&NothingKnown))
         .unwrap_err();
         let DomainError::Invalid(errors) = err else {
             panic!("not a validation error")
@@ -683,7 +683,7 @@ mod tests {
     fn duplicate_variant_names_are_rejected() {
         let err = spec(json!({"name": "demo", "strategies": [{"name": "default"}],
             "variants": [{"name": "a", "weight": 500}, {"name": "a", "weight": 500}]}))
-        .validate(Some(&ConfigState::default()));
+        .validate(Some(&NothingKnown));
         assert!(matches!(err, Err(DomainError::Invalid(_))));
     }
 
@@ -693,7 +693,7 @@ mod tests {
             "dependencies": [{"feature": "parent"}], "impressionData": true,
             "strategies": [{"name": "default", "segments": [1], "variants": [{"name": "v"}],
                 "constraints": [{"contextName": "userId", "operator": "IN", "values": ["1"], "inverted": true}]}]}))
-        .validate(Some(&ConfigState::default()))
+        .validate(Some(&NothingKnown))
         .unwrap_err();
         let DomainError::Invalid(errors) = err else {
             panic!("not a validation error")
@@ -714,7 +714,7 @@ mod tests {
         let good = spec(json!({"name": "demo", "impressionData": true, "strategies": [{"name": "default",
             "parameters": {"rollout": 50},
             "constraints": [{"contextName": "userId", "operator": "NOT_IN", "values": ["1"], "inverted": false}]}]}))
-        .validate(Some(&ConfigState::default()))
+        .validate(Some(&NothingKnown))
         .expect("valid");
         assert_eq!(
             good.strategies[0]

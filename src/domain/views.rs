@@ -3,8 +3,8 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use super::config_state::ConfigState;
 use super::context_field::ContextField;
-use super::state::ConfigState;
 use super::tag::Tag;
 use super::toggle::{serialize_parameters, Parameters, Strategy, Toggle, Variant};
 

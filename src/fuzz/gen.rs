@@ -8,15 +8,15 @@ use chrono::{DateTime, FixedOffset, TimeZone, Utc};
 use proptest::prelude::*;
 use proptest::sample::Index;
 
+use crate::domain::config_state::ConfigState;
 use crate::domain::constraint::{Constraint, Operand, Operator};
 use crate::domain::context_field::{built_in_context_fields, is_built_in, ContextField};
-use crate::domain::project::{default_project, Project};
-use crate::domain::state::ConfigState;
+use crate::domain::project::{default_project, Project, DEFAULT_PROJECT};
 use crate::domain::strategy::{built_in_strategies, ParameterDefinition, StrategyDefinition};
 use crate::domain::tag::{simple_tag_type, Tag, TagRef, TagType};
 use crate::domain::text::Text;
 use crate::domain::toggle::{
-    Override, Payload, Strategy as ToggleStrategy, Toggle, Variant, WeightType, DEFAULT_PROJECT,
+    Override, Payload, Strategy as ToggleStrategy, Toggle, Variant, WeightType,
 };
 
 /// When the records of a fresh store were created.

@@ -15,7 +15,7 @@ use crate::domain::import::{
 use crate::domain::DomainError;
 
 /// The export of `state`, as the export route serves it.
-fn exported(state: &crate::domain::state::ConfigState) -> Value {
+fn exported(state: &crate::domain::config_state::ConfigState) -> Value {
     serde_json::to_value(export(state, ExportSections::default())).expect("serialisable")
 }
 

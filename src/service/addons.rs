@@ -7,8 +7,8 @@ use serde_json::json;
 use super::tags::tag_type_data;
 use super::{Actor, Plan, Service, ServiceError};
 use crate::domain::addon::{slack_tag_type, AddonConfig, AddonSpec};
+use crate::domain::config_state::ConfigState;
 use crate::domain::event::EventKind;
-use crate::domain::state::ConfigState;
 use crate::domain::DomainError;
 use crate::store::Collection;
 

@@ -6,8 +6,8 @@ use serde_json::json;
 
 use super::{Actor, Plan, Service, ServiceError};
 use crate::domain::api_token::{hash_secret, ApiToken, TokenExpiry, TokenSpec, ID_LENGTH};
+use crate::domain::config_state::ConfigState;
 use crate::domain::event::EventKind;
-use crate::domain::state::ConfigState;
 use crate::domain::DomainError;
 use crate::store::Collection;
 

@@ -4,11 +4,11 @@
 use serde_json::json;
 
 use super::{event_data, Actor, Plan, Service, ServiceError};
+use crate::domain::config_state::ConfigState;
 use crate::domain::constraint::Constraint;
 use crate::domain::context_field::{ContextField, ContextFieldSpec};
 use crate::domain::event::EventKind;
 use crate::domain::name::{check_name, NAME_MAX};
-use crate::domain::state::ConfigState;
 use crate::domain::views::ContextFieldView;
 use crate::domain::{DomainError, ValidationErrors};
 use crate::store::Collection;

@@ -13,12 +13,12 @@ use sha2::{Digest, Sha256};
 
 use super::projects::project_data;
 use super::{event_data, Actor, Plan, Service, ServiceError, COMMIT_ATTEMPTS};
+use crate::domain::config_state::ConfigState;
 use crate::domain::event::EventKind;
 use crate::domain::import::{
     apply_import, parse_document, read_document, DocumentFormat, ImportDocument, ImportOptions,
     ImportSummary, ToggleChange,
 };
-use crate::domain::state::ConfigState;
 use crate::domain::tag::TagRef;
 use crate::domain::views::ContextFieldView;
 use crate::domain::{DomainError, ValidationErrors};

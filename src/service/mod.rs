@@ -23,8 +23,8 @@ use serde::Serialize;
 use serde_json::Value;
 use tracing::Instrument;
 
+use crate::domain::config_state::ConfigState;
 use crate::domain::event::{Event, EventKind, NewEvent};
-use crate::domain::state::ConfigState;
 use crate::domain::tag::TagRef;
 use crate::domain::{DomainError, ValidationErrors};
 use crate::snapshot::Snapshot;

@@ -4,11 +4,12 @@
 use serde_json::json;
 
 use super::{event_data, Actor, Plan, Service, ServiceError};
+use crate::domain::config_state::ConfigState;
 use crate::domain::event::EventKind;
 use crate::domain::name::{check_name, NAME_MAX};
+use crate::domain::project::DEFAULT_PROJECT;
 use crate::domain::project::{Project, ProjectSpec};
-use crate::domain::state::ConfigState;
-use crate::domain::toggle::{Toggle, DEFAULT_PROJECT};
+use crate::domain::toggle::Toggle;
 use crate::domain::{DomainError, ValidationErrors};
 use crate::store::Collection;
 

@@ -12,10 +12,10 @@ use serde_json::json;
 
 use super::projects::project_data;
 use super::{event_data, Actor, Plan, Service, ServiceError};
+use crate::domain::config_state::ConfigState;
 use crate::domain::context_field::{built_in_context_fields, ContextField};
 use crate::domain::event::EventKind;
 use crate::domain::project::{default_project, Project};
-use crate::domain::state::ConfigState;
 use crate::domain::strategy::built_in_strategies;
 use crate::domain::tag::simple_tag_type;
 use crate::domain::views::ContextFieldView;

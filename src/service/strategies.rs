@@ -4,8 +4,8 @@
 use serde_json::json;
 
 use super::{event_data, Actor, Plan, Service, ServiceError};
+use crate::domain::config_state::ConfigState;
 use crate::domain::event::EventKind;
-use crate::domain::state::ConfigState;
 use crate::domain::strategy::{StrategyDefinition, StrategyDefinitionSpec};
 use crate::domain::DomainError;
 use crate::store::Collection;

@@ -4,9 +4,8 @@
 use serde_json::json;
 
 use super::{Actor, Plan, Service, ServiceError};
-use crate::domain::addon::addon_reading_tag_type;
+use crate::domain::config_state::ConfigState;
 use crate::domain::event::EventKind;
-use crate::domain::state::ConfigState;
 use crate::domain::tag::{Tag, TagRef, TagSpec, TagType, TagTypeSpec};
 use crate::domain::toggle::Toggle;
 use crate::domain::DomainError;
@@ -169,7 +168,7 @@ impl Service {
                     "Could not find tag type \"{name}\""
                 )));
             }
-            if let Some(id) = addon_reading_tag_type(state, name) {
+            if let Some(id) = state.addon_reading_tag_type(name) {
                 return Err(DomainError::InUse(format!(
                     "Tag type \"{name}\" is read by addon {id}; delete the addon first"
                 )));

@@ -9,8 +9,8 @@ use serde_json::json;
 
 use super::tags::{ensure_tag_type, put_new_tag};
 use super::{event_data, Actor, Plan, Service, ServiceError};
+use crate::domain::config_state::ConfigState;
 use crate::domain::event::EventKind;
-use crate::domain::state::ConfigState;
 use crate::domain::tag::{Tag, TagRef, TagSpec};
 use crate::domain::toggle::{validate_toggle_name, Toggle, ToggleSpec, ValidToggle};
 use crate::domain::{DomainError, ValidationErrors};

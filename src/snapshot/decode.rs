@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 
-use crate::domain::state::ConfigState;
+use crate::domain::config_state::ConfigState;
 use crate::store::{Change, Collection, StoreError};
 
 fn parse<T: DeserializeOwned>(

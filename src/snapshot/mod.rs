@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use client_document::{no_match, ClientDocuments, ClientResponse};
 
-use crate::domain::state::ConfigState;
+use crate::domain::config_state::ConfigState;
 use crate::store::{Change, ChangeSet, Position, Store, StoreError};
 
 /// The replica's view of the configuration.

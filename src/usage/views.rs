@@ -10,7 +10,7 @@ use chrono::{DateTime, TimeZone, Utc};
 use serde::Serialize;
 
 use super::now_ms;
-use crate::domain::state::ConfigState;
+use crate::domain::config_state::ConfigState;
 use crate::store::usage::{
     minute_of, AppRecord, Counts, InstanceRecord, UsageStore, REGISTRY_RETENTION_MS,
 };

@@ -12,12 +12,12 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::document::ImportDocument;
-use crate::domain::addon::addon_reading_tag_type;
+use crate::domain::config_state::ConfigState;
 use crate::domain::context_field::is_built_in;
 use crate::domain::event_diff::differences;
-use crate::domain::state::ConfigState;
+use crate::domain::project::DEFAULT_PROJECT;
 use crate::domain::tag::{Tag, TagRef};
-use crate::domain::toggle::{Toggle, DEFAULT_PROJECT};
+use crate::domain::toggle::Toggle;
 use crate::domain::{DomainError, ValidationErrors};
 
 /// How a document meets what exists (API-FACTS §7.3).
@@ -200,7 +200,7 @@ pub fn apply_import(
         let read_by_addons: Vec<String> = next
             .tag_types
             .keys()
-            .filter(|name| addon_reading_tag_type(state, name).is_some())
+            .filter(|name| state.addon_reading_tag_type(name).is_some())
             .cloned()
             .collect();
         let (counts, removed) = merge(

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 
 use super::Outcome;
+use crate::domain::config_state::ConfigState;
 use crate::domain::event::NewEvent;
-use crate::domain::state::ConfigState;
 use crate::snapshot::apply_changes;
 use crate::store::delivery::NewDelivery;
 use crate::store::{Change, Collection, CommitCheck, Position, Rebase, REBASE_OWN_MAX};

@@ -27,9 +27,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::oneshot;
 
-use crate::domain::delivery::subscribers;
+use crate::domain::config_state::ConfigState;
 use crate::domain::event::NewEvent;
-use crate::domain::state::ConfigState;
 use crate::snapshot::{apply_changes, position_of, Snapshot};
 use crate::store::delivery::NewDelivery;
 use crate::store::{Change, CommitOutcome, Position, Store, StoreError};
@@ -187,7 +186,7 @@ impl GroupCommit {
         let mut traceparent = None;
         for (i, event) in events.iter().enumerate() {
             let kind = event.kind_name();
-            for addon in subscribers(state, &kind) {
+            for addon in state.addons_subscribed_to(&kind) {
                 let traceparent = traceparent
                     .get_or_insert_with(crate::telemetry::traces::current_traceparent)
                     .clone();

@@ -5,9 +5,11 @@ use std::sync::Arc;
 
 use imbl::OrdMap;
 
-use super::addon::AddonConfig;
+use super::addon::{providers, AddonConfig};
 use super::api_token::ApiToken;
 use super::context_field::ContextField;
+use super::delivery::subscribes;
+use super::known::KnownNames;
 use super::project::Project;
 use super::strategy::StrategyDefinition;
 use super::tag::{Tag, TagRef, TagType};
@@ -48,6 +50,29 @@ impl ConfigState {
     /// The next id of the named sequence.
     pub fn next_id(&self, counter: &str) -> u64 {
         self.counters.get(counter).copied().unwrap_or(0) + 1
+    }
+
+    /// The enabled addons subscribed to events of `kind`, by id: each gets a delivery job.
+    pub fn addons_subscribed_to(&self, kind: &str) -> Vec<u64> {
+        self.addons
+            .values()
+            .filter(|a| subscribes(a, kind))
+            .map(|a| a.id)
+            .collect()
+    }
+
+    /// The id of an addon whose provider reads tag type `name` (e.g. `slack` for channels), if
+    /// any: such a tag type must stay.
+    pub fn addon_reading_tag_type(&self, name: &str) -> Option<u64> {
+        let readers: Vec<&str> = providers()
+            .into_iter()
+            .filter(|p| p.tag_types.iter().any(|t| t.name == name))
+            .map(|p| p.name)
+            .collect();
+        self.addons
+            .values()
+            .find(|a| readers.contains(&a.provider.as_str()))
+            .map(|a| a.id)
     }
 
     /// Whether `other` holds the same records as this state outside the toggles, and the same
@@ -93,5 +118,16 @@ impl ConfigState {
             && addons.ptr_eq(&other.addons)
             && api_tokens.ptr_eq(&other.api_tokens)
             && counters.ptr_eq(&other.counters)
+    }
+}
+
+/// What validation may refer to: the stored projects and context fields.
+impl KnownNames for ConfigState {
+    fn has_project(&self, id: &str) -> bool {
+        self.projects.contains_key(id)
+    }
+
+    fn context_field(&self, name: &str) -> Option<&ContextField> {
+        self.context_fields.get(name).map(|f| &**f)
     }
 }
