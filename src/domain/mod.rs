@@ -29,8 +29,3 @@ pub mod views;
 
 pub use error::{DomainError, FieldError, ValidationErrors};
 
-/// The old path of `config_state`, kept only for the three imports in
-/// `src/snapshot/client_document/` (not part of the rename of issue 31.2(b)); remove it once they
-/// name `domain::config_state`.
-#[doc(hidden)]
-pub use config_state as state;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::{build_filtered_with, ClientDocuments, ClientResponse, Effort, PieceList};
-use crate::domain::state::ConfigState;
+use crate::domain::config_state::ConfigState;
 
 /// The shortest pause between two builds: a burst of writes within it is one build.
 const MIN_GAP: Duration = Duration::from_millis(5);

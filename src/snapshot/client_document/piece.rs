@@ -11,7 +11,7 @@ use imbl::ordmap::DiffItem;
 use imbl::OrdMap;
 use sha2::{Digest, Sha256};
 
-use crate::domain::state::ConfigState;
+use crate::domain::config_state::ConfigState;
 use crate::domain::toggle::Toggle;
 use crate::domain::views::ClientToggle;
 

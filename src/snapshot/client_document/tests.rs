@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use serde::Serialize;
 
 use super::*;
-use crate::domain::state::ConfigState;
+use crate::domain::config_state::ConfigState;
 use crate::domain::tag::TagRef;
 use crate::domain::text::Text;
 use crate::domain::toggle::{Constraint, Operator, Parameters, Strategy as ToggleStrategy, Toggle};
