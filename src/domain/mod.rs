@@ -28,4 +28,3 @@ pub mod usage;
 pub mod views;
 
 pub use error::{DomainError, FieldError, ValidationErrors};
-
