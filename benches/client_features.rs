@@ -3,15 +3,17 @@
 //! replica starts) side by side with the rebuild after a one-toggle change (one piece
 //! serialised, its group and the up to two after it recompressed, the rest reused), for the
 //! unfiltered and a tag-filtered document, and after 100 changes at once (what one build sees
-//! under a burst of writes).
+//! under a burst of writes), and the quick builds a writer waits for (a few toggles changed
+//! per build, compressed only by a full build about once a second).
 //! Requests themselves only pick the built bytes.
 //!
 //! `cargo bench --bench client_features`
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use chrono::Utc;
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 
 use flagpole::domain::config_state::ConfigState;
 use flagpole::domain::filter::FeatureFilter;
@@ -19,7 +21,7 @@ use flagpole::domain::tag::TagRef;
 use flagpole::domain::toggle::{
     Constraint, Operator, Parameters, Strategy, Toggle, Variant, WeightType,
 };
-use flagpole::snapshot::client_document::{build_filtered, ClientDocuments, PieceList};
+use flagpole::snapshot::client_document::{build_filtered, ClientDocuments, Effort, PieceList};
 
 /// `n` toggles shaped like the shared bench kit's: 2 strategies, some constraints and variants.
 fn state_with(n: usize) -> ConfigState {
@@ -131,6 +133,45 @@ fn rebuilds(c: &mut Criterion, name: &str, versions: [ConfigState; 2]) {
     });
 }
 
+/// Quick builds as under thousands of writes a second: each version switches `per_build`
+/// toggles at pseudo-random places, and a full build (untimed) compresses every
+/// `FULL_EVERY` versions, as the builder does about once a second.
+fn quick_builds(c: &mut Criterion, name: &str, state: &ConfigState, per_build: usize) {
+    const FULL_EVERY: u64 = 500;
+    let documents = ClientDocuments::default();
+    documents.build(state);
+    let names: Vec<String> = state.features.keys().cloned().collect();
+    let current = RefCell::new(state.clone());
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    c.bench_function(name, |b| {
+        b.iter_batched(
+            || {
+                let mut next = current.borrow().clone();
+                for _ in 0..per_build {
+                    // xorshift: the same sequence every run.
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    let name = &names[(seed % names.len() as u64) as usize];
+                    if let Some(toggle) = next.features.get(name) {
+                        let mut changed = (**toggle).clone();
+                        changed.enabled = !changed.enabled;
+                        next.features.insert(name.clone(), Arc::new(changed));
+                    }
+                }
+                next.version += 1;
+                if next.version % FULL_EVERY == 0 {
+                    documents.build(&current.borrow());
+                }
+                *current.borrow_mut() = next.clone();
+                next
+            },
+            |next| documents.build_with(&next, Effort::Quick),
+            BatchSize::SmallInput,
+        )
+    });
+}
+
 fn build(c: &mut Criterion) {
     let one_team =
         FeatureFilter::parse(&["simple:team-3".into()], &[], None).expect("valid filter");
@@ -160,6 +201,12 @@ fn build(c: &mut Criterion) {
             c,
             &format!("after 100 changes: client document, {n} toggles"),
             [state.clone(), spread_changes(&state, 100)],
+        );
+        quick_builds(
+            c,
+            &format!("quick build after 6 changes: client document, {n} toggles"),
+            &state,
+            6,
         );
         // The changed toggle is one the filter selects.
         let versions = [state.clone(), one_change(&state, |t| one_team.matches(t))];

@@ -73,7 +73,7 @@ fn respond(
         if accepts_gzip(headers) {
             counts.gzip.inc();
             builder = builder.header(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-            Body::from(response.gzip.clone())
+            response.gzip.body()
         } else {
             counts.plain.inc();
             response.plain.body()

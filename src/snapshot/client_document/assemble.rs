@@ -1,31 +1,31 @@
 //! Assembles a client document from pieces: the plain body as the groups' bytes in order,
 //! the gzip body from each group's compressed stretch, and the ETag from digests.
 //!
-//! Each group is compressed once into raw deflate blocks ending in a sync flush (byte
-//! aligned, not final), with up to 32 KiB of the document just before it (from at most two
-//! groups) as preset dictionary, so it compresses almost as well as inside one stream. The
-//! blocks of unchanged groups are reused by the next version of the same document: joined in
-//! order behind one gzip header and closed by a final block and the combined CRC-32, they form
-//! one ordinary gzip stream that every client accepts. A changed toggle recompresses its group
-//! and the groups whose dictionary reaches into it (at most the next two).
+//! Each group is compressed once (`gzip`), with up to 32 KiB of the document just before it
+//! (from at most two groups) as preset dictionary, so it compresses almost as well as inside
+//! one stream. The groups of the previous version of the same document are reused where they
+//! hold the same toggles after the same bytes: a changed toggle recompresses its group and the
+//! groups whose dictionary reaches into it (at most the next two).
 //!
-//! A build a writer waits for (`Effort::Quick`) stores those groups uncompressed instead:
-//! compression is most of a build's time, and the writer is answered only once the document
-//! serves its write. The next unhurried build (`Effort::Full`) compresses them; the ETag,
-//! made of digests, is the same either way.
+//! A build a writer waits for (`Effort::Quick`) stores those groups uncompressed instead, and
+//! visits only the stretches of the document around the changed toggles (`splice`): the
+//! writer is answered only once the document serves its write, and compressing and walking
+//! every toggle are most of a build's time. The next unhurried build (`Effort::Full`)
+//! compresses them; the ETag, made of digests, is the same either way.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
+use std::ops::{Bound, Range};
 use std::sync::{Arc, OnceLock};
 
 use axum::http::HeaderValue;
 use base64::Engine;
 use bytes::Bytes;
-use flate2::{Compress, Compression, FlushCompress, Status};
 use sha2::{Digest, Sha256};
 
-use super::piece::{with_scratch, write_client_json, ClientPiece, PieceEntry, SCRATCH_KEPT_MAX};
-use super::plain::PlainDocument;
+use super::body::DocumentBody;
+use super::gzip::{gzip_body, Deflated};
+use super::piece::{with_scratch, write_client_json, ClientPiece, PieceEntry, PieceList};
+use crate::domain::filter::FeatureFilter;
+use crate::domain::text::Text;
 
 /// spec §4.1: the client format is version 1; the toggles follow.
 const PREFIX: &[u8] = br#"{"version":1,"features":["#;
@@ -34,9 +34,6 @@ const SUFFIX: &[u8] = b"]}";
 /// A group never grows past this many toggles, whatever the names (bounds the work a change
 /// costs when names happen to cluster).
 const MAX_GROUP: usize = 128;
-/// gzip member header: deflate, no name, no mtime, unknown OS (RFC 1952).
-const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
-
 /// How much of the document before a stretch its compressor is primed with: all that deflate
 /// can refer back to. Priming with the previous group alone (groups average about 18 KiB at
 /// 10,000 toggles) made the gzip body 3–4 % larger.
@@ -49,146 +46,24 @@ const DICTIONARY: usize = 32 * 1024;
 /// for a gzip body 1.2 % larger than without the bound (4 % smaller than with one group).
 const WINDOW_GROUPS: usize = 2;
 
-/// The compression level of every stretch. The gzip body's size bounds how many responses a
-/// second a host sends: at 10,000 toggles (the bench kit's document) level 7 makes it 1.00
-/// times the ceiling's whole-document gzip at level 6 and level 6 1.02 times; level 7 builds
-/// take about 6 % longer than level 6 ones, level 8 another fifth.
-const LEVEL: u32 = 7;
-
 /// How much a build compresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Effort {
-    /// Every group compressed at `LEVEL` (stored groups of earlier builds too).
+    /// Every group compressed (stored groups of earlier builds too).
     Full,
     /// Groups that must be made again are stored uncompressed, for a later full build.
     Quick,
 }
 
-/// `plain` as deflate stored blocks (byte aligned, like every stretch's start).
-pub(super) fn stored_blocks(plain: &[u8], last: bool) -> Vec<u8> {
-    let mut blocks = Vec::with_capacity(plain.len() + plain.len() / 65_535 * 5 + 5);
-    let mut chunks = plain.chunks(usize::from(u16::MAX)).peekable();
-    if chunks.peek().is_none() && last {
-        blocks.extend_from_slice(&[1, 0, 0, 0xff, 0xff]);
-    }
-    while let Some(chunk) = chunks.next() {
-        let final_block = last && chunks.peek().is_none();
-        let len = chunk.len() as u16;
-        blocks.push(u8::from(final_block));
-        blocks.extend_from_slice(&len.to_le_bytes());
-        blocks.extend_from_slice(&(!len).to_le_bytes());
-        blocks.extend_from_slice(chunk);
-    }
-    blocks
-}
-
-thread_local! {
-    /// One compressor per thread, reset between stretches, and the buffer it writes into:
-    /// its tables take hundreds of KiB, and allocating them per group left the heap
-    /// fragmented (resident memory grew by a third at 10,000 toggles).
-    static COMPRESSOR: RefCell<Option<(Compress, Vec<u8>)>> = const { RefCell::new(None) };
-}
-
-/// Compressed bytes of one stretch of the document, with what the gzip trailer needs.
-#[derive(Debug)]
-struct Deflated {
-    blocks: Bytes,
-    crc: u32,
-    len: u64,
-}
-
-impl Deflated {
-    /// `plain` as stored (uncompressed) blocks, byte aligned like a sync flush's end.
-    fn stored(plain: &[u8]) -> Self {
-        let mut crc = crc32fast::Hasher::new();
-        crc.update(plain);
-        Self {
-            blocks: Bytes::from(stored_blocks(plain, false)),
-            crc: crc.finalize(),
-            len: plain.len() as u64,
-        }
-    }
-
-    /// `plain` as deflate blocks ending in a sync flush (`last`: in a final block), able to
-    /// refer back into `before`, the document bytes that precede it.
-    fn of(plain: &[u8], before: &[u8], last: bool) -> Self {
-        let fresh = || Compress::new(Compression::new(LEVEL), false);
-        COMPRESSOR.with(|cell| match cell.try_borrow_mut() {
-            Ok(mut slot) => {
-                let (compress, blocks) = slot.get_or_insert_with(|| (fresh(), Vec::new()));
-                compress.reset();
-                blocks.clear();
-                let deflated = Self::with(compress, blocks, plain, before, last);
-                if blocks.capacity() > SCRATCH_KEPT_MAX {
-                    *blocks = Vec::new();
-                }
-                deflated
-            }
-            Err(_) => Self::with(&mut fresh(), &mut Vec::new(), plain, before, last),
-        })
-    }
-
-    /// Compresses into `blocks` (empty) and keeps an exact-size copy.
-    fn with(
-        compress: &mut Compress,
-        blocks: &mut Vec<u8>,
-        plain: &[u8],
-        before: &[u8],
-        last: bool,
-    ) -> Self {
-        // A dictionary only improves compression; without it the output is still correct.
-        if !before.is_empty() && compress.set_dictionary(before).is_err() {
-            compress.reset();
-        }
-        let flush = if last {
-            FlushCompress::Finish
-        } else {
-            FlushCompress::Sync
-        };
-        blocks.reserve(plain.len() / 4 + 64);
-        let start = compress.total_in();
-        loop {
-            let consumed = (compress.total_in() - start) as usize;
-            if blocks.capacity() - blocks.len() < 64 {
-                blocks.reserve(blocks.capacity().max(1024));
-            }
-            // Compressing from memory into memory has no failure mode but a bug; should one
-            // show, the stretch goes out as stored (uncompressed) blocks, still valid.
-            let status = match compress.compress_vec(&plain[consumed..], blocks, flush) {
-                Ok(status) => status,
-                Err(e) => {
-                    tracing::error!(error = %e, "deflate failed; storing the stretch uncompressed");
-                    *blocks = stored_blocks(plain, last);
-                    break;
-                }
-            };
-            let drained = (compress.total_in() - start) as usize == plain.len()
-                && blocks.len() < blocks.capacity();
-            if status == Status::StreamEnd || (!last && drained) {
-                break;
-            }
-        }
-        let mut crc = crc32fast::Hasher::new();
-        crc.update(plain);
-        Self {
-            blocks: Bytes::copy_from_slice(blocks),
-            crc: crc.finalize(),
-            len: plain.len() as u64,
-        }
-    }
-}
-
-/// The fixed stretches: the prefix, and the suffix with the final block.
-struct Frame {
-    prefix: Deflated,
-    suffix: Deflated,
-}
-
-fn frame() -> &'static Frame {
-    static FRAME: OnceLock<Frame> = OnceLock::new();
-    FRAME.get_or_init(|| Frame {
-        prefix: Deflated::of(PREFIX, b"", false),
-        suffix: Deflated::of(SUFFIX, b"", true),
+/// The fixed stretches of every document's gzip body: the prefix, and the suffix with the
+/// final block.
+fn frame() -> &'static [(Deflated, Bytes); 2] {
+    static FRAME: OnceLock<[(Deflated, Bytes); 2]> = OnceLock::new();
+    FRAME.get_or_init(|| {
+        [
+            (Deflated::of(PREFIX, b"", false), Bytes::from_static(PREFIX)),
+            (Deflated::of(SUFFIX, b"", true), Bytes::from_static(SUFFIX)),
+        ]
     })
 }
 
@@ -198,6 +73,8 @@ pub struct Group {
     /// The pieces, to recognise the same run in the next build (pieces are shared between
     /// versions, so the same pointers are the same content).
     members: Vec<Arc<ClientPiece>>,
+    /// The name of its last toggle: where the group lies in name order.
+    last: Text,
     /// SHA-256 over the pieces' digests: the group's content identity.
     digest: [u8; 32],
     /// What its blocks may refer back into: the window of the document before it.
@@ -207,15 +84,14 @@ pub struct Group {
     /// Where each member's JSON lies in `plain` (start, end), so a later group holding the
     /// same toggle copies its bytes instead of serialising it again.
     spans: Box<[(u32, u32)]>,
+    /// Its stretch of the gzip body (stored by a quick build, for a full build to compress).
     deflated: Deflated,
-    /// Made by a quick build: `deflated` is stored blocks, for a full build to compress.
-    stored: bool,
 }
 
 impl Group {
-    fn is_run_of(&self, members: &[&PieceEntry], after: &Window<'_>) -> bool {
-        after.is(&self.after)
-            && self.members.len() == members.len()
+    /// Whether it holds exactly these pieces, in order.
+    fn holds(&self, members: &[&PieceEntry]) -> bool {
+        self.members.len() == members.len()
             && self
                 .members
                 .iter()
@@ -227,8 +103,8 @@ impl Group {
 /// A built client document: plain and gzip bytes and the ETag.
 #[derive(Debug)]
 pub struct ClientResponse {
-    pub plain: PlainDocument,
-    pub gzip: Bytes,
+    pub plain: DocumentBody,
+    pub gzip: DocumentBody,
     /// Weak validator derived from the content alone: identical content gives the identical
     /// ETag on every replica (gzip and plain are one representation, hence weak).
     pub etag: HeaderValue,
@@ -292,56 +168,205 @@ impl ClientResponse {
         previous: Option<&ClientResponse>,
         effort: Effort,
     ) -> ClientResponse {
-        let previous_groups = previous.map_or(&[][..], |p| &p.groups[..]);
-        let reusable: HashMap<*const ClientPiece, usize> = previous_groups
+        let mut assembly = Assembly::new(previous.map_or(&[][..], |p| &p.groups[..]), effort);
+        assembly.walk(pieces, |_| false);
+        assembly.finish(version)
+    }
+
+    /// A quick build of the document of the toggles of `pieces` that `filter` selects, from
+    /// `previous`, the same document one version before (`pieces.previous_version`): only
+    /// the stretches around the changed toggles are walked and made again (stored); every
+    /// other group is taken over as it is, stored ones too.
+    pub fn splice(
+        pieces: &PieceList,
+        filter: &FeatureFilter,
+        previous: &ClientResponse,
+    ) -> ClientResponse {
+        let mut names: Vec<&str> = pieces
+            .changed
             .iter()
-            .enumerate()
-            .filter_map(|(i, g)| Some((Arc::as_ptr(g.members.first()?), i)))
+            .flat_map(|(before, after)| [before, after])
+            .flatten()
+            .map(|toggle| toggle.name.as_str())
             .collect();
-        let mut previous_bytes = PreviousBytes::new(previous_groups);
-        let mut groups: Vec<Arc<Group>> = Vec::new();
-        let mut members: Vec<&PieceEntry> = Vec::with_capacity(MAX_GROUP);
-        let mut dictionary = Vec::new();
-        let mut close = |members: &mut Vec<&PieceEntry>, groups: &mut Vec<Arc<Group>>| {
-            let window = Window::before(groups);
-            let reused = reusable
-                .get(&Arc::as_ptr(&members[0].piece))
-                .filter(|&&i| previous_groups[i].is_run_of(members, &window))
-                .filter(|&&i| effort == Effort::Quick || !previous_groups[i].stored);
-            let group = match reused {
-                Some(&i) => {
-                    previous_bytes.skip_past(i);
-                    Arc::clone(&previous_groups[i])
-                }
-                None => Arc::new(new_group(
-                    members,
-                    &window,
-                    &mut dictionary,
-                    &mut previous_bytes,
-                    effort,
-                )),
+        names.sort_unstable();
+        names.dedup();
+        let old = &previous.groups[..];
+        let mut assembly = Assembly::new(old, Effort::Quick);
+        let mut pending = &names[..];
+        let mut next_old = 0;
+        while let Some(&name) = pending.first() {
+            // The first group that may change: the one the name falls into (or before), or
+            // the last, which ended with the toggles rather than at a group's end.
+            let changed = old
+                .partition_point(|group| group.last.as_str() < name)
+                .min(old.len().saturating_sub(1));
+            assembly.take_over(next_old..changed.max(next_old));
+            let from = match assembly.groups.last() {
+                Some(group) => Bound::Excluded(group.last.as_str()),
+                None => Bound::Unbounded,
             };
-            groups.push(group);
-            members.clear();
-        };
-        for entry in pieces {
+            let entries = pieces
+                .entries
+                .range::<_, str>((from, Bound::Unbounded))
+                .map(|(_, entry)| entry)
+                .filter(|entry| filter.matches(&entry.toggle));
+            // Past the changed names, groups realign with the previous document's; once
+            // enough of them are the same that the next one's window is too, the rest up to
+            // the next changed name are taken over.
+            let realigned = assembly.walk(entries, |assembly| {
+                let last = assembly
+                    .groups
+                    .last()
+                    .map_or("", |group| group.last.as_str());
+                while pending.first().is_some_and(|name| *name <= last) {
+                    pending = &pending[1..];
+                }
+                assembly.reused_run >= WINDOW_GROUPS
+                    && assembly.windows_align()
+                    && assembly.candidate < old.len()
+            });
+            if !realigned {
+                return assembly.finish(pieces.version);
+            }
+            next_old = assembly.candidate;
+        }
+        assembly.take_over(next_old..old.len());
+        assembly.finish(pieces.version)
+    }
+}
+
+/// A document being assembled: the groups so far, and the previous document's groups it may
+/// reuse.
+struct Assembly<'a> {
+    effort: Effort,
+    previous: &'a [Arc<Group>],
+    /// The previous group the next group may be: groups are in name order.
+    candidate: usize,
+    previous_bytes: PreviousBytes<'a>,
+    groups: Vec<Arc<Group>>,
+    /// How many groups at the end of `groups` are the previous document's, consecutive.
+    reused_run: usize,
+    /// Scratch buffer for a group's dictionary.
+    dictionary: Vec<u8>,
+}
+
+impl<'a> Assembly<'a> {
+    fn new(previous: &'a [Arc<Group>], effort: Effort) -> Self {
+        Self {
+            effort,
+            previous,
+            candidate: 0,
+            previous_bytes: PreviousBytes::new(previous),
+            groups: Vec::with_capacity(previous.len() + 1),
+            reused_run: 0,
+            dictionary: Vec::new(),
+        }
+    }
+
+    /// Appends the previous groups `range` as they are (their toggles and the bytes before
+    /// them unchanged).
+    fn take_over(&mut self, range: Range<usize>) {
+        if range.is_empty() {
+            return;
+        }
+        self.groups.extend_from_slice(&self.previous[range.clone()]);
+        self.reused_run += range.len();
+        self.candidate = range.end;
+        self.previous_bytes.skip_past(range.end - 1);
+    }
+
+    /// Whether the next group's window, made of reused groups, stands where the previous
+    /// document's next group's did: at the same index, or both past the groups whose window
+    /// may reach back to the prefix.
+    fn windows_align(&self) -> bool {
+        let (new, old) = (self.groups.len(), self.candidate);
+        new == old || (new > WINDOW_GROUPS && old > WINDOW_GROUPS)
+    }
+
+    /// Groups `entries` (in name order, following the groups so far) until they run out or
+    /// `enough` says so after a group; returns whether it did.
+    fn walk<'e>(
+        &mut self,
+        entries: impl Iterator<Item = &'e PieceEntry>,
+        mut enough: impl FnMut(&Self) -> bool,
+    ) -> bool {
+        let mut members: Vec<&PieceEntry> = Vec::with_capacity(MAX_GROUP);
+        for entry in entries {
             members.push(entry);
             if entry.piece.ends_group || members.len() == MAX_GROUP {
-                close(&mut members, &mut groups);
+                self.close(&members);
+                members.clear();
+                if enough(self) {
+                    return true;
+                }
             }
         }
         if !members.is_empty() {
-            close(&mut members, &mut groups);
+            self.close(&members);
         }
+        false
+    }
 
+    /// Appends the group of `members`: the previous document's if it holds the same pieces
+    /// after the same window (and is compressed, for a full build), else a new one.
+    fn close(&mut self, members: &[&PieceEntry]) {
+        let window = Window::before(&self.groups);
+        let first = members[0].toggle.name.as_str();
+        while self
+            .previous
+            .get(self.candidate)
+            .is_some_and(|group| group.last.as_str() < first)
+        {
+            self.candidate += 1;
+        }
+        // Stored blocks refer to nothing before them: a stored group is as good after any
+        // window (for a quick build; a full one compresses it), but for its leading
+        // separator, which only the first group lacks.
+        let reused = self.previous.get(self.candidate).filter(|group| {
+            group.holds(members)
+                && match (self.effort, group.deflated.is_stored()) {
+                    (Effort::Quick, true) => window.groups.is_empty() == group.after.is_first(),
+                    (Effort::Full, true) => false,
+                    (_, false) => window.is(&group.after),
+                }
+        });
+        let group = match reused {
+            Some(group) => {
+                self.previous_bytes.skip_past(self.candidate);
+                self.candidate += 1;
+                self.reused_run += 1;
+                Arc::clone(group)
+            }
+            None => {
+                self.reused_run = 0;
+                Arc::new(new_group(
+                    members,
+                    &window,
+                    &mut self.dictionary,
+                    &mut self.previous_bytes,
+                    self.effort,
+                ))
+            }
+        };
+        self.groups.push(group);
+    }
+
+    /// The document of the groups at `version`.
+    fn finish(self, version: u64) -> ClientResponse {
+        let groups = self.groups;
         let mut chunks = Vec::with_capacity(groups.len() + 2);
         chunks.push(Bytes::from_static(PREFIX));
         chunks.extend(groups.iter().map(|group| group.plain.clone()));
         chunks.push(Bytes::from_static(SUFFIX));
-        let plain = PlainDocument::new(chunks);
-        let gzip = gzip_of(&groups);
+        let plain = DocumentBody::new(chunks);
+        let [prefix, suffix] = frame();
+        let stretches = std::iter::once((&prefix.0, &prefix.1))
+            .chain(groups.iter().map(|group| (&group.deflated, &group.plain)))
+            .chain(std::iter::once((&suffix.0, &suffix.1)));
+        let gzip = gzip_body(stretches);
         let etag = etag_of(&groups, plain.len());
-        let uncompressed = groups.iter().any(|group| group.stored);
+        let uncompressed = groups.iter().any(|group| group.deflated.is_stored());
         ClientResponse {
             plain,
             gzip,
@@ -399,12 +424,14 @@ fn new_group(
     });
     Group {
         members: members.iter().map(|e| Arc::clone(&e.piece)).collect(),
+        last: members
+            .last()
+            .map_or_else(Text::default, |e| e.toggle.name.clone()),
         digest: hasher.finalize().into(),
         after: window.id(),
         plain,
         spans: spans.into_boxed_slice(),
         deflated,
-        stored,
     }
 }
 
@@ -427,6 +454,13 @@ struct Window<'a> {
 struct WindowId {
     digests: Box<[[u8; 32]]>,
     from_start: bool,
+}
+
+impl WindowId {
+    /// Whether it is the first group's window (no group before it).
+    fn is_first(&self) -> bool {
+        self.digests.is_empty()
+    }
 }
 
 impl<'a> Window<'a> {
@@ -540,31 +574,6 @@ impl<'a> PreviousBytes<'a> {
         }
         None
     }
-}
-
-/// One gzip stream: header, the prefix's and the groups' blocks, the suffix's final block,
-/// then the CRC-32 of the whole (combined from the parts') and the length.
-fn gzip_of(groups: &[Arc<Group>]) -> Bytes {
-    let frame = frame();
-    let mut parts = Vec::with_capacity(groups.len() + 2);
-    parts.push(&frame.prefix);
-    parts.extend(groups.iter().map(|group| &group.deflated));
-    parts.push(&frame.suffix);
-
-    let size = GZIP_HEADER.len() + parts.iter().map(|p| p.blocks.len()).sum::<usize>() + 8;
-    let mut gzip = Vec::with_capacity(size);
-    gzip.extend_from_slice(&GZIP_HEADER);
-    let mut crc = crc32fast::Hasher::new();
-    let mut len = 0u64;
-    for part in parts {
-        gzip.extend_from_slice(&part.blocks);
-        crc.combine(&crc32fast::Hasher::new_with_initial_len(part.crc, part.len));
-        len += part.len;
-    }
-    gzip.extend_from_slice(&crc.finalize().to_le_bytes());
-    // RFC 1952: ISIZE is the length modulo 2^32.
-    gzip.extend_from_slice(&(len as u32).to_le_bytes());
-    Bytes::from(gzip)
 }
 
 /// `W/"<length>-<hash>"`, the hash over the groups' digests in order (and so over every

@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{build_filtered_with, ClientDocuments, ClientResponse, Effort, PieceList};
 use crate::domain::config_state::ConfigState;
+use crate::domain::filter::FeatureFilter;
 
 /// The shortest pause between two builds: a burst of writes within it is one build.
 const MIN_GAP: Duration = Duration::from_millis(5);
@@ -104,12 +105,9 @@ impl ClientDocuments {
                     {
                         document.retagged(pieces.version)
                     }
-                    previous => ClientResponse::assemble_with(
-                        pieces.pieces(),
-                        pieces.version,
-                        previous,
-                        effort,
-                    ),
+                    previous => {
+                        build_filtered_with(&pieces, &FeatureFilter::default(), previous, effort)
+                    }
                 };
                 // The document first: whoever sees the new pieces finds it.
                 self.unfiltered.store(Some(Arc::new(document)));

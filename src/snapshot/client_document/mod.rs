@@ -12,9 +12,10 @@
 //! so every client request the replica starts afterwards serves it (read-your-writes).
 
 mod assemble;
+mod body;
 mod builder;
+mod gzip;
 mod piece;
-mod plain;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,8 +26,8 @@ use arc_swap::ArcSwapOption;
 use tokio::sync::{watch, Notify, OnceCell};
 
 pub use assemble::{ClientResponse, Effort};
+pub use body::DocumentBody;
 pub use piece::{ClientPiece, PieceEntry, PieceList};
-pub use plain::PlainDocument;
 
 use crate::domain::filter::FeatureFilter;
 
@@ -312,18 +313,28 @@ pub fn build_filtered(
     build_filtered_with(pieces, filter, previous, Effort::Full)
 }
 
-/// `build_filtered` with `effort` (see `ClientResponse::assemble_with`).
+/// `build_filtered` with `effort` (see `ClientResponse::assemble_with`). A quick build from
+/// the previous version's document visits only the stretches around the changed toggles.
 pub fn build_filtered_with(
     pieces: &PieceList,
     filter: &FeatureFilter,
     previous: Option<&ClientResponse>,
     effort: Effort,
 ) -> ClientResponse {
-    let selected = pieces
-        .entries
-        .values()
-        .filter(|entry| filter.matches(&entry.toggle));
-    ClientResponse::assemble_with(selected, pieces.version, previous, effort)
+    match previous {
+        Some(previous)
+            if effort == Effort::Quick && previous.version == pieces.previous_version =>
+        {
+            ClientResponse::splice(pieces, filter, previous)
+        }
+        _ => {
+            let selected = pieces
+                .entries
+                .values()
+                .filter(|entry| filter.matches(&entry.toggle));
+            ClientResponse::assemble_with(selected, pieces.version, previous, effort)
+        }
+    }
 }
 
 /// A filter's document built from scratch, off the threads that answer requests.

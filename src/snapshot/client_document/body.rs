@@ -1,14 +1,14 @@
-//! The plain (uncompressed) client document: the groups' bytes, sent one buffer after the
-//! other (joined into one buffer when small).
+//! A client document's body, plain or gzip: the buffers it is made of, sent one after the
+//! other (or joined into one buffer).
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 
-/// The plain document as the chunks it is made of: large documents are never copied whole
-/// per version, the response body sends the groups' bytes one after the other.
+/// A document body as the chunks it is made of: large documents are never copied whole per
+/// version, the response sends the groups' bytes one after the other.
 #[derive(Debug, Clone)]
-pub struct PlainDocument {
+pub struct DocumentBody {
     chunks: Arc<[Bytes]>,
     len: u64,
 }
@@ -17,17 +17,32 @@ pub struct PlainDocument {
 /// it per version costs far less than sending it in pieces to every poller).
 const SINGLE_CHUNK_MAX: usize = 1024 * 1024;
 
-impl PlainDocument {
-    /// The document of these chunks, in order (joined when small).
-    pub(super) fn new(mut chunks: Vec<Bytes>) -> Self {
+impl DocumentBody {
+    /// The body of these chunks, in order, joined when small.
+    pub(super) fn new(chunks: Vec<Bytes>) -> Self {
         let len = chunks.iter().map(Bytes::len).sum::<usize>();
-        if len <= SINGLE_CHUNK_MAX && chunks.len() > 1 {
-            let mut whole = Vec::with_capacity(len);
-            for chunk in &chunks {
-                whole.extend_from_slice(chunk);
-            }
-            chunks = vec![Bytes::from(whole)];
+        match len <= SINGLE_CHUNK_MAX {
+            true => Self::joined(chunks),
+            false => Self::parts(chunks),
         }
+    }
+
+    /// The body of these chunks joined into one buffer.
+    pub(super) fn joined(chunks: Vec<Bytes>) -> Self {
+        if chunks.len() == 1 {
+            return Self::parts(chunks);
+        }
+        let len = chunks.iter().map(Bytes::len).sum::<usize>();
+        let mut whole = Vec::with_capacity(len);
+        for chunk in &chunks {
+            whole.extend_from_slice(chunk);
+        }
+        Self::parts(vec![Bytes::from(whole)])
+    }
+
+    /// The body of these chunks, sent one after the other.
+    pub(super) fn parts(chunks: Vec<Bytes>) -> Self {
+        let len = chunks.iter().map(Bytes::len).sum::<usize>();
         Self {
             chunks: chunks.into(),
             len: len as u64,
@@ -39,12 +54,12 @@ impl PlainDocument {
         self.len
     }
 
-    /// Whether the document has no bytes (never: it is at least `{"version":1,...}`).
+    /// Whether the body has no bytes (never: a document is at least `{"version":1,...}`).
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
-    /// The whole document in one buffer.
+    /// The whole body in one buffer.
     pub fn to_vec(&self) -> Vec<u8> {
         self.chunks.iter().flat_map(|c| c.iter().copied()).collect()
     }
