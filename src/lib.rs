@@ -26,7 +26,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use config::Settings;
+use config::{Settings, StoreSettings};
 use service::Service;
 use snapshot::Snapshot;
 use state::AppState;
@@ -51,7 +51,7 @@ pub enum RunError {
 }
 
 /// Opens the store the settings name.
-pub async fn open_store(settings: &Settings) -> Result<Store, StoreError> {
+pub async fn open_store(settings: &StoreSettings) -> Result<Store, StoreError> {
     // An empty FLAGPOLE_REDIS_URL (common in templated environments) means "not set".
     Ok(
         match settings
@@ -81,12 +81,12 @@ pub async fn run(
     requested: CancellationToken,
 ) -> Result<(), RunError> {
     settings.check().map_err(RunError::Settings)?;
-    let store = open_store(&settings).await?;
+    let store = open_store(&settings.store).await?;
     tracing::info!(backend = store.backend_name(), "store opened");
     let snapshot = Arc::new(Snapshot::new(store.clone()));
     let readiness = Arc::new(health::Readiness::new(
         snapshot.clone(),
-        Duration::from_millis(settings.readiness_grace_ms),
+        Duration::from_millis(settings.server.readiness_grace_ms),
     ));
     // What stops the server and the workers: the end of the drain, or a refused start-up
     // import (which stops at once: a replica that never loaded has no traffic to drain).
@@ -96,25 +96,25 @@ pub async fn run(
     let drainer = tokio::spawn(health::drain_then_stop(
         requested.clone(),
         readiness.clone(),
-        Duration::from_millis(settings.shutdown_drain_ms),
+        Duration::from_millis(settings.server.shutdown_drain_ms),
         shutdown.clone(),
     ));
     let metrics = Arc::new(telemetry::metrics::Metrics::new(
-        (settings.prometheus_toggle_usage_series > 0)
-            .then_some(settings.prometheus_toggle_usage_series),
+        (settings.telemetry.prometheus_toggle_usage_series > 0)
+            .then_some(settings.telemetry.prometheus_toggle_usage_series),
     ));
     let service = Service::new(store.clone(), snapshot.clone(), metrics.clone());
     let (announce, announcements) = watch::channel(Announcement::Unknown);
-    let interval = Duration::from_millis(settings.refresh_interval_ms);
+    let interval = Duration::from_millis(settings.replication.refresh_interval_ms);
 
     let mut workers = tokio::task::JoinSet::new();
     if let Store::Redis(redis) = &store {
         let (redis, shutdown) = (redis.clone(), shutdown.clone());
         workers.spawn(async move { redis.listen_for_versions(announce, shutdown).await });
     }
-    let startup_import = match &settings.import_file {
+    let startup_import = match &settings.import.import_file {
         Some(path) => Some(
-            service::startup::read_startup_import(path, settings.import_mode)
+            service::startup::read_startup_import(path, settings.import.import_mode)
                 .map_err(RunError::Import)?,
         ),
         None => None,
@@ -128,12 +128,15 @@ pub async fn run(
 
     workers.spawn(snapshot.clone().run_client_builder(shutdown.clone()));
 
-    if settings.delivery {
+    if settings.delivery.enabled {
         let worker = delivery::DeliveryWorker::new(
             store.clone(),
             snapshot.clone(),
             metrics.clone(),
-            delivery::DeliverySettings::from_settings(&settings),
+            delivery::WorkerSettings::from_settings(
+                &settings.delivery,
+                settings.server.public_url.as_ref(),
+            ),
         )
         .map_err(RunError::Delivery)?;
         workers.spawn(Arc::new(worker).run(shutdown.clone()));
@@ -153,32 +156,37 @@ pub async fn run(
     workers.spawn(usage::flush::run_trim(usage.clone(), shutdown.clone()));
     let flusher = tokio::spawn(usage::flush::run(
         usage.clone(),
-        Duration::from_millis(settings.metrics_flush_interval_ms),
+        Duration::from_millis(settings.usage.metrics_flush_interval_ms),
         usage_stop.clone(),
     ));
 
     let auth = Arc::new(
-        auth::Authenticator::new(&settings, snapshot.clone()).map_err(RunError::Settings)?,
+        auth::Authenticator::new(
+            &settings.auth,
+            settings.server.public_url.as_ref(),
+            snapshot.clone(),
+        )
+        .map_err(RunError::Settings)?,
     );
     let shared_buckets = match &store {
         Store::Redis(redis) => Some(redis.rate_buckets()),
         Store::Embedded(_) => None,
     };
     let limiter = Arc::new(auth::rate_limit::RateLimiter::new(
-        &settings,
+        &settings.auth,
         shared_buckets,
     ));
     workers.spawn(limiter.clone().run_sync(shutdown.clone()));
     let forwarding = match &store {
-        Store::Redis(redis) if settings.forward_writes => {
-            let first_url = settings.redis_url.as_deref().unwrap_or_default();
+        Store::Redis(redis) if settings.replication.forward_writes => {
+            let first_url = settings.store.redis_url.as_deref().unwrap_or_default();
             let first_url = first_url.split(',').next().unwrap_or_default();
             let url = forwarding::address::advertised_url(listener.local_addr()?, first_url).await;
             let forwarding = Arc::new(
                 forwarding::WriteForwarding::new(
                     url,
                     announcements.clone(),
-                    Duration::from_millis(settings.request_timeout_ms),
+                    Duration::from_millis(settings.server.request_timeout_ms),
                 )
                 .map_err(|e| RunError::Settings(format!("write forwarding: {e}")))?,
             );
@@ -190,7 +198,7 @@ pub async fn run(
             ));
             Some(forwarding)
         }
-        Store::Embedded(_) if settings.forward_writes => {
+        Store::Embedded(_) if settings.replication.forward_writes => {
             tracing::warn!("--forward-writes has no effect with the embedded store (one replica)");
             None
         }
@@ -205,8 +213,8 @@ pub async fn run(
         metrics,
         usage,
         forwarding,
-        trust_proxy: settings.trust_proxy,
-        edge: state::EdgeSettings::from_settings(&settings),
+        trust_proxy: settings.server.trust_proxy,
+        edge: state::EdgeSettings::from_settings(&settings.server, &settings.telemetry),
     }));
     tracing::info!(address = %listener.local_addr()?, "listening");
     let served = axum::serve(

@@ -23,8 +23,8 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    flagpole::telemetry::init(settings.log_format, traces.as_ref());
-    settings.traces_exported = traces.is_some();
+    flagpole::telemetry::init(settings.telemetry.log_format, traces.as_ref());
+    settings.telemetry.traces_exported = traces.is_some();
     // On a worker rather than the main thread: with glibc's malloc (before jemalloc) the main
     // thread was a third thread with its own arena for what the listener and start-up allocate
     // (about 2.5 MiB more resident at 10,000 toggles).
@@ -49,10 +49,10 @@ async fn main() -> std::process::ExitCode {
 
 /// Listens and runs the replica until SIGTERM or Ctrl-C.
 async fn serve(settings: Settings) -> std::process::ExitCode {
-    let listener = match tokio::net::TcpListener::bind(settings.listen).await {
+    let listener = match tokio::net::TcpListener::bind(settings.server.listen).await {
         Ok(listener) => listener,
         Err(e) => {
-            tracing::error!(address = %settings.listen, error = %e, "cannot listen");
+            tracing::error!(address = %settings.server.listen, error = %e, "cannot listen");
             return std::process::ExitCode::FAILURE;
         }
     };

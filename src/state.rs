@@ -68,16 +68,19 @@ pub struct EdgeSettings {
 }
 
 impl EdgeSettings {
-    /// The edge settings among `settings`.
-    pub fn from_settings(settings: &crate::config::Settings) -> Self {
+    /// The edge settings among the server's, with client tracing from `telemetry`.
+    pub fn from_settings(
+        server: &crate::config::ServerSettings,
+        telemetry: &crate::config::TelemetrySettings,
+    ) -> Self {
         let bytes = |n: u64, shift: u32| usize::try_from(n << shift).unwrap_or(usize::MAX);
         Self {
-            import_body_limit: bytes(settings.import_body_limit_mib, 20),
-            admin_body_limit: bytes(settings.admin_body_limit_kib, 10),
-            request_timeout: std::time::Duration::from_millis(settings.request_timeout_ms),
-            cors_origins: settings.cors_origin.clone(),
-            trace_client_every: (settings.traces_exported && settings.trace_client_one_in > 0)
-                .then_some(settings.trace_client_one_in),
+            import_body_limit: bytes(server.import_body_limit_mib, 20),
+            admin_body_limit: bytes(server.admin_body_limit_kib, 10),
+            request_timeout: std::time::Duration::from_millis(server.request_timeout_ms),
+            cors_origins: server.cors_origin.clone(),
+            trace_client_every: (telemetry.traces_exported && telemetry.trace_client_one_in > 0)
+                .then_some(telemetry.trace_client_one_in),
         }
     }
 }

@@ -15,7 +15,7 @@ use axum_extra::headers::authorization::Basic;
 use axum_extra::headers::{Authorization, HeaderMapExt};
 use chrono::Utc;
 
-use crate::config::{AuthMode, ClientAuth, Settings};
+use crate::config::{AuthMode, AuthSettings, ClientAuth};
 use crate::domain::api_token::{hash_secret, TokenType};
 use crate::error::{ApiError, Challenge};
 use crate::service::Actor;
@@ -90,8 +90,13 @@ fn same(a: &str, b: &str) -> bool {
 }
 
 impl Authenticator {
-    /// The authenticator the settings describe, checking stored tokens in `snapshot`.
-    pub fn new(settings: &Settings, snapshot: Arc<Snapshot>) -> Result<Self, String> {
+    /// The authenticator the settings describe, checking stored tokens in `snapshot`; session
+    /// cookies are `Secure` when the service's `public_url` is https.
+    pub fn new(
+        settings: &AuthSettings,
+        public_url: Option<&url::Url>,
+        snapshot: Arc<Snapshot>,
+    ) -> Result<Self, String> {
         let mut configured = Vec::new();
         if let Some(token) = &settings.admin_token {
             configured.push((
@@ -103,15 +108,12 @@ impl Authenticator {
             configured.push((hash_secret(&token.0), Credential::Client(None)));
         }
         Ok(Self {
-            mode: settings.auth,
+            mode: settings.mode,
             client_auth: settings.client_auth,
             configured,
             snapshot,
             sessions: SessionKey::new(settings.session_secret.as_ref().map(|s| s.0.as_str()))?,
-            secure_cookies: settings
-                .public_url
-                .as_ref()
-                .is_some_and(|u| u.scheme() == "https"),
+            secure_cookies: public_url.is_some_and(|u| u.scheme() == "https"),
         })
     }
 

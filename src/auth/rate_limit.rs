@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::config::Settings;
+use crate::config::AuthSettings;
 use crate::store::rate_limit::SharedBuckets;
 
 /// How often a replica reports to the shared buckets.
@@ -121,7 +121,7 @@ fn draw() -> f64 {
 
 impl RateLimiter {
     /// The limits of `settings` (0: none), shared through `shared` when given.
-    pub fn new(settings: &Settings, shared: Option<SharedBuckets>) -> Self {
+    pub fn new(settings: &AuthSettings, shared: Option<SharedBuckets>) -> Self {
         let limit = |per_second: f64| {
             (per_second > 0.0).then_some(Limit {
                 per_second,
@@ -308,7 +308,7 @@ mod tests {
     use super::*;
 
     fn limiter(per_second: f64) -> RateLimiter {
-        let mut settings = Settings::defaults();
+        let mut settings = crate::config::Settings::defaults().auth;
         settings.rate_limit_client = per_second;
         RateLimiter::new(&settings, None)
     }

@@ -7,4 +7,4 @@ pub mod request;
 pub mod send;
 pub mod worker;
 
-pub use worker::{DeliverySettings, DeliveryWorker};
+pub use worker::{DeliveryWorker, WorkerSettings};

@@ -17,7 +17,7 @@ use super::backoff::backoff;
 use super::lanes::Lanes;
 use super::request::requests;
 use super::send::{client, send_all, Failure};
-use crate::config::Settings;
+use crate::config::DeliverySettings;
 use crate::domain::delivery::{subscribes, DeliveryJob, DeliveryRecord, DeliveryStatus};
 use crate::snapshot::Snapshot;
 use crate::store::delivery::{DeliveryQueue, Settlement, TakenJob};
@@ -26,7 +26,7 @@ use crate::telemetry::metrics::Metrics;
 
 /// The worker's settings (see `config.rs`).
 #[derive(Debug, Clone)]
-pub struct DeliverySettings {
+pub struct WorkerSettings {
     pub max_attempts: u32,
     pub timeout: Duration,
     pub backoff: Duration,
@@ -37,9 +37,10 @@ pub struct DeliverySettings {
     pub public_url: Option<String>,
 }
 
-impl DeliverySettings {
-    /// The delivery settings among `settings`.
-    pub fn from_settings(settings: &Settings) -> Self {
+impl WorkerSettings {
+    /// The worker's settings from its section, with the service's `public_url` (chat messages
+    /// link to toggles under it).
+    pub fn from_settings(settings: &DeliverySettings, public_url: Option<&url::Url>) -> Self {
         Self {
             max_attempts: settings.delivery_max_attempts,
             timeout: Duration::from_millis(settings.delivery_timeout_ms),
@@ -48,7 +49,7 @@ impl DeliverySettings {
             visibility: Duration::from_millis(settings.delivery_visibility_timeout_ms),
             concurrency: settings.delivery_concurrency as usize,
             per_addon: settings.delivery_concurrency_per_addon as usize,
-            public_url: settings.public_url.as_ref().map(|u| u.to_string()),
+            public_url: public_url.map(|u| u.to_string()),
         }
     }
 }
@@ -59,7 +60,7 @@ pub struct DeliveryWorker {
     store: Store,
     snapshot: Arc<Snapshot>,
     metrics: Arc<Metrics>,
-    settings: DeliverySettings,
+    settings: WorkerSettings,
     http: reqwest::Client,
     /// This replica's name in the consumer group.
     consumer: String,
@@ -80,7 +81,7 @@ impl DeliveryWorker {
         store: Store,
         snapshot: Arc<Snapshot>,
         metrics: Arc<Metrics>,
-        settings: DeliverySettings,
+        settings: WorkerSettings,
     ) -> Result<Self, String> {
         let http = client(settings.timeout).map_err(|e| format!("delivery HTTP client: {e}"))?;
         let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "replica".into());

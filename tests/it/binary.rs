@@ -105,3 +105,81 @@ fn bad_settings_are_refused_at_start() {
         );
     }
 }
+
+/// The flags `--help` lists, one line each, sorted: the flag, its variable, its default and
+/// its possible values. Groups and descriptions may change; these are what deployments rely on.
+fn help_flags(help: &str) -> Vec<String> {
+    let mut flags: Vec<Vec<String>> = Vec::new();
+    for line in help.lines() {
+        let trimmed = line.trim();
+        let indent = line.len() - line.trim_start().len();
+        // A flag starts an entry at the options' indent (2 or 6 spaces); its description,
+        // brackets and possible values follow further in (10 spaces).
+        if trimmed.starts_with('-') && (1..10).contains(&indent) {
+            let name = trimmed.split(" <").next().unwrap_or(trimmed);
+            flags.push(vec![name.to_string()]);
+            continue;
+        }
+        let Some(entry) = flags.last_mut() else {
+            continue;
+        };
+        if indent < 10 {
+            continue;
+        }
+        if let Some(env) = trimmed.strip_prefix("[env: ") {
+            // The value shown after `=` is the caller's environment, not the flag's.
+            let name = env.trim_end_matches(']').split('=').next().unwrap_or(env);
+            entry.push(format!("env={name}"));
+        } else if let Some(default) = trimmed.strip_prefix("[default: ") {
+            entry.push(format!("default={}", default.trim_end_matches(']')));
+        } else if let Some(values) = trimmed.strip_prefix("[possible values: ") {
+            entry.push(format!(
+                "values={}",
+                values.trim_end_matches(']').replace(' ', "")
+            ));
+        } else if let Some(value) = trimmed.strip_prefix("- ") {
+            // Long help lists documented values one a line: `- name: what it means`.
+            let value = value.split(':').next().unwrap_or(value);
+            match entry.iter_mut().find(|part| part.starts_with("values=")) {
+                Some(values) => values.push_str(&format!(",{value}")),
+                None => entry.push(format!("values={value}")),
+            }
+        }
+    }
+    let mut lines: Vec<String> = flags
+        .into_iter()
+        .map(|mut entry| {
+            entry[1..].sort();
+            entry.join(" ")
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// Grouping the settings must not change a flag, a variable or a default: `--help`'s flags
+/// are compared with the list taken from the binary before the settings were grouped.
+#[test]
+fn help_lists_the_same_flags_variables_and_defaults() {
+    let help = Command::new(env!("CARGO_BIN_EXE_flagpole"))
+        .arg("--help")
+        // Variables set in the test's environment would show their values in `--help`.
+        .env_clear()
+        .output()
+        .expect("run flagpole --help");
+    assert!(help.status.success(), "flagpole --help failed");
+    let actual = help_flags(&String::from_utf8_lossy(&help.stdout));
+    let expected: Vec<String> = include_str!("fixtures/help_flags.txt")
+        .lines()
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(str::to_string)
+        .collect();
+    let missing: Vec<_> = expected.iter().filter(|l| !actual.contains(l)).collect();
+    let added: Vec<_> = actual.iter().filter(|l| !expected.contains(l)).collect();
+    assert!(
+        missing.is_empty() && added.is_empty(),
+        "--help's flags changed\nmissing: {missing:#?}\nnew: {added:#?}\nall of them now:\n{}",
+        actual.join("\n")
+    );
+    assert_eq!(actual.len(), expected.len(), "a flag is listed twice");
+}

@@ -602,7 +602,7 @@ async fn sixteen_writers_over_three_forwarding_replicas_all_finish() {
 async fn sixteen_writers_over_three_replicas(forward_writes: bool) {
     let backend = Backend::redis();
     let mut settings = backend.settings();
-    settings.forward_writes = forward_writes;
+    settings.replication.forward_writes = forward_writes;
     let a = TestApp::spawn_with(settings.clone()).await;
     let b = TestApp::spawn_with(settings.clone()).await;
     let c = TestApp::spawn_with(settings).await;

@@ -49,7 +49,7 @@ async fn data_survives_a_restart() {
 async fn a_store_larger_than_its_cache_reads_back_whole() {
     let backend = Backend::embedded();
     let mut settings = backend.settings();
-    settings.embedded_cache_mib = 1;
+    settings.store.embedded_cache_mib = 1;
     let app = TestApp::spawn_with(settings.clone()).await;
     // About 4 MiB of records and as much again of events.
     let user_ids = vec!["1234567"; 1024].join(",");

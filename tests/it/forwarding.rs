@@ -14,7 +14,7 @@ use crate::common::{eventually, send, Backend, TestApp};
 /// A replica's settings with `--forward-writes`.
 fn forwarding_settings(backend: &Backend) -> Settings {
     let mut settings = backend.settings();
-    settings.forward_writes = true;
+    settings.replication.forward_writes = true;
     settings
 }
 
@@ -46,7 +46,7 @@ pub async fn forwarded(app: &TestApp, outcome: &str) -> f64 {
 /// replicas do behind a load balancer (the default is 5 s).
 async fn committer_and_follower(backend: &Backend) -> (TestApp, TestApp) {
     let mut settings = forwarding_settings(backend);
-    settings.shutdown_drain_ms = 3_000;
+    settings.server.shutdown_drain_ms = 3_000;
     let a = TestApp::spawn_with(settings.clone()).await;
     let b = TestApp::spawn_with(settings).await;
     let holder = wait_for_forwarding(backend, &[&a, &b]).await;
@@ -309,7 +309,7 @@ async fn send_chunked(app: &TestApp, method: &str, path: &str, body: &str) -> St
 async fn chunked_writes_are_forwarded_unless_large() {
     let backend = Backend::redis();
     let mut settings = forwarding_settings(&backend);
-    settings.admin_body_limit_kib = 1;
+    settings.server.admin_body_limit_kib = 1;
     let a = TestApp::spawn_with(settings.clone()).await;
     let b = TestApp::spawn_with(settings).await;
     let holder = wait_for_forwarding(&backend, &[&a, &b]).await;

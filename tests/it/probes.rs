@@ -225,7 +225,7 @@ async fn sigterm_fails_readiness_serves_through_the_drain_then_exits() {
 async fn a_graceful_stop_lets_a_delivery_in_flight_settle() {
     let backend = Backend::redis();
     let mut settings = quick(&backend);
-    settings.shutdown_drain_ms = 200;
+    settings.server.shutdown_drain_ms = 200;
     let app = TestApp::spawn_with(settings).await;
     let receiver = Receiver::start().await;
     let id = webhook(

@@ -135,8 +135,8 @@ async fn a_replica_started_during_an_outage_serves_once_redis_is_back() {
     first.create_toggle("existing").await;
     backend.redis_server().stop();
     let mut settings = backend.settings();
-    settings.listen = "127.0.0.1:0".parse().expect("addr");
-    let listener = tokio::net::TcpListener::bind(settings.listen)
+    settings.server.listen = "127.0.0.1:0".parse().expect("addr");
+    let listener = tokio::net::TcpListener::bind(settings.server.listen)
         .await
         .expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));

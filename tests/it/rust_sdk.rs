@@ -32,7 +32,7 @@ impl FeatureKey for Flags {
 
 async fn the_rust_sdk_registers_evaluates_and_reports(backend: &Backend) {
     let mut settings = backend.settings();
-    settings.metrics_flush_interval_ms = 100;
+    settings.usage.metrics_flush_interval_ms = 100;
     let app = TestApp::spawn_with(settings).await;
     for (name, enabled) in [("rust.on", true), ("rust.off", false)] {
         app.post(

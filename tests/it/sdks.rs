@@ -352,7 +352,7 @@ async fn sdk_round_trip(sdk: Sdk, backend: fn() -> Backend, backend_label: &str)
     };
     let backend = backend();
     let mut settings = backend.settings();
-    settings.metrics_flush_interval_ms = 200;
+    settings.usage.metrics_flush_interval_ms = 200;
     let app = TestApp::spawn_with(settings).await;
     create_toggles(&app).await;
     app.settle().await;

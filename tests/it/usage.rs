@@ -24,7 +24,7 @@ conformance!(
 /// A replica that flushes usage every 100 ms.
 async fn spawn(backend: &Backend) -> TestApp {
     let mut settings = backend.settings();
-    settings.metrics_flush_interval_ms = 100;
+    settings.usage.metrics_flush_interval_ms = 100;
     TestApp::spawn_with(settings).await
 }
 
@@ -510,8 +510,8 @@ async fn applications_can_be_described_filtered_and_deleted(backend: &Backend) {
 async fn the_client_ip_comes_from_the_proxy_only_when_trusted(backend: &Backend) {
     for trust in [false, true] {
         let mut settings = backend.settings();
-        settings.metrics_flush_interval_ms = 100;
-        settings.trust_proxy = trust;
+        settings.usage.metrics_flush_interval_ms = 100;
+        settings.server.trust_proxy = trust;
         let app = TestApp::spawn_with(settings).await;
         let name = format!("proxied-{trust}");
         send(
@@ -567,7 +567,7 @@ async fn retention_forgets_what_was_not_seen_for_two_days(backend: &Backend) {
     // a whole application, an instance and a toggle of one still in use. (The embedded file is
     // free now that the replica stopped.)
     let day = 24 * 60 * 60 * 1000;
-    let store = flagpole::open_store(&backend.settings())
+    let store = flagpole::open_store(&backend.settings().store)
         .await
         .expect("store")
         .usage();

@@ -481,7 +481,7 @@ async fn three_replicas_sum_exactly_after_graceful_shutdown() {
     let backend = Backend::redis();
     let mut settings = backend.settings();
     // No periodic flush within the test: only the flush on graceful shutdown writes.
-    settings.metrics_flush_interval_ms = 600_000;
+    settings.usage.metrics_flush_interval_ms = 600_000;
     let a = TestApp::spawn_with(settings.clone()).await;
     let b = TestApp::spawn_with(settings.clone()).await;
     let c = TestApp::spawn_with(settings.clone()).await;
@@ -556,7 +556,7 @@ async fn prometheus(app: &TestApp, accept: Option<&str>) -> Reply {
 async fn a_failed_flush_is_kept_and_retried() {
     let backend = Backend::redis();
     let mut settings = backend.settings();
-    settings.metrics_flush_interval_ms = 200;
+    settings.usage.metrics_flush_interval_ms = 200;
     let app = TestApp::spawn_with(settings).await;
     let existing = vec!["outage.known".to_string()];
     app.create_toggle("outage.known").await;
@@ -711,7 +711,7 @@ async fn poller_versions(app: &TestApp) -> Value {
 async fn client_polls_record_the_configuration_each_instance_holds() {
     let backend = Backend::redis();
     let mut settings = backend.settings();
-    settings.metrics_flush_interval_ms = 200;
+    settings.usage.metrics_flush_interval_ms = 200;
     let a = TestApp::spawn_with(settings.clone()).await;
     let b = TestApp::spawn_with(settings).await;
     a.create_toggle("config.flag").await;
@@ -861,7 +861,7 @@ async fn a_flush_that_times_out_is_counted_exactly_once() {
     // it: the replica must neither drop the part nor add it a second time.
     let backend = Backend::redis();
     let mut settings = backend.settings();
-    settings.metrics_flush_interval_ms = 200;
+    settings.usage.metrics_flush_interval_ms = 200;
     let app = TestApp::spawn_with(settings).await;
     app.create_toggle("frozen.known").await;
     let existing = vec!["frozen.known".to_string()];
@@ -912,9 +912,9 @@ async fn a_flush_that_times_out_is_counted_exactly_once() {
 async fn an_older_poll_flushed_late_does_not_hide_a_newer_one() {
     let backend = Backend::redis();
     let mut slow = backend.settings();
-    slow.metrics_flush_interval_ms = 60_000;
+    slow.usage.metrics_flush_interval_ms = 60_000;
     let mut fast = backend.settings();
-    fast.metrics_flush_interval_ms = 100;
+    fast.usage.metrics_flush_interval_ms = 100;
     let a = TestApp::spawn_with(slow).await;
     let b = TestApp::spawn_with(fast).await;
     a.create_toggle("late.flag").await;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use redis::{Client, ClientTlsConfig, TlsCertificates};
 
-use crate::config::{RedisMode, Settings};
+use crate::config::{RedisMode, StoreSettings};
 
 /// Everything the Redis connection needs from the settings.
 #[derive(Debug, Clone)]
@@ -29,7 +29,7 @@ pub struct RedisOptions {
 
 impl RedisOptions {
     /// The options of `settings` for the URL list `urls`.
-    pub fn from_settings(settings: &Settings, urls: &str) -> Result<Self, String> {
+    pub fn from_settings(settings: &StoreSettings, urls: &str) -> Result<Self, String> {
         Ok(Self {
             mode: settings.redis_mode,
             urls: split_urls(urls)?,

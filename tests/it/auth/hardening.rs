@@ -10,7 +10,7 @@ use crate::common::{send, without_auth, Backend, TestApp};
 async fn admin_responses_carry_security_headers_and_bodies_are_bounded() {
     let backend = Backend::embedded();
     let mut settings = backend.settings();
-    settings.admin_body_limit_kib = 4;
+    settings.server.admin_body_limit_kib = 4;
     let app = TestApp::spawn_with(settings).await;
     let listed = app.get("/api/admin/features").await.expect(200);
     for (name, value) in [
@@ -53,7 +53,7 @@ async fn admin_responses_carry_security_headers_and_bodies_are_bounded() {
 async fn a_slow_admin_request_gets_a_504() {
     let backend = Backend::embedded();
     let mut settings = without_auth(backend.settings());
-    settings.request_timeout_ms = 100;
+    settings.server.request_timeout_ms = 100;
     let app = TestApp::spawn_with(settings).await;
     let toggles: Vec<_> = (0..4000)
         .map(|i| json!({"name": format!("slow-{i}"), "strategies": [{"name": "default"}]}))
@@ -74,7 +74,7 @@ async fn a_slow_admin_request_gets_a_504() {
 async fn cors_answers_only_the_configured_origins() {
     let backend = Backend::embedded();
     let mut settings = backend.settings();
-    settings.cors_origin = vec!["https://ui.example.com".parse().expect("origin")];
+    settings.server.cors_origin = vec!["https://ui.example.com".parse().expect("origin")];
     let app = TestApp::spawn_with(settings).await;
     let preflight = |origin: &'static str| {
         send(
@@ -121,7 +121,7 @@ async fn a_report_body_that_never_arrives_gets_a_408() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let backend = Backend::embedded();
     let mut settings = backend.settings();
-    settings.request_timeout_ms = 300;
+    settings.server.request_timeout_ms = 300;
     let app = TestApp::spawn_with(settings).await;
     let address = app.base.trim_start_matches("http://").to_string();
     let mut stream = tokio::net::TcpStream::connect(&address)

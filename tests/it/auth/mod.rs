@@ -21,9 +21,9 @@ pub const ADMIN_TOKEN: &str = "test-admin-token-0001";
 /// Settings in `mode`, with the bootstrap admin token.
 pub fn settings(backend: &Backend, mode: AuthMode, client_auth: ClientAuth) -> Settings {
     let mut settings = backend.settings();
-    settings.auth = mode;
-    settings.client_auth = client_auth;
-    settings.admin_token = Some(SecretString(ADMIN_TOKEN.into()));
+    settings.auth.mode = mode;
+    settings.auth.client_auth = client_auth;
+    settings.auth.admin_token = Some(SecretString(ADMIN_TOKEN.into()));
     settings
 }
 

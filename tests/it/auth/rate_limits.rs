@@ -48,7 +48,7 @@ fn at_most(rate: f64, elapsed: Duration, slack: f64) -> usize {
 
 fn limited(backend: &Backend, per_second: f64) -> flagpole::config::Settings {
     let mut settings = backend.settings();
-    settings.rate_limit_client = per_second;
+    settings.auth.rate_limit_client = per_second;
     settings
 }
 
@@ -98,7 +98,7 @@ async fn with_redis_down_each_replica_limits_alone() {
     let backend = Backend::redis();
     let mut settings = limited(&backend, 5.0);
     // A second limited group that sees no traffic must not mask the outage.
-    settings.rate_limit_usage = 5.0;
+    settings.auth.rate_limit_usage = 5.0;
     let app = TestApp::spawn_with(settings).await;
     fire(&[&app], 1, plain).await;
     backend.redis_server().stop();
@@ -119,7 +119,7 @@ async fn with_redis_down_each_replica_limits_alone() {
 async fn made_up_credentials_and_forwarded_addresses_do_not_get_around_limits() {
     let backend = Backend::embedded();
     let mut settings = limited(&backend, 2.0);
-    settings.trust_proxy = true;
+    settings.server.trust_proxy = true;
     let app = TestApp::spawn_with(settings).await;
     // Unverified tokens are not callers of their own: the address is.
     let junk = |i: usize| Some(("Authorization", format!("made-up-{i}")));
@@ -135,7 +135,7 @@ async fn made_up_credentials_and_forwarded_addresses_do_not_get_around_limits() 
 async fn groups_and_callers_are_limited_apart() {
     let backend = Backend::embedded();
     let mut settings = backend.settings();
-    settings.rate_limit_admin = 1.0;
+    settings.auth.rate_limit_admin = 1.0;
     let app = TestApp::spawn_with(settings).await;
     let mut refused = None;
     for _ in 0..10 {

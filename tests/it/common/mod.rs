@@ -167,20 +167,20 @@ impl Backend {
     /// Settings pointing a replica at this backend.
     pub fn settings(&self) -> Settings {
         let mut settings = Settings::defaults();
-        settings.listen = "127.0.0.1:0".parse().expect("address");
-        settings.refresh_interval_ms = 200;
+        settings.server.listen = "127.0.0.1:0".parse().expect("address");
+        settings.replication.refresh_interval_ms = 200;
         // Tests stop replicas all the time; no load balancer needs a drain here.
-        settings.shutdown_drain_ms = 0;
+        settings.server.shutdown_drain_ms = 0;
         match self {
             Backend::Redis(redis) => {
-                settings.redis_url = Some(redis.url());
-                settings.key_prefix = "test".into();
+                settings.store.redis_url = Some(redis.url());
+                settings.store.key_prefix = "test".into();
             }
-            Backend::Embedded(dir) => settings.data_dir = dir.path().to_path_buf(),
+            Backend::Embedded(dir) => settings.store.data_dir = dir.path().to_path_buf(),
             Backend::Cluster(cluster) => {
-                settings.redis_url = Some(cluster.url());
-                settings.redis_mode = flagpole::config::RedisMode::Cluster;
-                settings.key_prefix = "test".into();
+                settings.store.redis_url = Some(cluster.url());
+                settings.store.redis_mode = flagpole::config::RedisMode::Cluster;
+                settings.store.key_prefix = "test".into();
             }
         }
         settings
@@ -251,7 +251,7 @@ impl TestApp {
 
     /// Starts a replica with explicit settings.
     pub async fn spawn_with(settings: Settings) -> Self {
-        let listener = tokio::net::TcpListener::bind(settings.listen)
+        let listener = tokio::net::TcpListener::bind(settings.server.listen)
             .await
             .expect("bind 127.0.0.1:0");
         let base = format!("http://{}", listener.local_addr().expect("local addr"));
@@ -441,7 +441,7 @@ where
 
 /// Settings with no admin authentication.
 pub fn without_auth(mut settings: Settings) -> Settings {
-    settings.auth = AuthMode::None;
+    settings.auth.mode = AuthMode::None;
     settings
 }
 

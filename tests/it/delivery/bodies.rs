@@ -142,7 +142,7 @@ async fn templates_render_sections_missing_keys_and_odd_values(backend: &Backend
 
 async fn slack_posts_one_message_per_channel_tag(backend: &Backend) {
     let mut settings = quick(backend);
-    settings.public_url = Some("https://flags.example.com".parse().expect("url"));
+    settings.server.public_url = Some("https://flags.example.com".parse().expect("url"));
     let app = TestApp::spawn_with(settings).await;
     let receiver = Receiver::start().await;
     app.post(

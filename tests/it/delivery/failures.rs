@@ -68,7 +68,7 @@ async fn retry_after_is_honoured(backend: &Backend) {
 
 async fn dead_letters_after_the_last_attempt_can_be_redelivered(backend: &Backend) {
     let mut settings = quick(backend);
-    settings.delivery_max_attempts = 3;
+    settings.delivery.delivery_max_attempts = 3;
     let app = TestApp::spawn_with(settings).await;
     let receiver = Receiver::start().await;
     receiver.answer_always(Answer::Status(500));
@@ -178,8 +178,8 @@ async fn dead_letters_after_the_last_attempt_can_be_redelivered(backend: &Backen
 
 async fn a_receiver_down_for_30_seconds_gets_everything_once_up(backend: &Backend) {
     let mut settings = quick(backend);
-    settings.delivery_max_attempts = 100;
-    settings.delivery_backoff_max_ms = 2_000;
+    settings.delivery.delivery_max_attempts = 100;
+    settings.delivery.delivery_backoff_max_ms = 2_000;
     let app = TestApp::spawn_with(settings).await;
     let reserved = ReservedPort::new();
     let id = webhook(
@@ -211,10 +211,10 @@ async fn a_receiver_down_for_30_seconds_gets_everything_once_up(backend: &Backen
 
 async fn a_hanging_receiver_does_not_stall_other_addons(backend: &Backend) {
     let mut settings = quick(backend);
-    settings.delivery_concurrency = 4;
-    settings.delivery_concurrency_per_addon = 2;
-    settings.delivery_timeout_ms = 20_000;
-    settings.delivery_visibility_timeout_ms = 60_000;
+    settings.delivery.delivery_concurrency = 4;
+    settings.delivery.delivery_concurrency_per_addon = 2;
+    settings.delivery.delivery_timeout_ms = 20_000;
+    settings.delivery.delivery_visibility_timeout_ms = 60_000;
     let app = TestApp::spawn_with(settings).await;
     let hanging = Receiver::start().await;
     hanging.answer_always(Answer::Hang(Duration::from_secs(60), 200));
@@ -239,8 +239,8 @@ async fn a_hanging_receiver_does_not_stall_other_addons(backend: &Backend) {
 
 async fn each_request_has_the_delivery_timeout(backend: &Backend) {
     let mut settings = quick(backend);
-    settings.delivery_timeout_ms = 500;
-    settings.delivery_visibility_timeout_ms = 60_000;
+    settings.delivery.delivery_timeout_ms = 500;
+    settings.delivery.delivery_visibility_timeout_ms = 60_000;
     let app = TestApp::spawn_with(settings).await;
     let receiver = Receiver::start().await;
     receiver.answer_next([Answer::Hang(Duration::from_secs(20), 200)]);
@@ -317,7 +317,7 @@ async fn a_slack_retry_resends_only_the_channels_that_failed(backend: &Backend) 
 
 async fn delivery_metrics_are_exported(backend: &Backend) {
     let mut settings = quick(backend);
-    settings.delivery_max_attempts = 2;
+    settings.delivery.delivery_max_attempts = 2;
     let app = TestApp::spawn_with(settings).await;
     let receiver = Receiver::start().await;
     receiver.answer_next([

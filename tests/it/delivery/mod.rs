@@ -16,10 +16,10 @@ use crate::common::{Backend, TestApp};
 /// Settings with quick retries, so failure tests take seconds.
 pub fn quick(backend: &Backend) -> Settings {
     let mut settings = backend.settings();
-    settings.delivery_backoff_ms = 50;
-    settings.delivery_backoff_max_ms = 400;
-    settings.delivery_timeout_ms = 2_000;
-    settings.delivery_visibility_timeout_ms = 5_000;
+    settings.delivery.delivery_backoff_ms = 50;
+    settings.delivery.delivery_backoff_max_ms = 400;
+    settings.delivery.delivery_timeout_ms = 2_000;
+    settings.delivery.delivery_visibility_timeout_ms = 5_000;
     settings
 }
 

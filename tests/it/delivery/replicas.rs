@@ -249,8 +249,8 @@ async fn an_unreadable_job_does_not_hold_up_the_others() {
 async fn a_deleted_addon_leaves_nothing_behind() {
     let backend = Backend::redis();
     let mut settings = quick(&backend);
-    settings.delivery_timeout_ms = 1_000;
-    settings.delivery_max_attempts = 1;
+    settings.delivery.delivery_timeout_ms = 1_000;
+    settings.delivery.delivery_max_attempts = 1;
     let app = TestApp::spawn_with(settings).await;
     let receiver = Receiver::start().await;
     let id = webhook(&app, &receiver.url("/"), &["feature-created"], json!({})).await;

@@ -14,7 +14,7 @@ async fn announcements_reach_other_replicas_on_a_cluster() {
     let a = TestApp::spawn(&backend).await;
     let mut settings = backend.settings();
     // Only pub/sub can tell replica b in time: its periodic check is a minute away.
-    settings.refresh_interval_ms = 60_000;
+    settings.replication.refresh_interval_ms = 60_000;
     let b = TestApp::spawn_with(settings).await;
     a.create_toggle("announced").await;
     let seen = eventually(Duration::from_secs(5), || async {

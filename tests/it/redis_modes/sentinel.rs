@@ -9,10 +9,10 @@ use crate::common::{eventually, Backend, TestApp};
 
 fn settings(sentinel: &TestSentinel) -> flagpole::config::Settings {
     let mut settings = Backend::embedded().settings();
-    settings.redis_url = Some(sentinel.url());
-    settings.redis_mode = flagpole::config::RedisMode::Sentinel;
-    settings.redis_sentinel_service = Some(SENTINEL_SERVICE.into());
-    settings.key_prefix = "test".into();
+    settings.store.redis_url = Some(sentinel.url());
+    settings.store.redis_mode = flagpole::config::RedisMode::Sentinel;
+    settings.store.redis_sentinel_service = Some(SENTINEL_SERVICE.into());
+    settings.store.key_prefix = "test".into();
     settings
 }
 
@@ -23,7 +23,7 @@ async fn a_sentinel_failover_during_writes_loses_no_acknowledged_write() {
     // A second replica that learns of writes only by pub/sub (its periodic check is a minute
     // away): announcements must still reach it after the switch.
     let mut listening = settings(&sentinel);
-    listening.refresh_interval_ms = 60_000;
+    listening.replication.refresh_interval_ms = 60_000;
     let listener = TestApp::spawn_with(listening).await;
     let old_master = sentinel.master.port;
     let stream = write_through_failover(

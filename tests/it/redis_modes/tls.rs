@@ -16,12 +16,12 @@ async fn tls_with_a_test_ca_and_an_acl_user_works() {
         "+@all",
     ]);
     let mut settings = Backend::embedded().settings();
-    settings.redis_url = Some(format!(
+    settings.store.redis_url = Some(format!(
         "rediss://flagpole:s3cret-pw@127.0.0.1:{}",
         server.port
     ));
-    settings.redis_tls_ca = Some(ca.path("ca.crt"));
-    settings.key_prefix = "test".into();
+    settings.store.redis_tls_ca = Some(ca.path("ca.crt"));
+    settings.store.key_prefix = "test".into();
     let app = TestApp::spawn_with(settings).await;
     app.create_toggle("over-tls").await;
     assert_eq!(
@@ -48,10 +48,10 @@ async fn tls_works_on_a_cluster() {
     let ca = TestCa::new();
     let cluster = TestCluster::start_tls(&ca);
     let mut settings = Backend::embedded().settings();
-    settings.redis_url = Some(cluster.url().replacen("redis://", "rediss://", 1));
-    settings.redis_mode = flagpole::config::RedisMode::Cluster;
-    settings.redis_tls_ca = Some(ca.path("ca.crt"));
-    settings.key_prefix = "test".into();
+    settings.store.redis_url = Some(cluster.url().replacen("redis://", "rediss://", 1));
+    settings.store.redis_mode = flagpole::config::RedisMode::Cluster;
+    settings.store.redis_tls_ca = Some(ca.path("ca.crt"));
+    settings.store.key_prefix = "test".into();
     let app = TestApp::spawn_with(settings).await;
     app.create_toggle("over-tls").await;
     let stored = cluster

@@ -10,11 +10,11 @@ use crate::common::{Backend, TestApp};
 async fn a_commit_no_replica_confirms_is_uncertain() {
     let master = RedisNode::start(&["--appendonly", "no"]);
     let mut settings = Backend::embedded().settings();
-    settings.redis_url = Some(format!("redis://127.0.0.1:{}", master.port));
-    settings.key_prefix = "test".into();
-    settings.redis_wait_replicas = Some(1);
+    settings.store.redis_url = Some(format!("redis://127.0.0.1:{}", master.port));
+    settings.store.key_prefix = "test".into();
+    settings.store.redis_wait_replicas = Some(1);
     // Long enough for a loaded machine's replica to acknowledge once it follows.
-    settings.redis_wait_timeout_ms = 1000;
+    settings.store.redis_wait_timeout_ms = 1000;
     let app = TestApp::spawn_with(settings).await;
 
     let reply = app.create_toggle_reply("unconfirmed").await.expect(503);

@@ -359,7 +359,7 @@ fn document_of(mib: usize) -> Value {
 
 async fn a_body_over_the_limit_is_413(backend: &Backend) {
     let mut settings = isolated_settings(backend, "limited");
-    settings.import_body_limit_mib = 1;
+    settings.server.import_body_limit_mib = 1;
     let app = TestApp::spawn_with(settings).await;
     let stored = Stored::of(&app).await;
     let document = document_of(2);

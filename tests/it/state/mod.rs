@@ -159,8 +159,10 @@ pub fn toggle(name: &str) -> Value {
 pub fn isolated_settings(backend: &Backend, name: &str) -> Settings {
     let mut settings = backend.settings();
     match backend {
-        Backend::Redis(_) | Backend::Cluster(_) => settings.key_prefix = format!("test-{name}"),
-        Backend::Embedded(_) => settings.data_dir = settings.data_dir.join(name),
+        Backend::Redis(_) | Backend::Cluster(_) => {
+            settings.store.key_prefix = format!("test-{name}")
+        }
+        Backend::Embedded(_) => settings.store.data_dir = settings.store.data_dir.join(name),
     }
     settings
 }

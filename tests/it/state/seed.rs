@@ -46,8 +46,8 @@ fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
 
 /// `settings` seeding from `file` in `mode`.
 fn seeding(mut settings: Settings, file: &Path, mode: ImportMode) -> Settings {
-    settings.import_file = Some(file.to_path_buf());
-    settings.import_mode = mode;
+    settings.import.import_file = Some(file.to_path_buf());
+    settings.import.import_mode = mode;
     settings
 }
 
@@ -68,9 +68,9 @@ async fn the_seed_keeps_what_exists_and_is_applied_once(backend: &Backend) {
     let before = prepare_store(&plain).await;
     let file = write_file(dir.path(), "seed.json", &json_bytes(&seed_document()));
     // Keep is the default mode.
-    assert_eq!(Settings::defaults().import_mode, ImportMode::Keep);
+    assert_eq!(Settings::defaults().import.import_mode, ImportMode::Keep);
     let mut settings = plain.clone();
-    settings.import_file = Some(file.clone());
+    settings.import.import_file = Some(file.clone());
 
     let app = TestApp::spawn_with(settings.clone()).await;
     let existing = app
