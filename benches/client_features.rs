@@ -160,7 +160,7 @@ fn quick_builds(c: &mut Criterion, name: &str, state: &ConfigState, per_build: u
                     }
                 }
                 next.version += 1;
-                if next.version % FULL_EVERY == 0 {
+                if next.version.is_multiple_of(FULL_EVERY) {
                     documents.build(&current.borrow());
                 }
                 *current.borrow_mut() = next.clone();
