@@ -1,8 +1,8 @@
 //! The metrics views (spec §4.3, API-FACTS §12), at the spec's paths and the reference's
 //! `/api/admin/metrics/...` paths, plus the applications registry's writes and the
-//! configuration summary (`/api/admin/metrics/config-versions`).
+//! configuration summary (`/api/admin/metrics/config-versions`). The views themselves are
+//! built in `usage::views`, which the Prometheus gauges read too.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::{RawQuery, State};
@@ -13,18 +13,12 @@ use serde_json::{json, Value};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::domain::filter::FeatureFilter;
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::http::extract::{AppJson, AppPath, FilterQuery};
-use crate::snapshot::{no_match, Snapshot};
+use crate::http::extract::{AppJson, AppPath};
 use crate::state::AppState;
 use crate::store::usage::AppMetadata;
-use crate::store::StoreError;
 use crate::usage::{now_ms, views, UsageRecorder};
 
-/// Default of `staleAfterSeconds`: an instance that has not polled for this long is "not seen
-/// recently" (SDKs poll every 15 s by default).
-pub const DEFAULT_STALE_AFTER_SECONDS: u64 = 120;
 /// Longest accepted metadata value.
 const METADATA_MAX: usize = 2048;
 
@@ -56,31 +50,6 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(Serialize, utoipa::ToSchema)]
 struct ApplicationList {
     applications: Vec<views::ApplicationItem>,
-}
-
-/// The ETag each poll query is answered with now.
-pub async fn current_etags(snapshot: &Snapshot, queries: Vec<String>) -> HashMap<String, String> {
-    let mut out = HashMap::with_capacity(queries.len());
-    for query in queries {
-        let filter = if query.is_empty() {
-            Some(FeatureFilter::default())
-        } else {
-            FilterQuery::parse(&query)
-                .ok()
-                .and_then(|f| f.filter().ok())
-        };
-        let response = match filter {
-            Some(filter) => match snapshot.client().response(&filter).await {
-                Some(response) => response,
-                None => continue,
-            },
-            None => no_match(),
-        };
-        if let Ok(etag) = response.etag.to_str() {
-            out.insert(query, etag.to_string());
-        }
-    }
-    out
 }
 
 /// Lists, per application, the toggles its SDKs reported.
@@ -201,7 +170,7 @@ async fn get_application(
             "No application \"{app}\" has been seen in the last two days"
         )));
     };
-    let etags = current_etags(&state.snapshot, views::poll_queries(&instances)).await;
+    let etags = views::current_etags(&state.snapshot, views::poll_queries(&instances)).await;
     Ok(Json(json!(views::application_details(
         record, instances, toggles, &etags
     ))))
@@ -313,29 +282,6 @@ struct ConfigVersionsQuery {
     stale_after_seconds: Option<String>,
 }
 
-/// The configuration summary of every application, also used for the Prometheus gauges.
-pub async fn config_versions(
-    state: &AppState,
-    stale_after_seconds: u64,
-) -> Result<views::ConfigVersions, StoreError> {
-    let apps = state
-        .metrics
-        .usage
-        .timed("usage_read", views::all_instances(state.usage.store()))
-        .await?;
-    let etags = current_etags(
-        &state.snapshot,
-        views::poll_queries(apps.iter().flat_map(|(_, i)| i.iter())),
-    )
-    .await;
-    Ok(views::config_versions(
-        &apps,
-        &etags,
-        state.snapshot.state().version,
-        (stale_after_seconds * 1000) as i64,
-    ))
-}
-
 /// Shows, per application, how many instances hold the newest configuration.
 #[utoipa::path(
     get,
@@ -354,7 +300,7 @@ async fn get_config_versions(
     let query: ConfigVersionsQuery = serde_html_form::from_str(query.as_deref().unwrap_or(""))
         .map_err(|e| ApiError::bad_request("", format!("Invalid query string: {e}")))?;
     let stale_after = match query.stale_after_seconds {
-        None => DEFAULT_STALE_AFTER_SECONDS,
+        None => views::DEFAULT_STALE_AFTER_SECONDS,
         Some(raw) => match raw.parse::<u64>() {
             Ok(n) if (1..=172_800).contains(&n) => n,
             _ => {
@@ -365,7 +311,9 @@ async fn get_config_versions(
             }
         },
     };
-    Ok(Json(json!(config_versions(&state, stale_after).await?)))
+    let summary =
+        views::current_config_versions(&state.usage, &state.snapshot, stale_after).await?;
+    Ok(Json(json!(summary)))
 }
 
 // The reference's `/api/admin/metrics/...` paths of the spec's views.
