@@ -9,6 +9,7 @@ mod forward;
 mod hardening;
 mod index;
 pub mod openapi;
+mod request_docs;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

@@ -6,17 +6,14 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
-use utoipa::openapi::schema::Schema;
-use utoipa::openapi::RefOr;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::domain::context_field::ContextFieldSpec;
 use crate::domain::views::ContextFieldView;
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::http::extract::{
-    replacement_schema, validate_route_name, AppJson, AppPath, NameToValidate,
-};
+use crate::http::extract::{validate_route_name, AppJson, AppPath};
+use crate::http::request_docs::{documented_body, NameToValidate};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
@@ -32,24 +29,14 @@ pub fn router() -> OpenApiRouter<AppState> {
         ))
 }
 
-/// The body of `PUT` as documented: a [`ContextFieldSpec`] without the `name`, which the path
-/// gives (see [`replacement_schema`]).
-struct ContextFieldUpdate;
-
-impl utoipa::PartialSchema for ContextFieldUpdate {
-    fn schema() -> RefOr<Schema> {
-        replacement_schema::<ContextFieldSpec>(
-            "name",
-            "A context field as sent to replace the one the path names. The name is the \
-             path's: a body that repeats it must send that one.",
-        )
-    }
-}
-
-impl utoipa::ToSchema for ContextFieldUpdate {
-    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        <ContextFieldSpec as utoipa::ToSchema>::schemas(schemas);
-    }
+documented_body! {
+    /// The body of `PUT` as documented: a [`ContextFieldSpec`] without the `name`, which the
+    /// path gives.
+    ContextFieldUpdate = replacement_schema::<ContextFieldSpec>(
+        "name",
+        "A context field as sent to replace the one the path names. The name is the \
+         path's: a body that repeats it must send that one.",
+    )
 }
 
 /// The spec's update path, which has no `admin` segment.

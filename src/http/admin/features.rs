@@ -6,8 +6,6 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
 use serde_json::Value;
-use utoipa::openapi::schema::Schema;
-use utoipa::openapi::RefOr;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -15,10 +13,8 @@ use crate::domain::tag::{Tag, TagRef, TagSpec};
 use crate::domain::toggle::{Toggle, ToggleSpec};
 use crate::domain::views::AdminToggle;
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::http::extract::{
-    creation_schema, replacement_schema, validate_route_name, AppJson, AppPath, FilterQuery,
-    NameToValidate,
-};
+use crate::http::extract::{validate_route_name, AppJson, AppPath, FilterQuery};
+use crate::http::request_docs::{documented_body, NameToValidate};
 use crate::service::{Actor, Service, ServiceError};
 use crate::state::AppState;
 use crate::store::StoreError;
@@ -141,40 +137,20 @@ async fn get_feature(
     Ok(Json(AdminToggle::new(toggle, &state)).into_response())
 }
 
-/// The body of `POST /api/admin/features` as documented: a [`ToggleSpec`] that names the
-/// toggle (see [`creation_schema`]).
-struct NewToggle;
-
-impl utoipa::PartialSchema for NewToggle {
-    fn schema() -> RefOr<Schema> {
-        creation_schema::<ToggleSpec>("name", "A toggle as sent to create it.")
-    }
+documented_body! {
+    /// The body of `POST /api/admin/features` as documented: a [`ToggleSpec`] that names the
+    /// toggle.
+    NewToggle = creation_schema::<ToggleSpec>("name", "A toggle as sent to create it.")
 }
 
-impl utoipa::ToSchema for NewToggle {
-    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        <ToggleSpec as utoipa::ToSchema>::schemas(schemas);
-    }
-}
-
-/// The body of `PUT` as documented: a [`ToggleSpec`] without the `name`, which the path gives
-/// (see [`replacement_schema`]).
-struct ToggleUpdate;
-
-impl utoipa::PartialSchema for ToggleUpdate {
-    fn schema() -> RefOr<Schema> {
-        replacement_schema::<ToggleSpec>(
-            "name",
-            "A toggle as sent to replace the one the path names. The name is the path's: a \
-             body that repeats it must send that one.",
-        )
-    }
-}
-
-impl utoipa::ToSchema for ToggleUpdate {
-    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        <ToggleSpec as utoipa::ToSchema>::schemas(schemas);
-    }
+documented_body! {
+    /// The body of `PUT` as documented: a [`ToggleSpec`] without the `name`, which the path
+    /// gives.
+    ToggleUpdate = replacement_schema::<ToggleSpec>(
+        "name",
+        "A toggle as sent to replace the one the path names. The name is the path's: a \
+         body that repeats it must send that one.",
+    )
 }
 
 /// Creates a toggle.

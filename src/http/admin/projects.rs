@@ -6,16 +6,13 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
 use serde_json::{json, Value};
-use utoipa::openapi::schema::Schema;
-use utoipa::openapi::RefOr;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::domain::project::{by_name, Project, ProjectSpec};
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::http::extract::{
-    replacement_schema, validate_route_name, AppJson, AppPath, IdToValidate,
-};
+use crate::http::extract::{validate_route_name, AppJson, AppPath};
+use crate::http::request_docs::{documented_body, IdToValidate};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
@@ -39,24 +36,14 @@ struct ProjectList<'a> {
     projects: Vec<&'a Project>,
 }
 
-/// The body of `PUT` as documented: a [`ProjectSpec`] without the `id`, which the path gives
-/// (see [`replacement_schema`]).
-struct ProjectUpdate;
-
-impl utoipa::PartialSchema for ProjectUpdate {
-    fn schema() -> RefOr<Schema> {
-        replacement_schema::<ProjectSpec>(
-            "id",
-            "A project as sent to replace the one the path names. The id is the path's: a \
-             body that repeats it must send that one.",
-        )
-    }
-}
-
-impl utoipa::ToSchema for ProjectUpdate {
-    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        <ProjectSpec as utoipa::ToSchema>::schemas(schemas);
-    }
+documented_body! {
+    /// The body of `PUT` as documented: a [`ProjectSpec`] without the `id`, which the path
+    /// gives.
+    ProjectUpdate = replacement_schema::<ProjectSpec>(
+        "id",
+        "A project as sent to replace the one the path names. The id is the path's: a \
+         body that repeats it must send that one.",
+    )
 }
 
 /// The spec's update path, which has no `admin` segment.

@@ -6,14 +6,13 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
 use serde_json::{json, Value};
-use utoipa::openapi::schema::Schema;
-use utoipa::openapi::RefOr;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::domain::strategy::{ParameterDefinition, StrategyDefinition, StrategyDefinitionSpec};
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::http::extract::{creation_schema, replacement_schema, AppJson, AppPath};
+use crate::http::extract::{AppJson, AppPath};
+use crate::http::request_docs::documented_body;
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
@@ -93,43 +92,22 @@ async fn get_strategy(
     Ok(Json(json!(view(strategy))))
 }
 
-/// The body of `POST` as documented: a [`StrategyDefinitionSpec`] that names the strategy
-/// (see [`creation_schema`]).
-struct NewStrategy;
-
-impl utoipa::PartialSchema for NewStrategy {
-    fn schema() -> RefOr<Schema> {
-        creation_schema::<StrategyDefinitionSpec>(
-            "name",
-            "A strategy definition as sent to create it.",
-        )
-    }
+documented_body! {
+    /// The body of `POST` as documented: a [`StrategyDefinitionSpec`] that names the strategy.
+    NewStrategy = creation_schema::<StrategyDefinitionSpec>(
+        "name",
+        "A strategy definition as sent to create it.",
+    )
 }
 
-impl utoipa::ToSchema for NewStrategy {
-    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        <StrategyDefinitionSpec as utoipa::ToSchema>::schemas(schemas);
-    }
-}
-
-/// The body of `PUT` as documented: a [`StrategyDefinitionSpec`] without the `name`, which the
-/// path gives (see [`replacement_schema`]).
-struct StrategyUpdate;
-
-impl utoipa::PartialSchema for StrategyUpdate {
-    fn schema() -> RefOr<Schema> {
-        replacement_schema::<StrategyDefinitionSpec>(
-            "name",
-            "A strategy definition as sent to replace the one the path names. The name is the \
-             path's: a body that repeats it must send that one.",
-        )
-    }
-}
-
-impl utoipa::ToSchema for StrategyUpdate {
-    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        <StrategyDefinitionSpec as utoipa::ToSchema>::schemas(schemas);
-    }
+documented_body! {
+    /// The body of `PUT` as documented: a [`StrategyDefinitionSpec`] without the `name`, which
+    /// the path gives.
+    StrategyUpdate = replacement_schema::<StrategyDefinitionSpec>(
+        "name",
+        "A strategy definition as sent to replace the one the path names. The name is the \
+         path's: a body that repeats it must send that one.",
+    )
 }
 
 /// Creates a strategy definition.

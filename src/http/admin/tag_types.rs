@@ -6,15 +6,14 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
 use serde_json::{json, Value};
-use utoipa::openapi::schema::Schema;
-use utoipa::openapi::RefOr;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::domain::tag::{TagType, TagTypeSpec};
 use crate::domain::DomainError;
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::http::extract::{replacement_schema, AppJson, AppPath};
+use crate::http::extract::{AppJson, AppPath};
+use crate::http::request_docs::documented_body;
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
@@ -30,24 +29,14 @@ pub fn router() -> OpenApiRouter<AppState> {
         ))
 }
 
-/// The body of `PUT` as documented: a [`TagTypeSpec`] without the `name`, which the path gives
-/// (see [`replacement_schema`]).
-struct TagTypeUpdate;
-
-impl utoipa::PartialSchema for TagTypeUpdate {
-    fn schema() -> RefOr<Schema> {
-        replacement_schema::<TagTypeSpec>(
-            "name",
-            "A tag type as sent to replace the one the path names. The name is the path's: \
-             a body that repeats it must send that one.",
-        )
-    }
-}
-
-impl utoipa::ToSchema for TagTypeUpdate {
-    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        <TagTypeSpec as utoipa::ToSchema>::schemas(schemas);
-    }
+documented_body! {
+    /// The body of `PUT` as documented: a [`TagTypeSpec`] without the `name`, which the path
+    /// gives.
+    TagTypeUpdate = replacement_schema::<TagTypeSpec>(
+        "name",
+        "A tag type as sent to replace the one the path names. The name is the path's: \
+         a body that repeats it must send that one.",
+    )
 }
 
 /// Every tag type.
