@@ -10,6 +10,7 @@ mod hardening;
 mod index;
 pub mod openapi;
 mod request_docs;
+pub mod response;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

@@ -2,6 +2,7 @@
 //! creation and replacement bodies made from one body type's schema ([`documented_body!`]),
 //! and the bodies and path segment of the `POST …/validate` routes.
 
+use serde::Deserialize;
 use utoipa::openapi::schema::{Schema, SchemaType, Type};
 use utoipa::openapi::RefOr;
 
@@ -110,4 +111,23 @@ pub struct IdToValidate {
         example = "checkout"
     )]
     id: String,
+}
+
+/// The last segment of `POST …/validate` on a route whose parameter is `{name}` (the route
+/// is shared so that a record called `validate` stays addressable).
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct ValidateNameSegment {
+    /// `validate`
+    #[param(example = "validate", pattern = "^validate$")]
+    pub name: String,
+}
+
+/// The last segment of `POST …/validate` on a route whose parameter is `{id}`.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct ValidateIdSegment {
+    /// `validate`
+    #[param(example = "validate", pattern = "^validate$")]
+    pub id: String,
 }

@@ -15,7 +15,7 @@ use crate::domain::filter::FeatureFilter;
 use crate::domain::usage::REPORT_NAME_MAX;
 use crate::domain::views::ClientToggle;
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::http::extract::AppPath;
+use crate::http::extract::{AppPath, ToggleNamePath};
 use crate::snapshot::{no_match, ClientResponse};
 use crate::telemetry::metrics::ClientFeatureCounts;
 
@@ -185,7 +185,7 @@ fn record_poll(api: &ClientApi, headers: &HeaderMap, query: &str, response: &Cli
     get,
     path = "/api/client/features/{name}",
     tag = "client",
-    params(("name" = String, Path, description = "The toggle's name")),
+    params(ToggleNamePath),
     responses(
         (status = 200, description = "The toggle", body = ClientToggle),
         (status = 404, description = "No such active toggle (or not in the token's projects)", body = ErrorBody),
@@ -193,7 +193,7 @@ fn record_poll(api: &ClientApi, headers: &HeaderMap, query: &str, response: &Cli
 )]
 pub async fn get_client_feature(
     State(api): State<Arc<ClientApi>>,
-    AppPath(name): AppPath<String>,
+    AppPath(ToggleNamePath { name }): AppPath<ToggleNamePath>,
     req: Request,
 ) -> ApiResult<Response<Body>> {
     let scope = api.admit(&req, LimitGroup::ClientFeatures)?;
