@@ -59,6 +59,13 @@ pub enum ApiError {
     /// 503: the store is unreachable or the replica is not ready; retry later.
     #[error("{0}")]
     Unavailable(String),
+    /// 503 from the readiness probe, one detail per failing check (no `Retry-After`: probes
+    /// retry on their own schedule).
+    #[error("{message}")]
+    NotReady {
+        message: String,
+        details: Vec<FieldError>,
+    },
     /// 421: a write forwarded to a replica that is not the one it was meant for.
     #[error("{0}")]
     Misdirected(String),
@@ -131,7 +138,7 @@ impl ApiError {
             Self::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Internal(_) | Self::StoreUnreachable(_) => StatusCode::INTERNAL_SERVER_ERROR,
-            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Unavailable(_) | Self::NotReady { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Self::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::TimedOut(_) => StatusCode::GATEWAY_TIMEOUT,
             Self::Misdirected(_) => StatusCode::MISDIRECTED_REQUEST,
@@ -144,7 +151,7 @@ impl IntoResponse for ApiError {
         let status = self.status();
         let message = self.to_string();
         let details = match &self {
-            Self::BadRequest { details, .. } => details.clone(),
+            Self::BadRequest { details, .. } | Self::NotReady { details, .. } => details.clone(),
             _ => vec![FieldError {
                 message: message.clone(),
                 path: String::new(),

@@ -1,5 +1,5 @@
 //! Liveness and readiness of one replica, and the drain before it stops: what the probes at
-//! `/health/live` and `/health/ready` report (`http/index.rs` serves them).
+//! `/health/live` and `/health/ready` report (`http/backstage.rs` serves them).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

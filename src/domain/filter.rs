@@ -1,6 +1,8 @@
 //! Toggle list filters: `tag[]`, `project` and `namePrefix` (spec §4.1, API-FACTS §11.3).
 //! Values of one kind are ORed; kinds are ANDed.
 
+use serde::Deserialize;
+
 use super::error::{DomainError, ValidationErrors};
 use super::name::{check_name, NAME_MAX};
 use super::tag::TagRef;
@@ -90,6 +92,44 @@ impl FeatureFilter {
                 .name_prefix
                 .as_deref()
                 .is_none_or(|p| toggle.name.starts_with(p))
+    }
+}
+
+/// The filter parameters of a query string as sent: `tag[]` or `tag`, `project` or
+/// `project[]` (both spellings of a list are read), and `namePrefix`.
+#[derive(Debug, Default, Deserialize)]
+pub struct FilterParams {
+    #[serde(default, rename = "tag[]")]
+    tag_list: Vec<String>,
+    #[serde(default)]
+    tag: Vec<String>,
+    #[serde(default, rename = "project[]")]
+    project_list: Vec<String>,
+    #[serde(default)]
+    project: Vec<String>,
+    #[serde(default, rename = "namePrefix")]
+    name_prefix: Option<String>,
+}
+
+impl FilterParams {
+    /// The validated filter.
+    pub fn filter(self) -> Result<FeatureFilter, DomainError> {
+        let tags: Vec<String> = self.tag_list.into_iter().chain(self.tag).collect();
+        let projects: Vec<String> = self.project_list.into_iter().chain(self.project).collect();
+        FeatureFilter::parse(&tags, &projects, self.name_prefix.as_deref())
+    }
+}
+
+impl FeatureFilter {
+    /// The filter a poll's query string asks for (empty: none); `None` when the query is
+    /// malformed or names an invalid filter (spec §4.1: such a poll matches no toggle).
+    pub fn of_poll_query(query: &str) -> Option<Self> {
+        if query.is_empty() {
+            return Some(Self::default());
+        }
+        serde_html_form::from_str::<FilterParams>(query)
+            .ok()
+            .and_then(|params| params.filter().ok())
     }
 }
 

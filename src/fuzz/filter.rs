@@ -1,18 +1,18 @@
-//! Toggle list filters: a query string through `FilterQuery::parse` (`http::extract`) and
-//! `FeatureFilter::parse` (`domain::filter`): `tag[]`/`tag`, `project`/`project[]`,
-//! `namePrefix`.
+//! Toggle list filters: a query string read into `FilterParams` (`http::extract::parse_query`,
+//! as the `ToggleFilter` extractor does) and `FeatureFilter::parse` (`domain::filter`):
+//! `tag[]`/`tag`, `project`/`project[]`, `namePrefix`.
 
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use proptest::prelude::*;
 
 use super::gen::name;
 use super::{config, odd_text};
-use crate::domain::filter::{FeatureFilter, MAX_FILTER_VALUES};
+use crate::domain::filter::{FeatureFilter, FilterParams, MAX_FILTER_VALUES};
 use crate::domain::name::{check_name, NAME_MAX};
 use crate::domain::tag::TagRef;
 use crate::domain::DomainError;
 use crate::error::ApiError;
-use crate::http::extract::FilterQuery;
+use crate::http::extract::parse_query;
 
 /// How a query writes a key or a value.
 #[derive(Debug, Clone, Copy)]
@@ -118,7 +118,7 @@ proptest! {
     /// limits, and holds only well-formed tags and project names.
     #[test]
     fn any_query_is_a_filter_or_a_refusal(query in query()) {
-        let parsed = match FilterQuery::parse(&query) {
+        let parsed = match parse_query::<FilterParams>(Some(&query)) {
             Ok(parsed) => parsed,
             Err(ApiError::BadRequest { .. }) => return Ok(()),
             Err(other) => return Err(TestCaseError::fail(format!("not a 400: {other:?}"))),
@@ -177,7 +177,7 @@ proptest! {
 
         let tags: Vec<TagRef> = tags.into_iter().map(|(t, _, _)| t).collect();
         let projects: Vec<String> = projects.into_iter().map(|(p, _, _)| p).collect();
-        let parsed = FilterQuery::parse(&query)
+        let parsed = parse_query::<FilterParams>(Some(&query))
             .map_err(|e| TestCaseError::fail(format!("{query}: {e}")))?
             .filter()
             .map_err(|e| TestCaseError::fail(format!("{query}: {e:?}")))?;

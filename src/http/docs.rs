@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
+use serde::Deserialize;
+use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use utoipa_swagger_ui::Config;
@@ -40,12 +42,21 @@ async fn docs_page() -> Redirect {
     Redirect::to("/api/docs/index.html")
 }
 
+/// The file of the documentation page a path names.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+struct DocsFilePath {
+    /// `index.html`, or a file it loads
+    #[param(example = "index.html")]
+    file: String,
+}
+
 /// A file of the API documentation page.
 #[utoipa::path(
     get,
     path = "/api/docs/{file}",
     tag = "service",
-    params(("file" = String, Path, description = "`index.html`, or a file it loads", example = "index.html")),
+    params(DocsFilePath),
     responses(
         (status = 200, description = "The file", content(
             (String = "text/html"),
@@ -57,7 +68,9 @@ async fn docs_page() -> Redirect {
         (status = 404, description = "No such file", body = ErrorBody),
     )
 )]
-async fn docs_file(AppPath(file): AppPath<String>) -> Result<Response, ApiError> {
+async fn docs_file(
+    AppPath(DocsFilePath { file }): AppPath<DocsFilePath>,
+) -> Result<Response, ApiError> {
     let config = Arc::new(Config::from(DOCUMENT_PATH));
     let found = utoipa_swagger_ui::serve(&file, config)
         .map_err(|e| ApiError::Internal(format!("documentation page file {file}: {e}")))?;

@@ -1,5 +1,6 @@
-//! Our extractors: JSON bodies, list filters and the admin caller, each failing with
-//! `ApiError` (400/401/415 with a JSON body) instead of axum's defaults.
+//! Our extractors: JSON bodies, path segments, query strings (list filters, limits, flags)
+//! and the admin caller, each failing with `ApiError` (400/401/415 with a JSON body) instead
+//! of axum's defaults.
 
 use axum::body::Bytes;
 use axum::extract::rejection::PathRejection;
@@ -13,11 +14,11 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
 use crate::auth::rate_limit::{token_key, LimitGroup};
-use crate::domain::filter::FeatureFilter;
-use crate::domain::DomainError;
+use crate::domain::filter::{FeatureFilter, FilterParams};
 use crate::error::{ApiError, Challenge};
 use crate::service::Actor;
 use crate::state::AppState;
+use crate::usage::views::DEFAULT_STALE_AFTER_SECONDS;
 
 /// A JSON request body. Lenient about Content-Type (any JSON type, with or without
 /// parameters, or none at all); strict about the document.
@@ -116,85 +117,6 @@ pub fn validate_route_name(
     }
 }
 
-/// The documented body of a replacement (`PUT`) of the record its path names: `T`'s schema,
-/// `T` being the body that creates one, without the property `identity` (documentation only:
-/// the handler reads a `T`). The path gives the identity; a body may still repeat it, as the
-/// reference server's UI sends whole records back, and then it must be the path's. Left out
-/// of the schema, it is never generated to name another record.
-pub fn replacement_schema<T: utoipa::PartialSchema>(
-    identity: &str,
-    description: &str,
-) -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-    use utoipa::openapi::schema::Schema;
-    use utoipa::openapi::RefOr;
-    let mut schema = T::schema();
-    if let RefOr::T(Schema::Object(object)) = &mut schema {
-        object.properties.retain(|name, _| name != identity);
-        object.required.retain(|name| name != identity);
-        object.description = Some(description.to_string());
-    }
-    schema
-}
-
-/// The documented body that creates a record, for a type `T` also read to replace one (where
-/// the path gives the identity): `T`'s schema with the property `identity` required and not
-/// `null` (documentation only: the handler reads a `T`, and refuses a creation without it).
-pub fn creation_schema<T: utoipa::PartialSchema>(
-    identity: &str,
-    description: &str,
-) -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-    use utoipa::openapi::schema::{Schema, SchemaType, Type};
-    use utoipa::openapi::RefOr;
-    let mut schema = T::schema();
-    if let RefOr::T(Schema::Object(object)) = &mut schema {
-        if !object.required.iter().any(|name| name == identity) {
-            object.required.insert(0, identity.to_string());
-        }
-        if let Some(RefOr::T(Schema::Object(property))) = object.properties.get_mut(identity) {
-            if let SchemaType::Array(types) = &property.schema_type {
-                let types: Vec<Type> = types
-                    .iter()
-                    .filter(|t| **t != Type::Null)
-                    .cloned()
-                    .collect();
-                property.schema_type = match types.as_slice() {
-                    [one] => SchemaType::Type(one.clone()),
-                    _ => SchemaType::Array(types),
-                };
-            }
-        }
-        object.description = Some(description.to_string());
-    }
-    schema
-}
-
-/// `{"name": …}` for `…/validate` (documentation only: the body is read by
-/// [`validate_route_name`]): a name by the URL-friendly rule.
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
-pub struct NameToValidate {
-    #[schema(
-        min_length = 2,
-        max_length = 100,
-        pattern = "^[A-Za-z0-9_.!~*'()-]*[A-Za-z0-9_!~*'()-][A-Za-z0-9_.!~*'()-]*$",
-        example = "new-feature"
-    )]
-    name: String,
-}
-
-/// `{"id": …}` for `POST /api/admin/projects/validate` (documentation only).
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
-pub struct IdToValidate {
-    #[schema(
-        min_length = 2,
-        max_length = 100,
-        pattern = "^[A-Za-z0-9_.!~*'()-]*[A-Za-z0-9_!~*'()-][A-Za-z0-9_.!~*'()-]*$",
-        example = "checkout"
-    )]
-    id: String,
-}
-
 /// A path parameter; an undecodable segment is a 400 with our JSON body.
 #[derive(FromRequestParts)]
 #[from_request(via(axum::extract::Path), rejection(ApiError))]
@@ -206,33 +128,156 @@ impl From<PathRejection> for ApiError {
     }
 }
 
-/// The raw `tag[]`/`tag`, `project`/`project[]` and `namePrefix` query parameters.
-#[derive(Debug, Default, Deserialize)]
-pub struct FilterQuery {
-    #[serde(default, rename = "tag[]")]
-    tag_list: Vec<String>,
-    #[serde(default)]
-    tag: Vec<String>,
-    #[serde(default, rename = "project[]")]
-    project_list: Vec<String>,
-    #[serde(default)]
-    project: Vec<String>,
-    #[serde(default, rename = "namePrefix")]
-    name_prefix: Option<String>,
+/// The toggle a path names (`{name}`), active or not.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct ToggleNamePath {
+    /// The toggle's name
+    pub name: String,
 }
 
-impl FilterQuery {
-    /// Parses a raw query string.
-    pub fn parse(query: &str) -> Result<Self, ApiError> {
-        serde_html_form::from_str(query)
-            .map_err(|e| ApiError::bad_request("", format!("Invalid query string: {e}")))
+/// A query string read into `T` (repeated keys fill a `Vec`); a malformed one is a 400 with
+/// our JSON body.
+pub struct AppQuery<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for AppQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        parse_query(parts.uri.query()).map(AppQuery)
+    }
+}
+
+/// Reads a query string (none counts as empty) into `T`; a malformed one is a 400.
+pub fn parse_query<T: DeserializeOwned>(query: Option<&str>) -> Result<T, ApiError> {
+    serde_html_form::from_str(query.unwrap_or(""))
+        .map_err(|e| ApiError::bad_request("", format!("Invalid query string: {e}")))
+}
+
+/// The toggle filter of a listing's query (`tag[]`, `project`, `namePrefix`), validated.
+pub struct ToggleFilter(pub FeatureFilter);
+
+impl<S: Send + Sync> FromRequestParts<S> for ToggleFilter {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let params: FilterParams = parse_query(parts.uri.query())?;
+        Ok(ToggleFilter(params.filter()?))
+    }
+}
+
+/// Items per listing unless `limit` says otherwise.
+const DEFAULT_LIMIT: u64 = 100;
+/// The largest `limit` accepted.
+const MAX_LIMIT: u64 = 1000;
+
+/// `?limit=`: how many items a listing shows, 1 to 1,000 (100 when absent). Each route
+/// documents the parameter itself, saying what it counts.
+pub struct ListLimit(pub usize);
+
+#[derive(Deserialize)]
+struct LimitQuery {
+    limit: Option<String>,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for ListLimit {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let query: LimitQuery = parse_query(parts.uri.query())?;
+        let limit = bounded_whole_number("limit", query.limit, DEFAULT_LIMIT, MAX_LIMIT)?;
+        Ok(ListLimit(usize::try_from(limit).unwrap_or(usize::MAX)))
+    }
+}
+
+/// The longest `staleAfterSeconds` accepted: the registry's two days.
+const MAX_STALE_AFTER_SECONDS: u64 = 172_800;
+
+/// `?staleAfterSeconds=`: instances not polled for this long are not seen recently, 1 to
+/// 172,800 (the default when absent: [`DEFAULT_STALE_AFTER_SECONDS`]).
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct StaleAfterQuery {
+    /// Instances not polled for this long are not seen recently (default 120)
+    #[serde(rename = "staleAfterSeconds")]
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 172800)]
+    stale_after_seconds: Option<String>,
+}
+
+/// The `staleAfterSeconds` of a query ([`StaleAfterQuery`]), checked.
+pub struct StaleAfterSeconds(pub u64);
+
+impl<S: Send + Sync> FromRequestParts<S> for StaleAfterSeconds {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let query: StaleAfterQuery = parse_query(parts.uri.query())?;
+        bounded_whole_number(
+            "staleAfterSeconds",
+            query.stale_after_seconds,
+            DEFAULT_STALE_AFTER_SECONDS,
+            MAX_STALE_AFTER_SECONDS,
+        )
+        .map(StaleAfterSeconds)
+    }
+}
+
+/// The query parameter `name` as a whole number from 1 to `max`, `default` when absent.
+fn bounded_whole_number(
+    name: &str,
+    raw: Option<String>,
+    default: u64,
+    max: u64,
+) -> Result<u64, ApiError> {
+    match raw {
+        None => Ok(default),
+        Some(raw) => match raw.parse::<u64>() {
+            Ok(n) if (1..=max).contains(&n) => Ok(n),
+            _ => Err(ApiError::bad_request(
+                name,
+                format!("\"{name}\" must be a whole number from 1 to {max}"),
+            )),
+        },
+    }
+}
+
+/// A query's parameters as sent, in order (booleans per API-FACTS §7.1: an empty value is
+/// kept, not taken for an absent one).
+pub struct QueryFlags(Vec<(String, String)>);
+
+impl<S: Send + Sync> FromRequestParts<S> for QueryFlags {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        parse_query(parts.uri.query()).map(QueryFlags)
+    }
+}
+
+impl QueryFlags {
+    /// The last value of `name`, if given.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 
-    /// The validated filter.
-    pub fn filter(self) -> Result<FeatureFilter, DomainError> {
-        let tags: Vec<String> = self.tag_list.into_iter().chain(self.tag).collect();
-        let projects: Vec<String> = self.project_list.into_iter().chain(self.project).collect();
-        FeatureFilter::parse(&tags, &projects, self.name_prefix.as_deref())
+    /// The boolean `name`, `default` when absent.
+    pub fn flag(&self, name: &str, default: bool) -> bool {
+        flag(self.get(name), default)
+    }
+}
+
+/// API-FACTS §7.1: absent → `default`; an integer → non-zero; otherwise `true` in any case.
+/// A bare `?drop` is therefore false.
+fn flag(value: Option<&str>, default: bool) -> bool {
+    match value {
+        None => default,
+        Some(v) => match v.trim().parse::<i64>() {
+            Ok(n) => n != 0,
+            Err(_) => v.eq_ignore_ascii_case("true"),
+        },
     }
 }
 
@@ -298,4 +343,37 @@ pub fn client_ip(req: &Request, trust_proxy: bool) -> Option<String> {
     req.extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|info| info.0.ip().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_read_integers_and_true_in_any_case() {
+        assert!(flag(None, true));
+        assert!(!flag(Some(""), true));
+        assert!(flag(Some(" 2 "), false));
+        assert!(!flag(Some("0"), true));
+        assert!(flag(Some("TRUE"), false));
+        assert!(!flag(Some("yes"), false));
+    }
+
+    #[test]
+    fn bounded_numbers_default_and_refuse_outside_the_range() {
+        assert_eq!(
+            bounded_whole_number("limit", None, 100, 1000).ok(),
+            Some(100)
+        );
+        assert_eq!(
+            bounded_whole_number("limit", Some("1000".into()), 100, 1000).ok(),
+            Some(1000)
+        );
+        for raw in ["0", "1001", "-1", "1.5", ""] {
+            assert!(
+                bounded_whole_number("limit", Some(raw.into()), 100, 1000).is_err(),
+                "{raw:?} accepted"
+            );
+        }
+    }
 }

@@ -1,22 +1,12 @@
-//! Index documents (`/api`, `/api/admin`, `/api/client`), `/health`, the probes
-//! `/health/live` and `/health/ready`, and `/internal-backstage/prometheus`.
+//! Index documents: `/api`, `/api/admin` and `/api/client`, links to what each API offers.
 
-use std::sync::Arc;
-
-use axum::http::StatusCode;
-use axum::response::IntoResponse;
 use axum::Json;
-use serde::Serialize;
-use serde_json::{json, Value};
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::domain::FieldError;
-use crate::error::ErrorBody;
-use crate::health::Readiness;
-use crate::snapshot::Snapshot;
 use crate::state::AppState;
-use crate::telemetry::exposition;
 
 /// The routes of this resource.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -24,34 +14,79 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(api_index))
         .routes(routes!(admin_index))
         .routes(routes!(client_index))
-        .routes(routes!(health))
-        .routes(routes!(live))
-        .routes(routes!(ready))
-        .routes(routes!(prometheus))
 }
 
-fn admin_links() -> Value {
-    json!({
-        "feature-toggles": {"uri": "/api/admin/features"},
-        "feature-archive": {"uri": "/api/admin/archive/features"},
-        "strategies": {"uri": "/api/admin/strategies"},
-        "events": {"uri": "/api/admin/events"},
-        "feature-types": {"uri": "/api/admin/feature-types"},
-        "tags": {"uri": "/api/admin/tags"},
-        "tag-types": {"uri": "/api/admin/tag-types"},
-        "metrics": {"uri": "/api/admin/metrics"},
-        "projects": {"uri": "/api/admin/projects"},
-        "context": {"uri": "/api/admin/context"},
-        "addons": {"uri": "/api/admin/addons"},
-    })
+/// Named links, served in this order as `{"<name>": {"uri": "<uri>"}, …}`.
+#[derive(Clone, Copy)]
+struct Links(&'static [(&'static str, &'static str)]);
+
+/// A link.
+#[derive(Serialize)]
+struct Link {
+    uri: &'static str,
 }
 
-fn client_links() -> Value {
-    json!({
-        "feature-toggles": {"uri": "/api/client/features"},
-        "register": {"uri": "/api/client/register"},
-        "metrics": {"uri": "/api/client/metrics"},
-    })
+impl Serialize for Links {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (name, uri) in self.0 {
+            map.serialize_entry(name, &Link { uri })?;
+        }
+        map.end()
+    }
+}
+
+/// The admin resources.
+const ADMIN_LINKS: Links = Links(&[
+    ("feature-toggles", "/api/admin/features"),
+    ("feature-archive", "/api/admin/archive/features"),
+    ("strategies", "/api/admin/strategies"),
+    ("events", "/api/admin/events"),
+    ("feature-types", "/api/admin/feature-types"),
+    ("tags", "/api/admin/tags"),
+    ("tag-types", "/api/admin/tag-types"),
+    ("metrics", "/api/admin/metrics"),
+    ("projects", "/api/admin/projects"),
+    ("context", "/api/admin/context"),
+    ("addons", "/api/admin/addons"),
+]);
+
+/// The client resources.
+const CLIENT_LINKS: Links = Links(&[
+    ("feature-toggles", "/api/client/features"),
+    ("register", "/api/client/register"),
+    ("metrics", "/api/client/metrics"),
+]);
+
+/// `GET /api`: the service and its two APIs.
+#[derive(Serialize)]
+struct ServiceIndex {
+    name: &'static str,
+    version: &'static str,
+    uri: &'static str,
+    links: ApiLinks,
+}
+
+/// The two APIs of [`ServiceIndex`].
+#[derive(Serialize)]
+struct ApiLinks {
+    admin: ApiLink,
+    client: ApiLink,
+}
+
+/// One API: where it is, and its resources.
+#[derive(Serialize)]
+struct ApiLink {
+    uri: &'static str,
+    links: Links,
+}
+
+/// `GET /api/admin` and `GET /api/client`: an API's resources.
+#[derive(Serialize)]
+struct ApiIndex {
+    /// Always 3 (the Unleash API version spoken).
+    version: u32,
+    links: Links,
 }
 
 /// Links to the admin and client APIs.
@@ -61,16 +96,22 @@ fn client_links() -> Value {
     tag = "service",
     responses((status = 200, description = "Links to the admin and client APIs", body = Object))
 )]
-async fn api_index() -> Json<Value> {
-    Json(json!({
-        "name": "flagpole",
-        "version": env!("CARGO_PKG_VERSION"),
-        "uri": "/api",
-        "links": {
-            "admin": {"uri": "/api/admin", "links": admin_links()},
-            "client": {"uri": "/api/client", "links": client_links()},
+async fn api_index() -> Json<ServiceIndex> {
+    Json(ServiceIndex {
+        name: "flagpole",
+        version: env!("CARGO_PKG_VERSION"),
+        uri: "/api",
+        links: ApiLinks {
+            admin: ApiLink {
+                uri: "/api/admin",
+                links: ADMIN_LINKS,
+            },
+            client: ApiLink {
+                uri: "/api/client",
+                links: CLIENT_LINKS,
+            },
         },
-    }))
+    })
 }
 
 /// Links to the admin resources.
@@ -80,8 +121,11 @@ async fn api_index() -> Json<Value> {
     tag = "service",
     responses((status = 200, description = "Links to the admin resources", body = Object))
 )]
-async fn admin_index() -> Json<Value> {
-    Json(json!({"version": 3, "links": admin_links()}))
+async fn admin_index() -> Json<ApiIndex> {
+    Json(ApiIndex {
+        version: 3,
+        links: ADMIN_LINKS,
+    })
 }
 
 /// Links to the client resources.
@@ -91,176 +135,9 @@ async fn admin_index() -> Json<Value> {
     tag = "service",
     responses((status = 200, description = "Links to the client resources", body = Object))
 )]
-async fn client_index() -> Json<Value> {
-    Json(json!({"version": 3, "links": client_links()}))
-}
-
-/// The replica's health.
-#[derive(Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-struct Health {
-    /// `GOOD` or `BAD`.
-    health: &'static str,
-    snapshot_loaded: bool,
-    store_reachable: bool,
-    /// The configuration version of the replica's snapshot.
-    version: u64,
-    /// The version the client API serves: behind `version` for at most one build.
-    client_version: u64,
-}
-
-/// `GOOD` while the configuration is loaded and the store answered the last check; never
-/// touches the store itself, so probes cannot overload it.
-#[utoipa::path(
-    get,
-    path = "/health",
-    tag = "service",
-    responses(
-        (status = 200, description = "Loaded and the store answered the last check", body = Health),
-        (status = 500, description = "Not loaded yet, or the store did not answer", body = Health),
-    )
-)]
-async fn health(
-    axum::extract::State(snapshot): axum::extract::State<Arc<Snapshot>>,
-) -> impl IntoResponse {
-    let loaded = snapshot.is_ready();
-    let reachable = snapshot.store_reachable();
-    let body = Health {
-        health: if loaded && reachable { "GOOD" } else { "BAD" },
-        snapshot_loaded: loaded,
-        store_reachable: reachable,
-        version: snapshot.state().version,
-        client_version: snapshot.client().settled_version(),
-    };
-    let status = if loaded && reachable {
-        StatusCode::OK
-    } else {
-        StatusCode::INTERNAL_SERVER_ERROR
-    };
-    (status, Json(body))
-}
-
-/// A probe's answer.
-#[derive(Serialize, utoipa::ToSchema)]
-struct ProbeStatus {
-    /// `alive` or `ready`.
-    status: &'static str,
-}
-
-/// Liveness: 200 while the process serves requests. Depends on nothing else (a store outage
-/// must not get every replica restarted).
-#[utoipa::path(
-    get,
-    path = "/health/live",
-    tag = "service",
-    responses((status = 200, description = "The process serves requests", body = ProbeStatus))
-)]
-async fn live() -> Json<ProbeStatus> {
-    Json(ProbeStatus { status: "alive" })
-}
-
-/// Readiness: 200 once the configuration is loaded (and the start-up import applied) while
-/// the store answers (within the grace period) and the replica is not shutting down; else 503
-/// with the error body of `error.rs`, one detail per failing check.
-#[utoipa::path(
-    get,
-    path = "/health/ready",
-    tag = "service",
-    responses(
-        (status = 200, description = "Ready for traffic", body = ProbeStatus),
-        (status = 503, description = "Not ready: `details` names each failing check (`snapshot`, `store`, `shutdown`)", body = ErrorBody),
-    )
-)]
-async fn ready(
-    axum::extract::State(readiness): axum::extract::State<Arc<Readiness>>,
-) -> axum::response::Response {
-    let failing = readiness.check();
-    if failing.is_empty() {
-        return Json(ProbeStatus { status: "ready" }).into_response();
-    }
-    let message = format!(
-        "not ready: {}",
-        failing
-            .iter()
-            .map(|f| f.message.as_str())
-            .collect::<Vec<_>>()
-            .join("; ")
-    );
-    let details: Vec<FieldError> = failing
-        .into_iter()
-        .map(|f| FieldError {
-            message: f.message,
-            path: f.check.to_string(),
-        })
-        .collect();
-    (
-        StatusCode::SERVICE_UNAVAILABLE,
-        Json(json!({"message": message, "details": details})),
-    )
-        .into_response()
-}
-
-/// How long the configuration gauges of one scrape are reused (reading every instance from
-/// the store per scrape would cost the store more than the gauges are worth).
-const CONFIG_GAUGES_TTL: std::time::Duration = std::time::Duration::from_secs(15);
-
-/// Prometheus metrics: the text format 0.0.4, or OpenMetrics when the scraper's `Accept` asks
-/// for it (unauthenticated, like `/health`; keep it off the public ingress).
-#[utoipa::path(
-    get,
-    path = "/internal-backstage/prometheus",
-    tag = "service",
-    responses((status = 200, description = "Prometheus text format 0.0.4, or OpenMetrics when `Accept` asks for it", content(
-        (String = "text/plain"),
-        (String = "application/openmetrics-text"),
-    )))
-)]
-async fn prometheus(
-    axum::extract::State(state): axum::extract::State<AppState>,
-    headers: axum::http::HeaderMap,
-) -> impl IntoResponse {
-    if state.usage.claim_gauge_refresh(CONFIG_GAUGES_TTL) {
-        match super::admin::metrics::config_versions(
-            &state,
-            super::admin::metrics::DEFAULT_STALE_AFTER_SECONDS,
-        )
-        .await
-        {
-            Ok(summary) => {
-                let apps: Vec<(String, u64, u64, u64)> = summary
-                    .applications
-                    .iter()
-                    .map(|a| (a.app_name.clone(), a.current, a.behind, a.not_seen_recently))
-                    .collect();
-                let oldest = summary
-                    .applications
-                    .iter()
-                    .filter_map(|a| a.oldest_version_in_use.as_ref().map(|o| o.version))
-                    .min();
-                state.metrics.usage.set_instances(&apps, oldest);
-            }
-            Err(e) => tracing::debug!(error = %e, "configuration gauges not refreshed"),
-        }
-    }
-    let text = state.metrics.render(&state.snapshot);
-    let accept = headers
-        .get(axum::http::header::ACCEPT)
-        .and_then(|v| v.to_str().ok());
-    if exposition::wants_openmetrics(accept) {
-        (
-            [(
-                axum::http::header::CONTENT_TYPE,
-                exposition::OPENMETRICS_CONTENT_TYPE,
-            )],
-            text,
-        )
-    } else {
-        (
-            [(
-                axum::http::header::CONTENT_TYPE,
-                exposition::TEXT_CONTENT_TYPE,
-            )],
-            exposition::to_prometheus_text(&text),
-        )
-    }
+async fn client_index() -> Json<ApiIndex> {
+    Json(ApiIndex {
+        version: 3,
+        links: CLIENT_LINKS,
+    })
 }

@@ -1,6 +1,7 @@
 //! The HTTP edge: one router per resource, merged here with the layers they share.
 
 pub mod admin;
+mod backstage;
 pub mod client;
 mod docs;
 pub mod extract;
@@ -8,6 +9,8 @@ mod forward;
 mod hardening;
 mod index;
 pub mod openapi;
+mod request_docs;
+pub mod response;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -68,6 +71,7 @@ pub fn app(state: AppState) -> client::FeaturesFirst<NormalizePath<Router>> {
     });
     let (routes, mut api) = OpenApiRouter::with_openapi(openapi::base())
         .merge(index::router())
+        .merge(backstage::router())
         .merge(docs::router())
         .nest("/api/admin", admin)
         .merge(admin_spec_paths)

@@ -103,7 +103,7 @@ fn optional_legacy_fields(document: &mut serde_json::Value) {
 }
 
 /// Request bodies whose handlers refuse a field they do not know (`domain::fields`), with the
-/// creations' and replacements' schemas made from them (`http::extract::creation_schema`,
+/// creations' and replacements' schemas made from them (`http::request_docs::creation_schema`,
 /// `replacement_schema`); the hand-written schemas (`ConstraintSpec`, `AddonSpec`, `NewToken`)
 /// say so themselves.
 const CLOSED_SCHEMAS: [&str; 18] = [

@@ -9,12 +9,18 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, TimeZone, Utc};
 use serde::Serialize;
 
-use super::now_ms;
+use super::{now_ms, UsageRecorder};
 use crate::domain::config_state::ConfigState;
+use crate::domain::filter::FeatureFilter;
+use crate::snapshot::{no_match, Snapshot};
 use crate::store::usage::{
     minute_of, AppRecord, Counts, InstanceRecord, UsageStore, REGISTRY_RETENTION_MS,
 };
 use crate::store::StoreError;
+
+/// Default of `staleAfterSeconds`: an instance that has not polled for this long is "not seen
+/// recently" (SDKs poll every 15 s by default).
+pub const DEFAULT_STALE_AFTER_SECONDS: u64 = 120;
 
 /// yes/no counts of one toggle over one period.
 #[derive(Debug, Default, Clone, Copy, Serialize, PartialEq, Eq, utoipa::ToSchema)]
@@ -344,6 +350,25 @@ pub fn poll_queries<'a>(instances: impl IntoIterator<Item = &'a InstanceRecord>)
     queries
 }
 
+/// The ETag each poll query (see [`poll_queries`]) is answered with now; queries the client
+/// documents are not built for yet are left out.
+pub async fn current_etags(snapshot: &Snapshot, queries: Vec<String>) -> HashMap<String, String> {
+    let mut out = HashMap::with_capacity(queries.len());
+    for query in queries {
+        let response = match FeatureFilter::of_poll_query(&query) {
+            Some(filter) => match snapshot.client().response(&filter).await {
+                Some(response) => response,
+                None => continue,
+            },
+            None => no_match(),
+        };
+        if let Ok(etag) = response.etag.to_str() {
+            out.insert(query, etag.to_string());
+        }
+    }
+    out
+}
+
 /// Whether an instance's recorded configuration is what its query is answered with now
 /// (`current_etags`: query → ETag served now).
 fn is_current(instance: &InstanceRecord, current_etags: &HashMap<String, String>) -> bool {
@@ -433,6 +458,31 @@ pub async fn all_instances(
     let apps = names(&store.applications(since).await?);
     let instances = store.instances(&apps, since).await?;
     Ok(apps.into_iter().zip(instances).collect())
+}
+
+/// The configuration summary of every application (the admin view, and the Prometheus
+/// gauges): [`config_versions`] over every instance, against what the snapshot serves now.
+pub async fn current_config_versions(
+    usage: &UsageRecorder,
+    snapshot: &Snapshot,
+    stale_after_seconds: u64,
+) -> Result<ConfigVersions, StoreError> {
+    let apps = usage
+        .metrics
+        .usage
+        .timed("usage_read", all_instances(usage.store()))
+        .await?;
+    let etags = current_etags(
+        snapshot,
+        poll_queries(apps.iter().flat_map(|(_, i)| i.iter())),
+    )
+    .await;
+    Ok(config_versions(
+        &apps,
+        &etags,
+        snapshot.state().version,
+        (stale_after_seconds * 1000) as i64,
+    ))
 }
 
 /// Per application: how many instances hold the configuration they would be sent now, how

@@ -2,19 +2,19 @@
 //! Sensitive parameters are always served masked. Also each addon's deliveries, dead letters
 //! and redelivery.
 
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Serialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::domain::addon::{providers, AddonConfig, AddonSpec, Provider};
 use crate::domain::delivery::DeliveryRecord;
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::http::extract::{AppJson, AppPath};
+use crate::http::extract::{AppJson, AppPath, ListLimit};
+use crate::http::response::{Accepted, Created};
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 use crate::store::delivery::DeadLetter;
@@ -61,6 +61,24 @@ struct Redelivered {
     remaining: Option<u64>,
 }
 
+/// The addon a path names.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+struct AddonPath {
+    /// The addon's id
+    id: String,
+}
+
+/// One delivery of an addon, as its path names it.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+struct DeliveryPath {
+    /// The addon's id
+    id: String,
+    /// The delivery's id
+    delivery: String,
+}
+
 /// The spec's paths, which have no `admin` segment: create, and update by POST.
 pub fn spec_router() -> OpenApiRouter<AppState> {
     OpenApiRouter::default()
@@ -75,14 +93,14 @@ pub fn spec_router() -> OpenApiRouter<AppState> {
     tag = "addons",
     responses((status = 200, description = "Every addon and the providers", body = AddonList))
 )]
-async fn list_addons(State(service): State<Service>) -> ApiResult<Json<Value>> {
+async fn list_addons(State(service): State<Service>) -> ApiResult<Json<AddonList>> {
     let state = service.state()?;
     let mut addons: Vec<_> = state.addons.values().map(|a| a.masked()).collect();
     addons.sort_by_key(|a| a.id);
-    Ok(Json(json!(AddonList {
+    Ok(Json(AddonList {
         addons,
-        providers: providers()
-    })))
+        providers: providers(),
+    }))
 }
 
 /// Shows an addon.
@@ -90,7 +108,7 @@ async fn list_addons(State(service): State<Service>) -> ApiResult<Json<Value>> {
     get,
     path = "/addons/{id}",
     tag = "addons",
-    params(("id" = String, Path, description = "The addon's id")),
+    params(AddonPath),
     responses(
         (status = 200, description = "The addon, sensitive parameters masked", body = AddonConfig),
         (status = 404, description = "No such addon", body = ErrorBody),
@@ -98,14 +116,14 @@ async fn list_addons(State(service): State<Service>) -> ApiResult<Json<Value>> {
 )]
 async fn get_addon(
     State(service): State<Service>,
-    AppPath(id): AppPath<String>,
-) -> ApiResult<Json<Value>> {
+    AppPath(AddonPath { id }): AppPath<AddonPath>,
+) -> ApiResult<Json<AddonConfig>> {
     let state = service.state()?;
     let addon = state
         .addons
         .get(&id)
         .ok_or_else(|| ApiError::NotFound(format!("Could not find addon {id}")))?;
-    Ok(Json(json!(addon.masked())))
+    Ok(Json(addon.masked()))
 }
 
 /// Creates an addon.
@@ -120,9 +138,9 @@ async fn create_addon(
     State(service): State<Service>,
     actor: Actor,
     AppJson(spec): AppJson<AddonSpec>,
-) -> ApiResult<Response> {
+) -> ApiResult<Created<AddonConfig>> {
     let addon = service.create_addon(&actor, spec).await?;
-    Ok((StatusCode::CREATED, Json(json!(addon.masked()))).into_response())
+    Ok(Created(addon.masked()))
 }
 
 /// Updates an addon.
@@ -130,7 +148,7 @@ async fn create_addon(
     put,
     path = "/addons/{id}",
     tag = "addons",
-    params(("id" = String, Path, description = "The addon's id")),
+    params(AddonPath),
     request_body = AddonSpec,
     responses(
         (status = 200, description = "Updated (masked parameters sent back keep their value)", body = AddonConfig),
@@ -140,11 +158,11 @@ async fn create_addon(
 async fn update_addon(
     State(service): State<Service>,
     actor: Actor,
-    AppPath(id): AppPath<String>,
+    AppPath(AddonPath { id }): AppPath<AddonPath>,
     AppJson(spec): AppJson<AddonSpec>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<AddonConfig>> {
     let addon = service.update_addon(&actor, &id, spec).await?;
-    Ok(Json(json!(addon.masked())))
+    Ok(Json(addon.masked()))
 }
 
 /// Deletes an addon with its delivery log and dead letters.
@@ -152,7 +170,7 @@ async fn update_addon(
     delete,
     path = "/addons/{id}",
     tag = "addons",
-    params(("id" = String, Path, description = "The addon's id")),
+    params(AddonPath),
     responses(
         (status = 200, description = "Deleted, with its delivery log and dead letters"),
         (status = 404, description = "No such addon", body = ErrorBody),
@@ -161,7 +179,7 @@ async fn update_addon(
 async fn delete_addon(
     State(service): State<Service>,
     actor: Actor,
-    AppPath(id): AppPath<String>,
+    AppPath(AddonPath { id }): AppPath<AddonPath>,
 ) -> ApiResult<StatusCode> {
     service.delete_addon(&actor, &id).await?;
     Ok(StatusCode::OK)
@@ -172,7 +190,7 @@ async fn delete_addon(
     get,
     path = "/addons/{id}/deliveries",
     tag = "addons",
-    params(("id" = String, Path, description = "The addon's id"), ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "How many (default 100)")),
+    params(AddonPath, ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "How many (default 100)")),
     responses(
         (status = 200, description = "The newest deliveries", body = DeliveryList),
         (status = 400, description = "A bad `limit`", body = ErrorBody),
@@ -181,12 +199,11 @@ async fn delete_addon(
 )]
 async fn list_deliveries(
     State(service): State<Service>,
-    AppPath(id): AppPath<String>,
-    RawQuery(query): RawQuery,
-) -> ApiResult<Json<Value>> {
-    let limit = super::events::limit(query.as_deref())?;
+    AppPath(AddonPath { id }): AppPath<AddonPath>,
+    ListLimit(limit): ListLimit,
+) -> ApiResult<Json<DeliveryList>> {
     let deliveries = service.deliveries(&id, limit).await?;
-    Ok(Json(json!(DeliveryList { deliveries })))
+    Ok(Json(DeliveryList { deliveries }))
 }
 
 /// Lists an addon's dead letters.
@@ -194,7 +211,7 @@ async fn list_deliveries(
     get,
     path = "/addons/{id}/deliveries/dead",
     tag = "addons",
-    params(("id" = String, Path, description = "The addon's id"), ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "How many (default 100)")),
+    params(AddonPath, ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "How many (default 100)")),
     responses(
         (status = 200, description = "The newest dead letters", body = DeadLetterList),
         (status = 400, description = "A bad `limit`", body = ErrorBody),
@@ -203,15 +220,14 @@ async fn list_deliveries(
 )]
 async fn list_dead_letters(
     State(service): State<Service>,
-    AppPath(id): AppPath<String>,
-    RawQuery(query): RawQuery,
-) -> ApiResult<Json<Value>> {
-    let limit = super::events::limit(query.as_deref())?;
-    let (letters, total) = service.dead_letters(&id, limit).await?;
-    Ok(Json(json!(DeadLetterList {
-        dead_letters: letters,
-        total
-    })))
+    AppPath(AddonPath { id }): AppPath<AddonPath>,
+    ListLimit(limit): ListLimit,
+) -> ApiResult<Json<DeadLetterList>> {
+    let (dead_letters, total) = service.dead_letters(&id, limit).await?;
+    Ok(Json(DeadLetterList {
+        dead_letters,
+        total,
+    }))
 }
 
 /// Queues one delivery again.
@@ -219,7 +235,7 @@ async fn list_dead_letters(
     post,
     path = "/addons/{id}/deliveries/{delivery}/redeliver",
     tag = "addons",
-    params(("id" = String, Path, description = "The addon's id"), ("delivery" = String, Path, description = "The delivery's id")),
+    params(DeliveryPath),
     responses(
         (status = 202, description = "Queued again", body = Redelivered),
         (status = 404, description = "No such addon or delivery", body = ErrorBody),
@@ -228,14 +244,13 @@ async fn list_dead_letters(
 )]
 async fn redeliver(
     State(service): State<Service>,
-    AppPath((id, delivery)): AppPath<(String, String)>,
-) -> ApiResult<Response> {
+    AppPath(DeliveryPath { id, delivery }): AppPath<DeliveryPath>,
+) -> ApiResult<Accepted<Redelivered>> {
     service.redeliver(&id, &delivery).await?;
-    let body = Redelivered {
+    Ok(Accepted(Redelivered {
         redelivered: 1,
         remaining: None,
-    };
-    Ok((StatusCode::ACCEPTED, Json(body)).into_response())
+    }))
 }
 
 /// Queues an addon's dead letters again (up to 1,000 per call).
@@ -243,7 +258,7 @@ async fn redeliver(
     post,
     path = "/addons/{id}/deliveries/redeliver-all-dead",
     tag = "addons",
-    params(("id" = String, Path, description = "The addon's id")),
+    params(AddonPath),
     responses(
         (status = 202, description = "Up to 1,000 dead letters queued again", body = Redelivered),
         (status = 404, description = "No such addon", body = ErrorBody),
@@ -251,14 +266,13 @@ async fn redeliver(
 )]
 async fn redeliver_dead(
     State(service): State<Service>,
-    AppPath(id): AppPath<String>,
-) -> ApiResult<Response> {
+    AppPath(AddonPath { id }): AppPath<AddonPath>,
+) -> ApiResult<Accepted<Redelivered>> {
     let (redelivered, left) = service.redeliver_dead(&id).await?;
-    let body = Redelivered {
+    Ok(Accepted(Redelivered {
         redelivered,
         remaining: Some(left),
-    };
-    Ok((StatusCode::ACCEPTED, Json(body)).into_response())
+    }))
 }
 
 /// The spec's `POST /api/addons`: [`create_addon`] at the path without `admin`.
@@ -273,7 +287,7 @@ async fn create_addon_at_spec_path(
     service: State<Service>,
     actor: Actor,
     spec: AppJson<AddonSpec>,
-) -> ApiResult<Response> {
+) -> ApiResult<Created<AddonConfig>> {
     create_addon(service, actor, spec).await
 }
 
@@ -282,7 +296,7 @@ async fn create_addon_at_spec_path(
     post,
     path = "/api/addons/{id}",
     tag = "addons",
-    params(("id" = String, Path, description = "The addon's id")),
+    params(AddonPath),
     request_body = AddonSpec,
     responses(
         (status = 200, description = "Updated (masked parameters sent back keep their value)", body = AddonConfig),
@@ -292,8 +306,8 @@ async fn create_addon_at_spec_path(
 async fn update_addon_at_spec_path(
     service: State<Service>,
     actor: Actor,
-    id: AppPath<String>,
+    id: AppPath<AddonPath>,
     spec: AppJson<AddonSpec>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<AddonConfig>> {
     update_addon(service, actor, id, spec).await
 }

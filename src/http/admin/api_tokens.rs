@@ -3,12 +3,12 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use utoipa::openapi::schema::Schema;
 use utoipa::openapi::RefOr;
+use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -16,6 +16,7 @@ use crate::domain::api_token::{TokenExpiry, TokenSpec, TokenView, ALL_PROJECTS};
 use crate::domain::schema::one_of;
 use crate::error::{ApiResult, ErrorBody};
 use crate::http::extract::{AppJson, AppPath};
+use crate::http::response::Created;
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
@@ -30,6 +31,14 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(Serialize, utoipa::ToSchema)]
 struct TokenList {
     tokens: Vec<TokenView>,
+}
+
+/// The token a path names.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+struct TokenPath {
+    /// The token's secret, or its `id`
+    secret: String,
 }
 
 /// The body of `POST` as documented (documentation only: the handler reads a [`TokenSpec`]):
@@ -123,9 +132,9 @@ impl utoipa::ToSchema for NewToken {}
     tag = "auth",
     responses((status = 200, description = "Every token, secrets masked", body = TokenList))
 )]
-async fn list_tokens(State(service): State<Service>) -> ApiResult<Json<Value>> {
+async fn list_tokens(State(service): State<Service>) -> ApiResult<Json<TokenList>> {
     let tokens = service.api_tokens()?.iter().map(|t| t.view()).collect();
-    Ok(Json(json!(TokenList { tokens })))
+    Ok(Json(TokenList { tokens }))
 }
 
 /// Creates an API token; its secret is shown this once.
@@ -140,13 +149,12 @@ async fn create_token(
     State(service): State<Service>,
     actor: Actor,
     AppJson(spec): AppJson<TokenSpec>,
-) -> ApiResult<Response> {
+) -> ApiResult<Created<TokenView>> {
     let (token, secret) = service.create_api_token(&actor, spec).await?;
-    let shown = TokenView {
+    Ok(Created(TokenView {
         secret,
         ..token.view()
-    };
-    Ok((StatusCode::CREATED, Json(shown)).into_response())
+    }))
 }
 
 /// Sets an API token's expiry.
@@ -154,7 +162,7 @@ async fn create_token(
     put,
     path = "/api-tokens/{secret}",
     tag = "auth",
-    params(("secret" = String, Path, description = "The token's secret, or its `id`")),
+    params(TokenPath),
     request_body = TokenExpiry,
     responses(
         (status = 200, description = "The new expiry is set", body = TokenView),
@@ -164,11 +172,11 @@ async fn create_token(
 async fn update_token(
     State(service): State<Service>,
     actor: Actor,
-    AppPath(secret): AppPath<String>,
+    AppPath(TokenPath { secret }): AppPath<TokenPath>,
     AppJson(expiry): AppJson<TokenExpiry>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<TokenView>> {
     let token = service.update_api_token(&actor, &secret, expiry).await?;
-    Ok(Json(json!(token.view())))
+    Ok(Json(token.view()))
 }
 
 /// Revokes an API token.
@@ -176,7 +184,7 @@ async fn update_token(
     delete,
     path = "/api-tokens/{secret}",
     tag = "auth",
-    params(("secret" = String, Path, description = "The token's secret, or its `id`")),
+    params(TokenPath),
     responses(
         (status = 200, description = "Revoked"),
         (status = 404, description = "No such token", body = ErrorBody),
@@ -185,7 +193,7 @@ async fn update_token(
 async fn delete_token(
     State(service): State<Service>,
     actor: Actor,
-    AppPath(secret): AppPath<String>,
+    AppPath(TokenPath { secret }): AppPath<TokenPath>,
 ) -> ApiResult<StatusCode> {
     service.delete_api_token(&actor, &secret).await?;
     Ok(StatusCode::OK)

@@ -4,6 +4,7 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
+use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -41,6 +42,14 @@ async fn list_archived_features(State(service): State<Service>) -> ApiResult<Res
         features,
     })
     .into_response())
+}
+
+/// The archived toggle a path names.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+struct ArchivedTogglePath {
+    /// The archived toggle's name
+    name: String,
 }
 
 /// `POST /api/admin/archive/revive`'s body.
@@ -86,7 +95,7 @@ async fn revive_feature_by_body(
     post,
     path = "/archive/revive/{name}",
     tag = "archive",
-    params(("name" = String, Path, description = "The archived toggle's name")),
+    params(ArchivedTogglePath),
     responses(
         (status = 200, description = "Revived (disabled)", body = AdminToggle),
         (status = 404, description = "No such archived toggle", body = ErrorBody),
@@ -96,7 +105,7 @@ async fn revive_feature_by_body(
 async fn revive_feature(
     State(service): State<Service>,
     actor: Actor,
-    AppPath(name): AppPath<String>,
+    AppPath(ArchivedTogglePath { name }): AppPath<ArchivedTogglePath>,
 ) -> ApiResult<Response> {
     revive(&service, &actor, &name).await
 }

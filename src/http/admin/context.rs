@@ -5,18 +5,18 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::{json, Value};
-use utoipa::openapi::schema::Schema;
-use utoipa::openapi::RefOr;
+use serde::Deserialize;
+use serde_json::Value;
+use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::domain::context_field::ContextFieldSpec;
 use crate::domain::views::ContextFieldView;
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::http::extract::{
-    replacement_schema, validate_route_name, AppJson, AppPath, NameToValidate,
-};
+use crate::http::extract::{validate_route_name, AppJson, AppPath};
+use crate::http::request_docs::{documented_body, NameToValidate, ValidateNameSegment};
+use crate::http::response::Created;
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
@@ -32,24 +32,22 @@ pub fn router() -> OpenApiRouter<AppState> {
         ))
 }
 
-/// The body of `PUT` as documented: a [`ContextFieldSpec`] without the `name`, which the path
-/// gives (see [`replacement_schema`]).
-struct ContextFieldUpdate;
-
-impl utoipa::PartialSchema for ContextFieldUpdate {
-    fn schema() -> RefOr<Schema> {
-        replacement_schema::<ContextFieldSpec>(
-            "name",
-            "A context field as sent to replace the one the path names. The name is the \
-             path's: a body that repeats it must send that one.",
-        )
-    }
+documented_body! {
+    /// The body of `PUT` as documented: a [`ContextFieldSpec`] without the `name`, which the
+    /// path gives.
+    ContextFieldUpdate = replacement_schema::<ContextFieldSpec>(
+        "name",
+        "A context field as sent to replace the one the path names. The name is the \
+         path's: a body that repeats it must send that one.",
+    )
 }
 
-impl utoipa::ToSchema for ContextFieldUpdate {
-    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        <ContextFieldSpec as utoipa::ToSchema>::schemas(schemas);
-    }
+/// The context field a path names.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+struct ContextFieldPath {
+    /// The context field's name
+    name: String,
 }
 
 /// The spec's update path, which has no `admin` segment.
@@ -64,14 +62,14 @@ pub fn spec_router() -> OpenApiRouter<AppState> {
     tag = "context",
     responses((status = 200, description = "Every context field, by sort order", body = Vec<ContextFieldView>))
 )]
-async fn list_context_fields(State(service): State<Service>) -> ApiResult<Json<Value>> {
+async fn list_context_fields(State(service): State<Service>) -> ApiResult<Response> {
     let state = service.state()?;
     let fields: Vec<_> = state
         .context_fields
         .values()
         .map(|f| ContextFieldView::new(f))
         .collect();
-    Ok(Json(json!(fields)))
+    Ok(Json(fields).into_response())
 }
 
 /// Shows a context field.
@@ -79,7 +77,7 @@ async fn list_context_fields(State(service): State<Service>) -> ApiResult<Json<V
     get,
     path = "/context/{name}",
     tag = "context",
-    params(("name" = String, Path, description = "The context field's name")),
+    params(ContextFieldPath),
     responses(
         (status = 200, description = "The context field", body = ContextFieldView),
         (status = 404, description = "No such context field", body = ErrorBody),
@@ -87,14 +85,14 @@ async fn list_context_fields(State(service): State<Service>) -> ApiResult<Json<V
 )]
 async fn get_context_field(
     State(service): State<Service>,
-    AppPath(name): AppPath<String>,
-) -> ApiResult<Json<Value>> {
+    AppPath(ContextFieldPath { name }): AppPath<ContextFieldPath>,
+) -> ApiResult<Response> {
     let state = service.state()?;
     let field = state
         .context_fields
         .get(&name)
         .ok_or_else(|| ApiError::NotFound(format!("Could not find context field \"{name}\"")))?;
-    Ok(Json(json!(ContextFieldView::new(field))))
+    Ok(Json(ContextFieldView::new(field)).into_response())
 }
 
 /// Creates a context field.
@@ -114,11 +112,7 @@ async fn create_context_field(
     AppJson(spec): AppJson<ContextFieldSpec>,
 ) -> ApiResult<Response> {
     let field = service.create_context_field(&actor, spec).await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(json!(ContextFieldView::new(&field))),
-    )
-        .into_response())
+    Ok(Created(ContextFieldView::new(&field)).into_response())
 }
 
 /// `POST /api/admin/context/validate` with `{"name": …}`.
@@ -128,7 +122,7 @@ async fn create_context_field(
     tag = "context",
     operation_id = "validate_context_field",
     summary = "`POST /api/admin/context/validate`: whether a name is valid and free",
-    params(("name" = String, Path, description = "`validate`", example = "validate", pattern = "^validate$")),
+    params(ValidateNameSegment),
     request_body(content = NameToValidate, description = "`{\"name\": …}`"),
     responses(
         (status = 200, description = "Valid and free"),
@@ -138,7 +132,7 @@ async fn create_context_field(
 )]
 async fn validate_context_field(
     State(service): State<Service>,
-    AppPath(segment): AppPath<String>,
+    AppPath(ValidateNameSegment { name: segment }): AppPath<ValidateNameSegment>,
     AppJson(body): AppJson<serde_json::Map<String, Value>>,
 ) -> ApiResult<StatusCode> {
     let name = validate_route_name(&segment, &body, "name")?;
@@ -151,7 +145,7 @@ async fn validate_context_field(
     put,
     path = "/context/{name}",
     tag = "context",
-    params(("name" = String, Path, description = "The context field's name")),
+    params(ContextFieldPath),
     request_body = ContextFieldUpdate,
     responses(
         (status = 200, description = "Updated", body = ContextFieldView),
@@ -162,11 +156,11 @@ async fn validate_context_field(
 async fn update_context_field(
     State(service): State<Service>,
     actor: Actor,
-    AppPath(name): AppPath<String>,
+    AppPath(ContextFieldPath { name }): AppPath<ContextFieldPath>,
     AppJson(spec): AppJson<ContextFieldSpec>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let field = service.update_context_field(&actor, &name, spec).await?;
-    Ok(Json(json!(ContextFieldView::new(&field))))
+    Ok(Json(ContextFieldView::new(&field)).into_response())
 }
 
 /// Deletes a context field.
@@ -174,7 +168,7 @@ async fn update_context_field(
     delete,
     path = "/context/{name}",
     tag = "context",
-    params(("name" = String, Path, description = "The context field's name")),
+    params(ContextFieldPath),
     responses(
         (status = 200, description = "Deleted"),
         (status = 403, description = "A built-in field", body = ErrorBody),
@@ -185,7 +179,7 @@ async fn update_context_field(
 async fn delete_context_field(
     State(service): State<Service>,
     actor: Actor,
-    AppPath(name): AppPath<String>,
+    AppPath(ContextFieldPath { name }): AppPath<ContextFieldPath>,
 ) -> ApiResult<StatusCode> {
     service.delete_context_field(&actor, &name).await?;
     Ok(StatusCode::OK)
@@ -196,7 +190,7 @@ async fn delete_context_field(
     put,
     path = "/api/context/{name}",
     tag = "context",
-    params(("name" = String, Path, description = "The context field's name")),
+    params(ContextFieldPath),
     request_body = ContextFieldUpdate,
     responses(
         (status = 200, description = "Updated", body = ContextFieldView),
@@ -207,8 +201,8 @@ async fn delete_context_field(
 async fn update_context_field_at_spec_path(
     service: State<Service>,
     actor: Actor,
-    name: AppPath<String>,
+    name: AppPath<ContextFieldPath>,
     spec: AppJson<ContextFieldSpec>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     update_context_field(service, actor, name, spec).await
 }

@@ -1,24 +1,19 @@
 //! `/api/admin/events`: the audit log, newest first, each event with its `diffs` from the
 //! previous event of the same resource (API-FACTS §3).
 
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::Json;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::domain::event::Event;
 use crate::domain::event_diff::with_diffs;
-use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::http::extract::AppPath;
+use crate::error::{ApiResult, ErrorBody};
+use crate::http::extract::{AppPath, ListLimit, ToggleNamePath};
 use crate::service::Service;
 use crate::state::AppState;
-
-/// Events per listing unless `limit` says otherwise.
-const DEFAULT_LIMIT: usize = 100;
-/// The largest `limit` accepted.
-const MAX_LIMIT: usize = 1000;
 
 /// The routes of this resource.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -39,42 +34,23 @@ struct ListedEvent {
 }
 
 /// The audit log, newest first.
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct EventList {
     /// Always 1.
     version: u32,
-    events: Vec<ListedEvent>,
+    // Each a `ListedEvent`, as `with_diffs` builds it.
+    #[schema(value_type = Vec<ListedEvent>)]
+    events: Vec<Value>,
 }
 
 /// A toggle's history, newest first.
-#[derive(utoipa::ToSchema)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
 struct ToggleEventList {
     toggle_name: String,
-    events: Vec<ListedEvent>,
-}
-
-#[derive(Deserialize)]
-struct EventQuery {
-    limit: Option<String>,
-}
-
-/// The `limit` of a listing query (also used by the deliveries listing).
-pub(super) fn limit(query: Option<&str>) -> ApiResult<usize> {
-    let query: EventQuery = serde_html_form::from_str(query.unwrap_or(""))
-        .map_err(|e| ApiError::bad_request("", format!("Invalid query string: {e}")))?;
-    match query.limit {
-        None => Ok(DEFAULT_LIMIT),
-        Some(raw) => match raw.parse::<usize>() {
-            Ok(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
-            _ => Err(ApiError::bad_request(
-                "limit",
-                format!("\"limit\" must be a whole number from 1 to {MAX_LIMIT}"),
-            )),
-        },
-    }
+    // Each a `ListedEvent`, as `with_diffs` builds it.
+    #[schema(value_type = Vec<ListedEvent>)]
+    events: Vec<Value>,
 }
 
 /// Lists the newest events of the audit log.
@@ -90,10 +66,13 @@ pub(super) fn limit(query: Option<&str>) -> ApiResult<usize> {
 )]
 async fn list_events(
     State(service): State<Service>,
-    RawQuery(query): RawQuery,
-) -> ApiResult<Json<Value>> {
-    let events = service.events(limit(query.as_deref())?, None).await?;
-    Ok(Json(json!({"version": 1, "events": with_diffs(&events)})))
+    ListLimit(limit): ListLimit,
+) -> ApiResult<Json<EventList>> {
+    let events = service.events(limit, None).await?;
+    Ok(Json(EventList {
+        version: 1,
+        events: with_diffs(&events),
+    }))
 }
 
 /// Lists a toggle's newest events.
@@ -101,7 +80,7 @@ async fn list_events(
     get,
     path = "/events/{name}",
     tag = "events",
-    params(("name" = String, Path, description = "The toggle's name"), ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "How many events (default 100)")),
+    params(ToggleNamePath, ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "How many events (default 100)")),
     responses(
         (status = 200, description = "The toggle's newest events (none for an unknown name)", body = ToggleEventList),
         (status = 400, description = "A bad `limit`", body = ErrorBody),
@@ -109,13 +88,12 @@ async fn list_events(
 )]
 async fn list_toggle_events(
     State(service): State<Service>,
-    AppPath(name): AppPath<String>,
-    RawQuery(query): RawQuery,
-) -> ApiResult<Json<Value>> {
-    let events = service
-        .events(limit(query.as_deref())?, Some(&name))
-        .await?;
-    Ok(Json(
-        json!({"toggleName": name, "events": with_diffs(&events)}),
-    ))
+    AppPath(ToggleNamePath { name }): AppPath<ToggleNamePath>,
+    ListLimit(limit): ListLimit,
+) -> ApiResult<Json<ToggleEventList>> {
+    let events = service.events(limit, Some(&name)).await?;
+    Ok(Json(ToggleEventList {
+        events: with_diffs(&events),
+        toggle_name: name,
+    }))
 }

@@ -2,7 +2,6 @@
 
 use axum::Json;
 use serde::Serialize;
-use serde_json::{json, Value};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -29,9 +28,9 @@ struct FeatureTypeList {
     tag = "toggles",
     responses((status = 200, description = "The toggle types", body = FeatureTypeList))
 )]
-async fn list_feature_types() -> Json<Value> {
-    Json(json!(FeatureTypeList {
+async fn list_feature_types() -> Json<FeatureTypeList> {
+    Json(FeatureTypeList {
         version: 1,
-        types: &FEATURE_TYPES
-    }))
+        types: &FEATURE_TYPES,
+    })
 }

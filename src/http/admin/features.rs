@@ -1,13 +1,12 @@
 //! `/api/admin/features`: toggles and the tags on them (spec §4.2).
 
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use utoipa::openapi::schema::Schema;
-use utoipa::openapi::RefOr;
+use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -15,10 +14,9 @@ use crate::domain::tag::{Tag, TagRef, TagSpec};
 use crate::domain::toggle::{Toggle, ToggleSpec};
 use crate::domain::views::AdminToggle;
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::http::extract::{
-    creation_schema, replacement_schema, validate_route_name, AppJson, AppPath, FilterQuery,
-    NameToValidate,
-};
+use crate::http::extract::{validate_route_name, AppJson, AppPath, ToggleFilter, ToggleNamePath};
+use crate::http::request_docs::{documented_body, NameToValidate, ValidateNameSegment};
+use crate::http::response::Created;
 use crate::service::{Actor, Service, ServiceError};
 use crate::state::AppState;
 use crate::store::StoreError;
@@ -57,6 +55,19 @@ struct FeatureTags<'a> {
     tags: Vec<&'a Tag>,
 }
 
+/// A tag on a toggle, as its path names it.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+struct ToggleTagPath {
+    /// The toggle's name
+    name: String,
+    /// The tag's type
+    #[serde(rename = "type")]
+    kind: String,
+    /// The tag's value
+    value: String,
+}
+
 /// Renders a toggle as the admin API shows it, tag ids from the current snapshot.
 fn admin_json(service: &Service, toggle: &Toggle) -> ApiResult<Response> {
     let state = service.state()?;
@@ -64,14 +75,14 @@ fn admin_json(service: &Service, toggle: &Toggle) -> ApiResult<Response> {
 }
 
 /// A tag to filter by: `type:value`, neither side empty.
-// Documentation only: the handler reads the raw query (`FilterQuery`).
+// Documentation only: the handler reads the query through `ToggleFilter`.
 #[derive(utoipa::ToSchema)]
 #[schema(value_type = String, pattern = "^[^:]+:[\\s\\S]+$", example = "simple:team-red")]
 #[allow(dead_code)]
 struct TagFilter(String);
 
 /// A project to filter by: an id by the URL-friendly rule, 1 to 100 characters.
-// Documentation only: the handler reads the raw query (`FilterQuery`).
+// Documentation only: the handler reads the query through `ToggleFilter`.
 #[derive(utoipa::ToSchema)]
 #[schema(
     value_type = String,
@@ -100,9 +111,8 @@ struct ProjectFilter(String);
 )]
 async fn list_features(
     State(service): State<Service>,
-    RawQuery(query): RawQuery,
+    ToggleFilter(filter): ToggleFilter,
 ) -> ApiResult<Response> {
-    let filter = FilterQuery::parse(query.as_deref().unwrap_or(""))?.filter()?;
     let state = service.state()?;
     let features: Vec<AdminToggle> = state
         .features
@@ -123,7 +133,7 @@ async fn list_features(
     get,
     path = "/features/{name}",
     tag = "toggles",
-    params(("name" = String, Path, description = "The toggle's name")),
+    params(ToggleNamePath),
     responses(
         (status = 200, description = "The toggle", body = AdminToggle),
         (status = 404, description = "No such active toggle", body = ErrorBody),
@@ -131,7 +141,7 @@ async fn list_features(
 )]
 async fn get_feature(
     State(service): State<Service>,
-    AppPath(name): AppPath<String>,
+    AppPath(ToggleNamePath { name }): AppPath<ToggleNamePath>,
 ) -> ApiResult<Response> {
     let state = service.state()?;
     let toggle = state
@@ -141,40 +151,20 @@ async fn get_feature(
     Ok(Json(AdminToggle::new(toggle, &state)).into_response())
 }
 
-/// The body of `POST /api/admin/features` as documented: a [`ToggleSpec`] that names the
-/// toggle (see [`creation_schema`]).
-struct NewToggle;
-
-impl utoipa::PartialSchema for NewToggle {
-    fn schema() -> RefOr<Schema> {
-        creation_schema::<ToggleSpec>("name", "A toggle as sent to create it.")
-    }
+documented_body! {
+    /// The body of `POST /api/admin/features` as documented: a [`ToggleSpec`] that names the
+    /// toggle.
+    NewToggle = creation_schema::<ToggleSpec>("name", "A toggle as sent to create it.")
 }
 
-impl utoipa::ToSchema for NewToggle {
-    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        <ToggleSpec as utoipa::ToSchema>::schemas(schemas);
-    }
-}
-
-/// The body of `PUT` as documented: a [`ToggleSpec`] without the `name`, which the path gives
-/// (see [`replacement_schema`]).
-struct ToggleUpdate;
-
-impl utoipa::PartialSchema for ToggleUpdate {
-    fn schema() -> RefOr<Schema> {
-        replacement_schema::<ToggleSpec>(
-            "name",
-            "A toggle as sent to replace the one the path names. The name is the path's: a \
-             body that repeats it must send that one.",
-        )
-    }
-}
-
-impl utoipa::ToSchema for ToggleUpdate {
-    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        <ToggleSpec as utoipa::ToSchema>::schemas(schemas);
-    }
+documented_body! {
+    /// The body of `PUT` as documented: a [`ToggleSpec`] without the `name`, which the path
+    /// gives.
+    ToggleUpdate = replacement_schema::<ToggleSpec>(
+        "name",
+        "A toggle as sent to replace the one the path names. The name is the path's: a \
+         body that repeats it must send that one.",
+    )
 }
 
 /// Creates a toggle.
@@ -205,7 +195,7 @@ async fn create_feature(
     tag = "toggles",
     operation_id = "validate_feature_name",
     summary = "`POST /api/admin/features/validate`: whether a name is free",
-    params(("name" = String, Path, description = "`validate`", example = "validate", pattern = "^validate$")),
+    params(ValidateNameSegment),
     request_body(content = NameToValidate, description = "`{\"name\": …}`"),
     responses(
         (status = 200, description = "The name is valid and free"),
@@ -215,7 +205,7 @@ async fn create_feature(
 )]
 async fn validate_feature_name(
     State(service): State<Service>,
-    AppPath(segment): AppPath<String>,
+    AppPath(ValidateNameSegment { name: segment }): AppPath<ValidateNameSegment>,
     AppJson(body): AppJson<serde_json::Map<String, Value>>,
 ) -> ApiResult<StatusCode> {
     let name = validate_route_name(&segment, &body, "name")?;
@@ -245,7 +235,7 @@ async fn validate_feature_name(
 async fn update_feature(
     State(service): State<Service>,
     actor: Actor,
-    AppPath(name): AppPath<String>,
+    AppPath(ToggleNamePath { name }): AppPath<ToggleNamePath>,
     AppJson(spec): AppJson<ToggleSpec>,
 ) -> ApiResult<Response> {
     let toggle = service.update_toggle(&actor, &name, spec).await?;
@@ -257,7 +247,7 @@ async fn update_feature(
     delete,
     path = "/features/{name}",
     tag = "toggles",
-    params(("name" = String, Path, description = "The toggle's name")),
+    params(ToggleNamePath),
     responses(
         (status = 200, description = "Archived", body = AdminToggle),
         (status = 404, description = "No such active toggle", body = ErrorBody),
@@ -266,7 +256,7 @@ async fn update_feature(
 async fn archive_feature(
     State(service): State<Service>,
     actor: Actor,
-    AppPath(name): AppPath<String>,
+    AppPath(ToggleNamePath { name }): AppPath<ToggleNamePath>,
 ) -> ApiResult<Response> {
     let toggle = service.archive_toggle(&actor, &name).await?;
     admin_json(&service, &toggle)
@@ -277,7 +267,7 @@ async fn archive_feature(
     post,
     path = "/features/{name}/toggle/on",
     tag = "toggles",
-    params(("name" = String, Path, description = "The toggle's name")),
+    params(ToggleNamePath),
     responses(
         (status = 200, description = "Switched on", body = AdminToggle),
         (status = 404, description = "No such active toggle", body = ErrorBody),
@@ -286,7 +276,7 @@ async fn archive_feature(
 async fn enable_feature(
     State(service): State<Service>,
     actor: Actor,
-    AppPath(name): AppPath<String>,
+    AppPath(ToggleNamePath { name }): AppPath<ToggleNamePath>,
 ) -> ApiResult<Response> {
     let toggle = service.set_enabled(&actor, &name, true).await?;
     admin_json(&service, &toggle)
@@ -297,7 +287,7 @@ async fn enable_feature(
     post,
     path = "/features/{name}/toggle/off",
     tag = "toggles",
-    params(("name" = String, Path, description = "The toggle's name")),
+    params(ToggleNamePath),
     responses(
         (status = 200, description = "Switched off", body = AdminToggle),
         (status = 404, description = "No such active toggle", body = ErrorBody),
@@ -306,7 +296,7 @@ async fn enable_feature(
 async fn disable_feature(
     State(service): State<Service>,
     actor: Actor,
-    AppPath(name): AppPath<String>,
+    AppPath(ToggleNamePath { name }): AppPath<ToggleNamePath>,
 ) -> ApiResult<Response> {
     let toggle = service.set_enabled(&actor, &name, false).await?;
     admin_json(&service, &toggle)
@@ -317,7 +307,7 @@ async fn disable_feature(
     post,
     path = "/features/{name}/stale/on",
     tag = "toggles",
-    params(("name" = String, Path, description = "The toggle's name")),
+    params(ToggleNamePath),
     responses(
         (status = 200, description = "Marked stale", body = AdminToggle),
         (status = 404, description = "No such active toggle", body = ErrorBody),
@@ -326,7 +316,7 @@ async fn disable_feature(
 async fn mark_stale(
     State(service): State<Service>,
     actor: Actor,
-    AppPath(name): AppPath<String>,
+    AppPath(ToggleNamePath { name }): AppPath<ToggleNamePath>,
 ) -> ApiResult<Response> {
     let toggle = service.set_stale(&actor, &name, true).await?;
     admin_json(&service, &toggle)
@@ -337,7 +327,7 @@ async fn mark_stale(
     post,
     path = "/features/{name}/stale/off",
     tag = "toggles",
-    params(("name" = String, Path, description = "The toggle's name")),
+    params(ToggleNamePath),
     responses(
         (status = 200, description = "No longer stale", body = AdminToggle),
         (status = 404, description = "No such active toggle", body = ErrorBody),
@@ -346,7 +336,7 @@ async fn mark_stale(
 async fn unmark_stale(
     State(service): State<Service>,
     actor: Actor,
-    AppPath(name): AppPath<String>,
+    AppPath(ToggleNamePath { name }): AppPath<ToggleNamePath>,
 ) -> ApiResult<Response> {
     let toggle = service.set_stale(&actor, &name, false).await?;
     admin_json(&service, &toggle)
@@ -357,7 +347,7 @@ async fn unmark_stale(
     get,
     path = "/features/{name}/tags",
     tag = "toggles",
-    params(("name" = String, Path, description = "The toggle's name")),
+    params(ToggleNamePath),
     responses(
         (status = 200, description = "The toggle's tags", body = FeatureTags),
         (status = 404, description = "No such active toggle", body = ErrorBody),
@@ -365,7 +355,7 @@ async fn unmark_stale(
 )]
 async fn list_feature_tags(
     State(service): State<Service>,
-    AppPath(name): AppPath<String>,
+    AppPath(ToggleNamePath { name }): AppPath<ToggleNamePath>,
 ) -> ApiResult<Response> {
     let state = service.state()?;
     let toggle = state
@@ -385,7 +375,7 @@ async fn list_feature_tags(
     post,
     path = "/features/{name}/tags",
     tag = "toggles",
-    params(("name" = String, Path, description = "The toggle's name")),
+    params(ToggleNamePath),
     request_body = TagSpec,
     responses(
         (status = 201, description = "Tagged (the tag is created when new)", body = Tag),
@@ -396,12 +386,12 @@ async fn list_feature_tags(
 async fn add_feature_tag(
     State(service): State<Service>,
     actor: Actor,
-    AppPath(name): AppPath<String>,
+    AppPath(ToggleNamePath { name }): AppPath<ToggleNamePath>,
     AppJson(spec): AppJson<TagSpec>,
-) -> ApiResult<Response> {
+) -> ApiResult<Created<Tag>> {
     let tag = service.add_toggle_tag(&actor, &name, spec).await?;
     // spec §4.2: 201 when tagged.
-    Ok((StatusCode::CREATED, Json(tag)).into_response())
+    Ok(Created(tag))
 }
 
 /// Removes a tag from a toggle.
@@ -409,11 +399,7 @@ async fn add_feature_tag(
     delete,
     path = "/features/{name}/tags/{type}/{value}",
     tag = "toggles",
-    params(
-        ("name" = String, Path, description = "The toggle's name"),
-        ("type" = String, Path, description = "The tag's type"),
-        ("value" = String, Path, description = "The tag's value"),
-    ),
+    params(ToggleTagPath),
     responses(
         (status = 200, description = "Removed (also when the toggle did not have it)"),
         (status = 404, description = "No such active toggle", body = ErrorBody),
@@ -423,7 +409,7 @@ async fn add_feature_tag(
 async fn remove_feature_tag(
     State(service): State<Service>,
     actor: Actor,
-    AppPath((name, kind, value)): AppPath<(String, String, String)>,
+    AppPath(ToggleTagPath { name, kind, value }): AppPath<ToggleTagPath>,
 ) -> ApiResult<StatusCode> {
     let tag = TagRef {
         kind: kind.into(),

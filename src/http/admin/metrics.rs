@@ -1,30 +1,27 @@
 //! The metrics views (spec §4.3, API-FACTS §12), at the spec's paths and the reference's
 //! `/api/admin/metrics/...` paths, plus the applications registry's writes and the
-//! configuration summary (`/api/admin/metrics/config-versions`).
+//! configuration summary (`/api/admin/metrics/config-versions`). The views themselves are
+//! built in `usage::views`, which the Prometheus gauges read too.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::domain::filter::FeatureFilter;
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::http::extract::{AppJson, AppPath, FilterQuery};
-use crate::snapshot::{no_match, Snapshot};
+use crate::http::extract::{
+    AppJson, AppPath, AppQuery, StaleAfterQuery, StaleAfterSeconds, ToggleNamePath,
+};
 use crate::state::AppState;
 use crate::store::usage::AppMetadata;
-use crate::store::StoreError;
 use crate::usage::{now_ms, views, UsageRecorder};
 
-/// Default of `staleAfterSeconds`: an instance that has not polled for this long is "not seen
-/// recently" (SDKs poll every 15 s by default).
-pub const DEFAULT_STALE_AFTER_SECONDS: u64 = 120;
 /// Longest accepted metadata value.
 const METADATA_MAX: usize = 2048;
 
@@ -58,29 +55,21 @@ struct ApplicationList {
     applications: Vec<views::ApplicationItem>,
 }
 
-/// The ETag each poll query is answered with now.
-pub async fn current_etags(snapshot: &Snapshot, queries: Vec<String>) -> HashMap<String, String> {
-    let mut out = HashMap::with_capacity(queries.len());
-    for query in queries {
-        let filter = if query.is_empty() {
-            Some(FeatureFilter::default())
-        } else {
-            FilterQuery::parse(&query)
-                .ok()
-                .and_then(|f| f.filter().ok())
-        };
-        let response = match filter {
-            Some(filter) => match snapshot.client().response(&filter).await {
-                Some(response) => response,
-                None => continue,
-            },
-            None => no_match(),
-        };
-        if let Ok(etag) = response.etag.to_str() {
-            out.insert(query, etag.to_string());
-        }
-    }
-    out
+/// The application a path names.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+struct ApplicationPath {
+    /// The application's name
+    app: String,
+}
+
+/// `GET …/applications`'s query.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct ApplicationsQuery {
+    /// Only applications whose SDKs implement this strategy
+    #[serde(rename = "strategyName")]
+    strategy_name: Option<String>,
 }
 
 /// Lists, per application, the toggles its SDKs reported.
@@ -90,13 +79,15 @@ pub async fn current_etags(snapshot: &Snapshot, queries: Vec<String>) -> HashMap
     tag = "metrics",
     responses((status = 200, description = "Per application, the toggles its SDKs reported", body = Vec<views::SeenToggles>))
 )]
-async fn list_seen_toggles(State(state): State<AppState>) -> ApiResult<Json<Value>> {
+async fn list_seen_toggles(
+    State(state): State<AppState>,
+) -> ApiResult<Json<Vec<views::SeenToggles>>> {
     let view = state
         .metrics
         .usage
         .timed("usage_read", views::seen_toggles(state.usage.store()))
         .await?;
-    Ok(Json(json!(view)))
+    Ok(Json(view))
 }
 
 /// Counts yes/no per toggle over the last hour and minute.
@@ -106,7 +97,9 @@ async fn list_seen_toggles(State(state): State<AppState>) -> ApiResult<Json<Valu
     tag = "metrics",
     responses((status = 200, description = "yes/no counts per toggle over the last hour and minute", body = views::ToggleMetrics))
 )]
-async fn list_toggle_metrics(State(state): State<AppState>) -> ApiResult<Json<Value>> {
+async fn list_toggle_metrics(
+    State(state): State<AppState>,
+) -> ApiResult<Json<views::ToggleMetrics>> {
     let config = state.service.state()?;
     let view = state
         .metrics
@@ -116,7 +109,7 @@ async fn list_toggle_metrics(State(state): State<AppState>) -> ApiResult<Json<Va
             views::toggle_metrics(state.usage.store(), &config),
         )
         .await?;
-    Ok(Json(json!(view)))
+    Ok(Json(view))
 }
 
 /// Shows a toggle's counts, with variants and per application.
@@ -124,13 +117,13 @@ async fn list_toggle_metrics(State(state): State<AppState>) -> ApiResult<Json<Va
     get,
     path = "/metrics/feature-toggles/{name}",
     tag = "metrics",
-    params(("name" = String, Path, description = "The toggle's name")),
+    params(ToggleNamePath),
     responses((status = 200, description = "The toggle's counts, with variants and per application (zeros for an unknown name)", body = views::ToggleDetail))
 )]
 async fn get_toggle_metrics(
     State(state): State<AppState>,
-    AppPath(name): AppPath<String>,
-) -> ApiResult<Json<Value>> {
+    AppPath(ToggleNamePath { name }): AppPath<ToggleNamePath>,
+) -> ApiResult<Json<views::ToggleDetail>> {
     let view = state
         .metrics
         .usage
@@ -139,13 +132,7 @@ async fn get_toggle_metrics(
             views::toggle_detail(state.usage.store(), &name),
         )
         .await?;
-    Ok(Json(json!(view)))
-}
-
-#[derive(Deserialize)]
-struct ApplicationsQuery {
-    #[serde(rename = "strategyName")]
-    strategy_name: Option<String>,
+    Ok(Json(view))
 }
 
 /// Lists the applications seen in the last two days.
@@ -153,7 +140,7 @@ struct ApplicationsQuery {
     get,
     path = "/applications",
     tag = "metrics",
-    params(("strategyName" = Option<String>, Query, description = "Only applications whose SDKs implement this strategy")),
+    params(ApplicationsQuery),
     responses(
         (status = 200, description = "The applications seen in the last two days", body = ApplicationList),
         (status = 400, description = "A malformed query", body = ErrorBody),
@@ -161,11 +148,9 @@ struct ApplicationsQuery {
 )]
 async fn list_applications(
     State(state): State<AppState>,
-    RawQuery(query): RawQuery,
-) -> ApiResult<Json<Value>> {
-    let query: ApplicationsQuery = serde_html_form::from_str(query.as_deref().unwrap_or(""))
-        .map_err(|e| ApiError::bad_request("", format!("Invalid query string: {e}")))?;
-    let apps = state
+    AppQuery(query): AppQuery<ApplicationsQuery>,
+) -> ApiResult<Json<ApplicationList>> {
+    let applications = state
         .metrics
         .usage
         .timed(
@@ -173,7 +158,7 @@ async fn list_applications(
             views::applications(state.usage.store(), query.strategy_name.as_deref()),
         )
         .await?;
-    Ok(Json(json!(ApplicationList { applications: apps })))
+    Ok(Json(ApplicationList { applications }))
 }
 
 /// Shows an application, its instances and the configuration each holds.
@@ -181,7 +166,7 @@ async fn list_applications(
     get,
     path = "/applications/{app}",
     tag = "metrics",
-    params(("app" = String, Path, description = "The application's name")),
+    params(ApplicationPath),
     responses(
         (status = 200, description = "The application, its instances and what configuration each holds", body = views::ApplicationDetails),
         (status = 404, description = "Not seen in the last two days", body = ErrorBody),
@@ -189,8 +174,8 @@ async fn list_applications(
 )]
 async fn get_application(
     State(state): State<AppState>,
-    AppPath(app): AppPath<String>,
-) -> ApiResult<Json<Value>> {
+    AppPath(ApplicationPath { app }): AppPath<ApplicationPath>,
+) -> ApiResult<Json<views::ApplicationDetails>> {
     let found = state
         .metrics
         .usage
@@ -201,10 +186,10 @@ async fn get_application(
             "No application \"{app}\" has been seen in the last two days"
         )));
     };
-    let etags = current_etags(&state.snapshot, views::poll_queries(&instances)).await;
-    Ok(Json(json!(views::application_details(
-        record, instances, toggles, &etags
-    ))))
+    let etags = views::current_etags(&state.snapshot, views::poll_queries(&instances)).await;
+    Ok(Json(views::application_details(
+        record, instances, toggles, &etags,
+    )))
 }
 
 /// `POST /api/admin/metrics/applications/:app`: what people say about an application.
@@ -228,13 +213,13 @@ struct MetadataBody {
     post,
     path = "/applications/{app}",
     tag = "metrics",
-    params(("app" = String, Path, description = "The application's name")),
+    params(ApplicationPath),
     request_body = MetadataBody,
     responses((status = 202, description = "Stored"))
 )]
 async fn update_application(
     State(usage): State<Arc<UsageRecorder>>,
-    AppPath(app): AppPath<String>,
+    AppPath(ApplicationPath { app }): AppPath<ApplicationPath>,
     AppJson(body): AppJson<MetadataBody>,
 ) -> ApiResult<StatusCode> {
     if body.app_name.as_ref().is_some_and(|name| *name != app) {
@@ -280,16 +265,19 @@ async fn update_application(
     delete,
     path = "/applications/{app}",
     tag = "metrics",
-    params(("app" = String, Path, description = "The application's name")),
+    params(ApplicationPath),
     responses((status = 200, description = "Removed from the registry"))
 )]
 async fn delete_application(
     State(usage): State<Arc<UsageRecorder>>,
-    AppPath(app): AppPath<String>,
+    AppPath(ApplicationPath { app }): AppPath<ApplicationPath>,
 ) -> ApiResult<StatusCode> {
     usage.store().delete_application(&app).await?;
     Ok(StatusCode::OK)
 }
+
+/// Per toggle name, the applications that reported it.
+type SeenApps = BTreeMap<String, Vec<views::ApplicationItem>>;
 
 /// Lists, per toggle, the applications that reported it.
 #[utoipa::path(
@@ -298,42 +286,13 @@ async fn delete_application(
     tag = "metrics",
     responses((status = 200, description = "Per toggle name, the applications that reported it", body = std::collections::BTreeMap<String, Vec<views::ApplicationItem>>))
 )]
-async fn list_seen_apps(State(state): State<AppState>) -> ApiResult<Json<Value>> {
+async fn list_seen_apps(State(state): State<AppState>) -> ApiResult<Json<SeenApps>> {
     let view = state
         .metrics
         .usage
         .timed("usage_read", views::seen_apps(state.usage.store()))
         .await?;
-    Ok(Json(json!(view)))
-}
-
-#[derive(Deserialize)]
-struct ConfigVersionsQuery {
-    #[serde(rename = "staleAfterSeconds")]
-    stale_after_seconds: Option<String>,
-}
-
-/// The configuration summary of every application, also used for the Prometheus gauges.
-pub async fn config_versions(
-    state: &AppState,
-    stale_after_seconds: u64,
-) -> Result<views::ConfigVersions, StoreError> {
-    let apps = state
-        .metrics
-        .usage
-        .timed("usage_read", views::all_instances(state.usage.store()))
-        .await?;
-    let etags = current_etags(
-        &state.snapshot,
-        views::poll_queries(apps.iter().flat_map(|(_, i)| i.iter())),
-    )
-    .await;
-    Ok(views::config_versions(
-        &apps,
-        &etags,
-        state.snapshot.state().version,
-        (stale_after_seconds * 1000) as i64,
-    ))
+    Ok(Json(view))
 }
 
 /// Shows, per application, how many instances hold the newest configuration.
@@ -341,7 +300,7 @@ pub async fn config_versions(
     get,
     path = "/metrics/config-versions",
     tag = "metrics",
-    params(("staleAfterSeconds" = Option<u32>, Query, minimum = 1, maximum = 172800, description = "Instances not polled for this long are not seen recently (default 120)")),
+    params(StaleAfterQuery),
     responses(
         (status = 200, description = "Per application, how many instances hold the newest configuration", body = views::ConfigVersions),
         (status = 400, description = "A bad `staleAfterSeconds`", body = ErrorBody),
@@ -349,23 +308,11 @@ pub async fn config_versions(
 )]
 async fn get_config_versions(
     State(state): State<AppState>,
-    RawQuery(query): RawQuery,
-) -> ApiResult<Json<Value>> {
-    let query: ConfigVersionsQuery = serde_html_form::from_str(query.as_deref().unwrap_or(""))
-        .map_err(|e| ApiError::bad_request("", format!("Invalid query string: {e}")))?;
-    let stale_after = match query.stale_after_seconds {
-        None => DEFAULT_STALE_AFTER_SECONDS,
-        Some(raw) => match raw.parse::<u64>() {
-            Ok(n) if (1..=172_800).contains(&n) => n,
-            _ => {
-                return Err(ApiError::bad_request(
-                    "staleAfterSeconds",
-                    "\"staleAfterSeconds\" must be a whole number from 1 to 172800",
-                ))
-            }
-        },
-    };
-    Ok(Json(json!(config_versions(&state, stale_after).await?)))
+    StaleAfterSeconds(stale_after): StaleAfterSeconds,
+) -> ApiResult<Json<views::ConfigVersions>> {
+    let summary =
+        views::current_config_versions(&state.usage, &state.snapshot, stale_after).await?;
+    Ok(Json(summary))
 }
 
 // The reference's `/api/admin/metrics/...` paths of the spec's views.
@@ -374,13 +321,15 @@ async fn get_config_versions(
 #[utoipa::path(get, path = "/metrics/seen-toggles", tag = "metrics",
     responses((status = 200, description = "Per application, the toggles its SDKs reported", body = Vec<views::SeenToggles>))
 )]
-async fn list_seen_toggles_at_metrics_path(state: State<AppState>) -> ApiResult<Json<Value>> {
+async fn list_seen_toggles_at_metrics_path(
+    state: State<AppState>,
+) -> ApiResult<Json<Vec<views::SeenToggles>>> {
     list_seen_toggles(state).await
 }
 
 /// [`list_applications`] at the reference's path.
 #[utoipa::path(get, path = "/metrics/applications", tag = "metrics",
-    params(("strategyName" = Option<String>, Query, description = "Only applications whose SDKs implement this strategy")),
+    params(ApplicationsQuery),
     responses(
         (status = 200, description = "The applications seen in the last two days", body = ApplicationList),
         (status = 400, description = "A malformed query", body = ErrorBody),
@@ -388,14 +337,14 @@ async fn list_seen_toggles_at_metrics_path(state: State<AppState>) -> ApiResult<
 )]
 async fn list_applications_at_metrics_path(
     state: State<AppState>,
-    query: RawQuery,
-) -> ApiResult<Json<Value>> {
+    query: AppQuery<ApplicationsQuery>,
+) -> ApiResult<Json<ApplicationList>> {
     list_applications(state, query).await
 }
 
 /// [`get_application`] at the reference's path.
 #[utoipa::path(get, path = "/metrics/applications/{app}", tag = "metrics",
-    params(("app" = String, Path, description = "The application's name")),
+    params(ApplicationPath),
     responses(
         (status = 200, description = "The application, its instances and what configuration each holds", body = views::ApplicationDetails),
         (status = 404, description = "Not seen in the last two days", body = ErrorBody),
@@ -403,20 +352,20 @@ async fn list_applications_at_metrics_path(
 )]
 async fn get_application_at_metrics_path(
     state: State<AppState>,
-    app: AppPath<String>,
-) -> ApiResult<Json<Value>> {
+    app: AppPath<ApplicationPath>,
+) -> ApiResult<Json<views::ApplicationDetails>> {
     get_application(state, app).await
 }
 
 /// [`update_application`] at the reference's path.
 #[utoipa::path(post, path = "/metrics/applications/{app}", tag = "metrics",
-    params(("app" = String, Path, description = "The application's name")),
+    params(ApplicationPath),
     request_body = MetadataBody,
     responses((status = 202, description = "Stored"))
 )]
 async fn update_application_at_metrics_path(
     usage: State<Arc<UsageRecorder>>,
-    app: AppPath<String>,
+    app: AppPath<ApplicationPath>,
     body: AppJson<MetadataBody>,
 ) -> ApiResult<StatusCode> {
     update_application(usage, app, body).await
@@ -424,12 +373,12 @@ async fn update_application_at_metrics_path(
 
 /// [`delete_application`] at the reference's path.
 #[utoipa::path(delete, path = "/metrics/applications/{app}", tag = "metrics",
-    params(("app" = String, Path, description = "The application's name")),
+    params(ApplicationPath),
     responses((status = 200, description = "Removed from the registry"))
 )]
 async fn delete_application_at_metrics_path(
     usage: State<Arc<UsageRecorder>>,
-    app: AppPath<String>,
+    app: AppPath<ApplicationPath>,
 ) -> ApiResult<StatusCode> {
     delete_application(usage, app).await
 }
@@ -438,6 +387,6 @@ async fn delete_application_at_metrics_path(
 #[utoipa::path(get, path = "/metrics/seen-apps", tag = "metrics",
     responses((status = 200, description = "Per toggle name, the applications that reported it", body = std::collections::BTreeMap<String, Vec<views::ApplicationItem>>))
 )]
-async fn list_seen_apps_at_metrics_path(state: State<AppState>) -> ApiResult<Json<Value>> {
+async fn list_seen_apps_at_metrics_path(state: State<AppState>) -> ApiResult<Json<SeenApps>> {
     list_seen_apps(state).await
 }

@@ -7,7 +7,7 @@ mod context;
 mod events;
 mod feature_types;
 mod features;
-pub mod metrics;
+mod metrics;
 mod projects;
 mod state;
 mod strategies;

@@ -4,18 +4,17 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Serialize;
-use serde_json::{json, Value};
-use utoipa::openapi::schema::Schema;
-use utoipa::openapi::RefOr;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::domain::project::{by_name, Project, ProjectSpec};
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::http::extract::{
-    replacement_schema, validate_route_name, AppJson, AppPath, IdToValidate,
-};
+use crate::http::extract::{validate_route_name, AppJson, AppPath};
+use crate::http::request_docs::{documented_body, IdToValidate, ValidateIdSegment};
+use crate::http::response::Created;
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
@@ -39,24 +38,22 @@ struct ProjectList<'a> {
     projects: Vec<&'a Project>,
 }
 
-/// The body of `PUT` as documented: a [`ProjectSpec`] without the `id`, which the path gives
-/// (see [`replacement_schema`]).
-struct ProjectUpdate;
-
-impl utoipa::PartialSchema for ProjectUpdate {
-    fn schema() -> RefOr<Schema> {
-        replacement_schema::<ProjectSpec>(
-            "id",
-            "A project as sent to replace the one the path names. The id is the path's: a \
-             body that repeats it must send that one.",
-        )
-    }
+documented_body! {
+    /// The body of `PUT` as documented: a [`ProjectSpec`] without the `id`, which the path
+    /// gives.
+    ProjectUpdate = replacement_schema::<ProjectSpec>(
+        "id",
+        "A project as sent to replace the one the path names. The id is the path's: a \
+         body that repeats it must send that one.",
+    )
 }
 
-impl utoipa::ToSchema for ProjectUpdate {
-    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        <ProjectSpec as utoipa::ToSchema>::schemas(schemas);
-    }
+/// The project a path names.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+struct ProjectPath {
+    /// The project's id
+    id: String,
 }
 
 /// The spec's update path, which has no `admin` segment.
@@ -71,13 +68,14 @@ pub fn spec_router() -> OpenApiRouter<AppState> {
     tag = "projects",
     responses((status = 200, description = "Every project, by name", body = ProjectList))
 )]
-async fn list_projects(State(service): State<Service>) -> ApiResult<Json<Value>> {
+async fn list_projects(State(service): State<Service>) -> ApiResult<Response> {
     let state = service.state()?;
     let projects = by_name(state.projects.values().map(|p| &**p));
-    Ok(Json(json!(ProjectList {
+    Ok(Json(ProjectList {
         version: 1,
-        projects
-    })))
+        projects,
+    })
+    .into_response())
 }
 
 /// Shows a project.
@@ -85,7 +83,7 @@ async fn list_projects(State(service): State<Service>) -> ApiResult<Json<Value>>
     get,
     path = "/projects/{id}",
     tag = "projects",
-    params(("id" = String, Path, description = "The project's id")),
+    params(ProjectPath),
     responses(
         (status = 200, description = "The project", body = Project),
         (status = 404, description = "No such project", body = ErrorBody),
@@ -93,14 +91,14 @@ async fn list_projects(State(service): State<Service>) -> ApiResult<Json<Value>>
 )]
 async fn get_project(
     State(service): State<Service>,
-    AppPath(id): AppPath<String>,
-) -> ApiResult<Json<Value>> {
+    AppPath(ProjectPath { id }): AppPath<ProjectPath>,
+) -> ApiResult<Response> {
     let state = service.state()?;
     let project = state
         .projects
         .get(&id)
         .ok_or_else(|| ApiError::NotFound(format!("Could not find project \"{id}\"")))?;
-    Ok(Json(json!(project)))
+    Ok(Json(project).into_response())
 }
 
 /// Creates a project.
@@ -118,9 +116,9 @@ async fn create_project(
     State(service): State<Service>,
     actor: Actor,
     AppJson(spec): AppJson<ProjectSpec>,
-) -> ApiResult<Response> {
+) -> ApiResult<Created<Project>> {
     let project = service.create_project(&actor, spec).await?;
-    Ok((StatusCode::CREATED, Json(json!(project))).into_response())
+    Ok(Created(project))
 }
 
 /// `POST /api/admin/projects/validate` with `{"id": …}`.
@@ -130,7 +128,7 @@ async fn create_project(
     tag = "projects",
     operation_id = "validate_project",
     summary = "`POST /api/admin/projects/validate`: whether an id is valid and free",
-    params(("id" = String, Path, description = "`validate`", example = "validate", pattern = "^validate$")),
+    params(ValidateIdSegment),
     request_body(content = IdToValidate, description = "`{\"id\": …}`"),
     responses(
         (status = 200, description = "Valid and free"),
@@ -140,7 +138,7 @@ async fn create_project(
 )]
 async fn validate_project(
     State(service): State<Service>,
-    AppPath(segment): AppPath<String>,
+    AppPath(ValidateIdSegment { id: segment }): AppPath<ValidateIdSegment>,
     AppJson(body): AppJson<serde_json::Map<String, Value>>,
 ) -> ApiResult<StatusCode> {
     let id = validate_route_name(&segment, &body, "id")?;
@@ -153,7 +151,7 @@ async fn validate_project(
     put,
     path = "/projects/{id}",
     tag = "projects",
-    params(("id" = String, Path, description = "The project's id")),
+    params(ProjectPath),
     request_body = ProjectUpdate,
     responses(
         (status = 200, description = "Updated", body = Project),
@@ -163,11 +161,11 @@ async fn validate_project(
 async fn update_project(
     State(service): State<Service>,
     actor: Actor,
-    AppPath(id): AppPath<String>,
+    AppPath(ProjectPath { id }): AppPath<ProjectPath>,
     AppJson(spec): AppJson<ProjectSpec>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Project>> {
     let project = service.update_project(&actor, &id, spec).await?;
-    Ok(Json(json!(project)))
+    Ok(Json(project))
 }
 
 /// Deletes a project.
@@ -175,7 +173,7 @@ async fn update_project(
     delete,
     path = "/projects/{id}",
     tag = "projects",
-    params(("id" = String, Path, description = "The project's id")),
+    params(ProjectPath),
     responses(
         (status = 200, description = "Deleted; its archived toggles move to `default`"),
         (status = 403, description = "The `default` project", body = ErrorBody),
@@ -186,7 +184,7 @@ async fn update_project(
 async fn delete_project(
     State(service): State<Service>,
     actor: Actor,
-    AppPath(id): AppPath<String>,
+    AppPath(ProjectPath { id }): AppPath<ProjectPath>,
 ) -> ApiResult<StatusCode> {
     service.delete_project(&actor, &id).await?;
     Ok(StatusCode::OK)
@@ -197,7 +195,7 @@ async fn delete_project(
     put,
     path = "/api/projects/{id}",
     tag = "projects",
-    params(("id" = String, Path, description = "The project's id")),
+    params(ProjectPath),
     request_body = ProjectUpdate,
     responses(
         (status = 200, description = "Updated", body = Project),
@@ -207,8 +205,8 @@ async fn delete_project(
 async fn update_project_at_spec_path(
     service: State<Service>,
     actor: Actor,
-    id: AppPath<String>,
+    id: AppPath<ProjectPath>,
     spec: AppJson<ProjectSpec>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Project>> {
     update_project(service, actor, id, spec).await
 }

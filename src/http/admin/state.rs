@@ -1,7 +1,7 @@
 //! `/api/admin/state`: export and import of the whole configuration (spec §4.4, API-FACTS §7).
 
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, RawQuery, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -11,6 +11,7 @@ use utoipa_axum::routes;
 use crate::domain::export::{export, ExportSections};
 use crate::domain::import::{parse_document, DocumentFormat, ImportOptions};
 use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::http::extract::QueryFlags;
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
@@ -22,44 +23,6 @@ pub fn router(import_limit: usize) -> OpenApiRouter<AppState> {
     OpenApiRouter::default()
         .routes(routes!(export_state))
         .merge(import)
-}
-
-/// The query parameters of both routes, as sent (booleans per API-FACTS §7.1: an empty
-/// value is kept, not taken for an absent one).
-struct StateQuery(Vec<(String, String)>);
-
-impl StateQuery {
-    fn parse(query: Option<&str>) -> ApiResult<Self> {
-        serde_html_form::from_str(query.unwrap_or(""))
-            .map(Self)
-            .map_err(|e| ApiError::bad_request("", format!("Invalid query string: {e}")))
-    }
-
-    /// The last value of `name`, if given.
-    fn get(&self, name: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .rev()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// The boolean `name`, `default` when absent.
-    fn flag(&self, name: &str, default: bool) -> bool {
-        flag(self.get(name), default)
-    }
-}
-
-/// API-FACTS §7.1: absent → `default`; an integer → non-zero; otherwise `true` in any case.
-/// A bare `?drop` is therefore false.
-fn flag(value: Option<&str>, default: bool) -> bool {
-    match value {
-        None => default,
-        Some(v) => match v.trim().parse::<i64>() {
-            Ok(n) => n != 0,
-            Err(_) => v.eq_ignore_ascii_case("true"),
-        },
-    }
 }
 
 /// Exports the configuration (JSON or YAML).
@@ -83,11 +46,7 @@ fn flag(value: Option<&str>, default: bool) -> bool {
         (status = 400, description = "A malformed query", body = ErrorBody),
     )
 )]
-async fn export_state(
-    State(service): State<Service>,
-    RawQuery(query): RawQuery,
-) -> ApiResult<Response> {
-    let query = StateQuery::parse(query.as_deref())?;
+async fn export_state(State(service): State<Service>, query: QueryFlags) -> ApiResult<Response> {
     let sections = ExportSections {
         features: query.flag("featureToggles", true),
         strategies: query.flag("strategies", true),
@@ -147,10 +106,9 @@ async fn export_state(
 async fn import_state(
     State(service): State<Service>,
     actor: Actor,
-    RawQuery(query): RawQuery,
+    query: QueryFlags,
     request: Request,
 ) -> ApiResult<Response> {
-    let query = StateQuery::parse(query.as_deref())?;
     let options = ImportOptions {
         drop: query.flag("drop", false),
         keep: query.flag("keep", false),

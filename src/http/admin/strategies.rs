@@ -4,16 +4,16 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Serialize;
-use serde_json::{json, Value};
-use utoipa::openapi::schema::Schema;
-use utoipa::openapi::RefOr;
+use serde::{Deserialize, Serialize};
+use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::domain::strategy::{ParameterDefinition, StrategyDefinition, StrategyDefinitionSpec};
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::http::extract::{creation_schema, replacement_schema, AppJson, AppPath};
+use crate::http::extract::{AppJson, AppPath};
+use crate::http::request_docs::documented_body;
+use crate::http::response::Created;
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
@@ -44,6 +44,14 @@ struct StrategyView<'a> {
     deprecated: bool,
 }
 
+/// The strategy definition a path names.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+struct StrategyPath {
+    /// The strategy's name
+    name: String,
+}
+
 fn view(s: &StrategyDefinition) -> StrategyView<'_> {
     StrategyView {
         name: &s.name,
@@ -61,13 +69,14 @@ fn view(s: &StrategyDefinition) -> StrategyView<'_> {
     tag = "strategies",
     responses((status = 200, description = "Every strategy definition", body = StrategyList))
 )]
-async fn list_strategies(State(service): State<Service>) -> ApiResult<Json<Value>> {
+async fn list_strategies(State(service): State<Service>) -> ApiResult<Response> {
     let state = service.state()?;
     let strategies = state.strategies.values().map(|s| view(s)).collect();
-    Ok(Json(json!(StrategyList {
+    Ok(Json(StrategyList {
         version: 1,
-        strategies
-    })))
+        strategies,
+    })
+    .into_response())
 }
 
 /// Shows a strategy definition.
@@ -75,7 +84,7 @@ async fn list_strategies(State(service): State<Service>) -> ApiResult<Json<Value
     get,
     path = "/strategies/{name}",
     tag = "strategies",
-    params(("name" = String, Path, description = "The strategy's name")),
+    params(StrategyPath),
     responses(
         (status = 200, description = "The strategy definition", body = StrategyView),
         (status = 404, description = "No such strategy", body = ErrorBody),
@@ -83,53 +92,32 @@ async fn list_strategies(State(service): State<Service>) -> ApiResult<Json<Value
 )]
 async fn get_strategy(
     State(service): State<Service>,
-    AppPath(name): AppPath<String>,
-) -> ApiResult<Json<Value>> {
+    AppPath(StrategyPath { name }): AppPath<StrategyPath>,
+) -> ApiResult<Response> {
     let state = service.state()?;
     let strategy = state
         .strategies
         .get(&name)
         .ok_or_else(|| ApiError::NotFound(format!("Could not find strategy \"{name}\"")))?;
-    Ok(Json(json!(view(strategy))))
+    Ok(Json(view(strategy)).into_response())
 }
 
-/// The body of `POST` as documented: a [`StrategyDefinitionSpec`] that names the strategy
-/// (see [`creation_schema`]).
-struct NewStrategy;
-
-impl utoipa::PartialSchema for NewStrategy {
-    fn schema() -> RefOr<Schema> {
-        creation_schema::<StrategyDefinitionSpec>(
-            "name",
-            "A strategy definition as sent to create it.",
-        )
-    }
+documented_body! {
+    /// The body of `POST` as documented: a [`StrategyDefinitionSpec`] that names the strategy.
+    NewStrategy = creation_schema::<StrategyDefinitionSpec>(
+        "name",
+        "A strategy definition as sent to create it.",
+    )
 }
 
-impl utoipa::ToSchema for NewStrategy {
-    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        <StrategyDefinitionSpec as utoipa::ToSchema>::schemas(schemas);
-    }
-}
-
-/// The body of `PUT` as documented: a [`StrategyDefinitionSpec`] without the `name`, which the
-/// path gives (see [`replacement_schema`]).
-struct StrategyUpdate;
-
-impl utoipa::PartialSchema for StrategyUpdate {
-    fn schema() -> RefOr<Schema> {
-        replacement_schema::<StrategyDefinitionSpec>(
-            "name",
-            "A strategy definition as sent to replace the one the path names. The name is the \
-             path's: a body that repeats it must send that one.",
-        )
-    }
-}
-
-impl utoipa::ToSchema for StrategyUpdate {
-    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        <StrategyDefinitionSpec as utoipa::ToSchema>::schemas(schemas);
-    }
+documented_body! {
+    /// The body of `PUT` as documented: a [`StrategyDefinitionSpec`] without the `name`, which
+    /// the path gives.
+    StrategyUpdate = replacement_schema::<StrategyDefinitionSpec>(
+        "name",
+        "A strategy definition as sent to replace the one the path names. The name is the \
+         path's: a body that repeats it must send that one.",
+    )
 }
 
 /// Creates a strategy definition.
@@ -149,7 +137,7 @@ async fn create_strategy(
     AppJson(spec): AppJson<StrategyDefinitionSpec>,
 ) -> ApiResult<Response> {
     let strategy = service.create_strategy(&actor, spec).await?;
-    Ok((StatusCode::CREATED, Json(json!(view(&strategy)))).into_response())
+    Ok(Created(view(&strategy)).into_response())
 }
 
 /// Updates a strategy definition.
@@ -157,7 +145,7 @@ async fn create_strategy(
     put,
     path = "/strategies/{name}",
     tag = "strategies",
-    params(("name" = String, Path, description = "The strategy's name")),
+    params(StrategyPath),
     request_body = StrategyUpdate,
     responses(
         (status = 200, description = "Updated", body = StrategyView),
@@ -168,11 +156,11 @@ async fn create_strategy(
 async fn update_strategy(
     State(service): State<Service>,
     actor: Actor,
-    AppPath(name): AppPath<String>,
+    AppPath(StrategyPath { name }): AppPath<StrategyPath>,
     AppJson(spec): AppJson<StrategyDefinitionSpec>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let strategy = service.update_strategy(&actor, &name, spec).await?;
-    Ok(Json(json!(view(&strategy))))
+    Ok(Json(view(&strategy)).into_response())
 }
 
 /// Deletes a strategy definition.
@@ -180,7 +168,7 @@ async fn update_strategy(
     delete,
     path = "/strategies/{name}",
     tag = "strategies",
-    params(("name" = String, Path, description = "The strategy's name")),
+    params(StrategyPath),
     responses(
         (status = 200, description = "Deleted"),
         (status = 403, description = "A built-in strategy", body = ErrorBody),
@@ -191,7 +179,7 @@ async fn update_strategy(
 async fn delete_strategy(
     State(service): State<Service>,
     actor: Actor,
-    AppPath(name): AppPath<String>,
+    AppPath(StrategyPath { name }): AppPath<StrategyPath>,
 ) -> ApiResult<StatusCode> {
     service.delete_strategy(&actor, &name).await?;
     Ok(StatusCode::OK)
@@ -202,7 +190,7 @@ async fn delete_strategy(
     post,
     path = "/strategies/{name}/deprecate",
     tag = "strategies",
-    params(("name" = String, Path, description = "The strategy's name")),
+    params(StrategyPath),
     responses(
         (status = 200, description = "Deprecated", body = StrategyView),
         (status = 403, description = "A built-in strategy that cannot be deprecated", body = ErrorBody),
@@ -212,10 +200,10 @@ async fn delete_strategy(
 async fn deprecate_strategy(
     State(service): State<Service>,
     actor: Actor,
-    AppPath(name): AppPath<String>,
-) -> ApiResult<Json<Value>> {
+    AppPath(StrategyPath { name }): AppPath<StrategyPath>,
+) -> ApiResult<Response> {
     let strategy = service.set_strategy_deprecated(&actor, &name, true).await?;
-    Ok(Json(json!(view(&strategy))))
+    Ok(Json(view(&strategy)).into_response())
 }
 
 /// Reactivates a deprecated strategy definition.
@@ -223,7 +211,7 @@ async fn deprecate_strategy(
     post,
     path = "/strategies/{name}/reactivate",
     tag = "strategies",
-    params(("name" = String, Path, description = "The strategy's name")),
+    params(StrategyPath),
     responses(
         (status = 200, description = "Reactivated", body = StrategyView),
         (status = 403, description = "A built-in strategy that cannot be deprecated", body = ErrorBody),
@@ -233,10 +221,10 @@ async fn deprecate_strategy(
 async fn reactivate_strategy(
     State(service): State<Service>,
     actor: Actor,
-    AppPath(name): AppPath<String>,
-) -> ApiResult<Json<Value>> {
+    AppPath(StrategyPath { name }): AppPath<StrategyPath>,
+) -> ApiResult<Response> {
     let strategy = service
         .set_strategy_deprecated(&actor, &name, false)
         .await?;
-    Ok(Json(json!(view(&strategy))))
+    Ok(Json(view(&strategy)).into_response())
 }

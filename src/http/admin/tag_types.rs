@@ -4,17 +4,17 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Serialize;
-use serde_json::{json, Value};
-use utoipa::openapi::schema::Schema;
-use utoipa::openapi::RefOr;
+use serde::{Deserialize, Serialize};
+use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::domain::tag::{TagType, TagTypeSpec};
 use crate::domain::DomainError;
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::http::extract::{replacement_schema, AppJson, AppPath};
+use crate::http::extract::{AppJson, AppPath};
+use crate::http::request_docs::{documented_body, ValidateNameSegment};
+use crate::http::response::Created;
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
@@ -30,24 +30,22 @@ pub fn router() -> OpenApiRouter<AppState> {
         ))
 }
 
-/// The body of `PUT` as documented: a [`TagTypeSpec`] without the `name`, which the path gives
-/// (see [`replacement_schema`]).
-struct TagTypeUpdate;
-
-impl utoipa::PartialSchema for TagTypeUpdate {
-    fn schema() -> RefOr<Schema> {
-        replacement_schema::<TagTypeSpec>(
-            "name",
-            "A tag type as sent to replace the one the path names. The name is the path's: \
-             a body that repeats it must send that one.",
-        )
-    }
+documented_body! {
+    /// The body of `PUT` as documented: a [`TagTypeSpec`] without the `name`, which the path
+    /// gives.
+    TagTypeUpdate = replacement_schema::<TagTypeSpec>(
+        "name",
+        "A tag type as sent to replace the one the path names. The name is the path's: \
+         a body that repeats it must send that one.",
+    )
 }
 
-impl utoipa::ToSchema for TagTypeUpdate {
-    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        <TagTypeSpec as utoipa::ToSchema>::schemas(schemas);
-    }
+/// The tag type a path names.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+struct TagTypePath {
+    /// The tag type's name
+    name: String,
 }
 
 /// Every tag type.
@@ -84,13 +82,14 @@ struct ValidTagType<'a> {
     tag = "tags",
     responses((status = 200, description = "Every tag type", body = TagTypeList))
 )]
-async fn list_tag_types(State(service): State<Service>) -> ApiResult<Json<Value>> {
+async fn list_tag_types(State(service): State<Service>) -> ApiResult<Response> {
     let state = service.state()?;
     let tag_types = state.tag_types.values().map(|t| &**t).collect();
-    Ok(Json(json!(TagTypeList {
+    Ok(Json(TagTypeList {
         version: 1,
-        tag_types
-    })))
+        tag_types,
+    })
+    .into_response())
 }
 
 /// Shows a tag type.
@@ -98,7 +97,7 @@ async fn list_tag_types(State(service): State<Service>) -> ApiResult<Json<Value>
     get,
     path = "/tag-types/{name}",
     tag = "tags",
-    params(("name" = String, Path, description = "The tag type's name")),
+    params(TagTypePath),
     responses(
         (status = 200, description = "The tag type", body = OneTagType),
         (status = 404, description = "No such tag type", body = ErrorBody),
@@ -106,17 +105,18 @@ async fn list_tag_types(State(service): State<Service>) -> ApiResult<Json<Value>
 )]
 async fn get_tag_type(
     State(service): State<Service>,
-    AppPath(name): AppPath<String>,
-) -> ApiResult<Json<Value>> {
+    AppPath(TagTypePath { name }): AppPath<TagTypePath>,
+) -> ApiResult<Response> {
     let state = service.state()?;
     let tag_type = state
         .tag_types
         .get(&name)
         .ok_or_else(|| ApiError::NotFound(format!("Could not find tag type \"{name}\"")))?;
-    Ok(Json(json!(OneTagType {
+    Ok(Json(OneTagType {
         version: 1,
-        tag_type
-    })))
+        tag_type,
+    })
+    .into_response())
 }
 
 /// Creates a tag type.
@@ -134,9 +134,9 @@ async fn create_tag_type(
     State(service): State<Service>,
     actor: Actor,
     AppJson(spec): AppJson<TagTypeSpec>,
-) -> ApiResult<Response> {
+) -> ApiResult<Created<TagType>> {
     let tag_type = service.create_tag_type(&actor, spec).await?;
-    Ok((StatusCode::CREATED, Json(tag_type)).into_response())
+    Ok(Created(tag_type))
 }
 
 /// `POST /api/admin/tag-types/validate`; shares the `{name}` route so that a tag type called
@@ -147,7 +147,7 @@ async fn create_tag_type(
     tag = "tags",
     operation_id = "validate_tag_type",
     summary = "`POST /api/admin/tag-types/validate`: whether a tag type would be valid and new",
-    params(("name" = String, Path, description = "`validate`", example = "validate", pattern = "^validate$")),
+    params(ValidateNameSegment),
     request_body = TagTypeSpec,
     responses(
         (status = 200, description = "Valid and new", body = ValidTagType),
@@ -157,9 +157,9 @@ async fn create_tag_type(
 )]
 async fn validate_tag_type(
     State(service): State<Service>,
-    AppPath(segment): AppPath<String>,
+    AppPath(ValidateNameSegment { name: segment }): AppPath<ValidateNameSegment>,
     AppJson(spec): AppJson<TagTypeSpec>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     if segment != "validate" {
         return Err(ApiError::MethodNotAllowed);
     }
@@ -171,10 +171,11 @@ async fn validate_tag_type(
         ))
         .into());
     }
-    Ok(Json(json!(ValidTagType {
+    Ok(Json(ValidTagType {
         valid: true,
-        tag_type: &tag_type
-    })))
+        tag_type: &tag_type,
+    })
+    .into_response())
 }
 
 /// Updates a tag type.
@@ -182,7 +183,7 @@ async fn validate_tag_type(
     put,
     path = "/tag-types/{name}",
     tag = "tags",
-    params(("name" = String, Path, description = "The tag type's name")),
+    params(TagTypePath),
     request_body = TagTypeUpdate,
     responses(
         (status = 200, description = "Updated", body = TagType),
@@ -192,11 +193,11 @@ async fn validate_tag_type(
 async fn update_tag_type(
     State(service): State<Service>,
     actor: Actor,
-    AppPath(name): AppPath<String>,
+    AppPath(TagTypePath { name }): AppPath<TagTypePath>,
     AppJson(spec): AppJson<TagTypeSpec>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<TagType>> {
     let tag_type = service.update_tag_type(&actor, &name, spec).await?;
-    Ok(Json(json!(tag_type)))
+    Ok(Json(tag_type))
 }
 
 /// Deletes a tag type and its tags.
@@ -204,7 +205,7 @@ async fn update_tag_type(
     delete,
     path = "/tag-types/{name}",
     tag = "tags",
-    params(("name" = String, Path, description = "The tag type's name")),
+    params(TagTypePath),
     responses(
         (status = 200, description = "Deleted"),
         (status = 404, description = "No such tag type", body = ErrorBody),
@@ -214,7 +215,7 @@ async fn update_tag_type(
 async fn delete_tag_type(
     State(service): State<Service>,
     actor: Actor,
-    AppPath(name): AppPath<String>,
+    AppPath(TagTypePath { name }): AppPath<TagTypePath>,
 ) -> ApiResult<StatusCode> {
     service.delete_tag_type(&actor, &name).await?;
     Ok(StatusCode::OK)

@@ -4,14 +4,15 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Serialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::domain::tag::{Tag, TagRef, TagSpec};
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::extract::{AppJson, AppPath};
+use crate::http::response::Created;
 use crate::service::{Actor, Service};
 use crate::state::AppState;
 
@@ -39,6 +40,35 @@ struct OneTag<'a> {
     tag: &'a Tag,
 }
 
+/// The tag type a path lists the tags of.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+struct TagTypeOfTagsPath {
+    /// The tag type
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+/// The tag a path names.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+struct TagPath {
+    /// The tag's type
+    #[serde(rename = "type")]
+    kind: String,
+    /// The tag's value
+    value: String,
+}
+
+impl From<TagPath> for TagRef {
+    fn from(path: TagPath) -> Self {
+        TagRef {
+            kind: path.kind.into(),
+            value: path.value.into(),
+        }
+    }
+}
+
 /// Lists the tags.
 #[utoipa::path(
     get,
@@ -46,10 +76,10 @@ struct OneTag<'a> {
     tag = "tags",
     responses((status = 200, description = "Every tag", body = TagList))
 )]
-async fn list_tags(State(service): State<Service>) -> ApiResult<Json<Value>> {
+async fn list_tags(State(service): State<Service>) -> ApiResult<Response> {
     let state = service.state()?;
     let tags = state.tags.values().map(|t| &**t).collect();
-    Ok(Json(json!(TagList { version: 1, tags })))
+    Ok(Json(TagList { version: 1, tags }).into_response())
 }
 
 /// Lists the tags of a type.
@@ -57,13 +87,13 @@ async fn list_tags(State(service): State<Service>) -> ApiResult<Json<Value>> {
     get,
     path = "/tags/{type}",
     tag = "tags",
-    params(("type" = String, Path, description = "The tag type")),
+    params(TagTypeOfTagsPath),
     responses((status = 200, description = "The tags of the type (none for an unknown type)", body = TagList))
 )]
 async fn list_tags_of_type(
     State(service): State<Service>,
-    AppPath(kind): AppPath<String>,
-) -> ApiResult<Json<Value>> {
+    AppPath(TagTypeOfTagsPath { kind }): AppPath<TagTypeOfTagsPath>,
+) -> ApiResult<Response> {
     let state = service.state()?;
     let tags = state
         .tags
@@ -71,7 +101,7 @@ async fn list_tags_of_type(
         .filter(|t| t.kind == kind)
         .map(|t| &**t)
         .collect();
-    Ok(Json(json!(TagList { version: 1, tags })))
+    Ok(Json(TagList { version: 1, tags }).into_response())
 }
 
 /// Shows a tag.
@@ -79,10 +109,7 @@ async fn list_tags_of_type(
     get,
     path = "/tags/{type}/{value}",
     tag = "tags",
-    params(
-        ("type" = String, Path, description = "The tag's type"),
-        ("value" = String, Path, description = "The tag's value"),
-    ),
+    params(TagPath),
     responses(
         (status = 200, description = "The tag", body = OneTag),
         (status = 404, description = "No such tag", body = ErrorBody),
@@ -90,17 +117,14 @@ async fn list_tags_of_type(
 )]
 async fn get_tag(
     State(service): State<Service>,
-    AppPath((kind, value)): AppPath<(String, String)>,
-) -> ApiResult<Json<Value>> {
+    AppPath(path): AppPath<TagPath>,
+) -> ApiResult<Response> {
     let state = service.state()?;
-    let tag_ref = TagRef {
-        kind: kind.into(),
-        value: value.into(),
-    };
+    let tag_ref = TagRef::from(path);
     let tag = state
         .tag(&tag_ref)
         .ok_or_else(|| ApiError::NotFound(format!("Could not find the tag {}", tag_ref.key())))?;
-    Ok(Json(json!(OneTag { version: 1, tag })))
+    Ok(Json(OneTag { version: 1, tag }).into_response())
 }
 
 /// Creates a tag.
@@ -119,9 +143,9 @@ async fn create_tag(
     State(service): State<Service>,
     actor: Actor,
     AppJson(spec): AppJson<TagSpec>,
-) -> ApiResult<Response> {
+) -> ApiResult<Created<Tag>> {
     let tag = service.create_tag(&actor, spec).await?;
-    Ok((StatusCode::CREATED, Json(tag)).into_response())
+    Ok(Created(tag))
 }
 
 /// Deletes a tag and removes it from every toggle.
@@ -129,10 +153,7 @@ async fn create_tag(
     delete,
     path = "/tags/{type}/{value}",
     tag = "tags",
-    params(
-        ("type" = String, Path, description = "The tag's type"),
-        ("value" = String, Path, description = "The tag's value"),
-    ),
+    params(TagPath),
     responses(
         (status = 200, description = "Deleted, and removed from every toggle"),
         (status = 404, description = "No such tag", body = ErrorBody),
@@ -141,12 +162,8 @@ async fn create_tag(
 async fn delete_tag(
     State(service): State<Service>,
     actor: Actor,
-    AppPath((kind, value)): AppPath<(String, String)>,
+    AppPath(path): AppPath<TagPath>,
 ) -> ApiResult<StatusCode> {
-    let tag_ref = TagRef {
-        kind: kind.into(),
-        value: value.into(),
-    };
-    service.delete_tag(&actor, tag_ref).await?;
+    service.delete_tag(&actor, path.into()).await?;
     Ok(StatusCode::OK)
 }

@@ -10,7 +10,6 @@ use axum::Json;
 use chrono::Utc;
 use serde::Deserialize;
 use serde::Serialize;
-use serde_json::{json, Value};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -65,11 +64,12 @@ const EMAIL_MAX: usize = 254;
     tag = "auth",
     responses((status = 200, description = "Who the caller is", body = User))
 )]
-async fn current_user(actor: Actor) -> Json<Value> {
-    Json(json!(User {
+async fn current_user(actor: Actor) -> Response {
+    Json(User {
         username: &actor.0,
-        email: None
-    }))
+        email: None,
+    })
+    .into_response()
 }
 
 /// The `Set-Cookie` value of a session cookie with `value` that lasts `max_age` seconds.

@@ -15,7 +15,7 @@ use crate::domain::filter::FeatureFilter;
 use crate::domain::usage::REPORT_NAME_MAX;
 use crate::domain::views::ClientToggle;
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::http::extract::{AppPath, FilterQuery};
+use crate::http::extract::{AppPath, ToggleNamePath};
 use crate::snapshot::{no_match, ClientResponse};
 use crate::telemetry::metrics::ClientFeatureCounts;
 
@@ -135,11 +135,8 @@ pub async fn list_client_features(
             return respond(response, headers, &api.metrics.client_counts);
         }
     }
-    let filter = match query.as_deref() {
-        None | Some("") => Some(FeatureFilter::default()),
-        // spec §4.1 allows only 20x/304 here: a malformed filter matches no toggle.
-        Some(q) => FilterQuery::parse(q).ok().and_then(|f| f.filter().ok()),
-    };
+    // spec §4.1 allows only 20x/304 here: a malformed filter matches no toggle.
+    let filter = FeatureFilter::of_poll_query(query.as_deref().unwrap_or(""));
     // A token scoped to projects sees only theirs: its document is the filtered one (so its
     // cache entry and ETag are those of the filter it amounts to).
     let filter = match &scope {
@@ -188,7 +185,7 @@ fn record_poll(api: &ClientApi, headers: &HeaderMap, query: &str, response: &Cli
     get,
     path = "/api/client/features/{name}",
     tag = "client",
-    params(("name" = String, Path, description = "The toggle's name")),
+    params(ToggleNamePath),
     responses(
         (status = 200, description = "The toggle", body = ClientToggle),
         (status = 404, description = "No such active toggle (or not in the token's projects)", body = ErrorBody),
@@ -196,7 +193,7 @@ fn record_poll(api: &ClientApi, headers: &HeaderMap, query: &str, response: &Cli
 )]
 pub async fn get_client_feature(
     State(api): State<Arc<ClientApi>>,
-    AppPath(name): AppPath<String>,
+    AppPath(ToggleNamePath { name }): AppPath<ToggleNamePath>,
     req: Request,
 ) -> ApiResult<Response<Body>> {
     let scope = api.admit(&req, LimitGroup::ClientFeatures)?;
