@@ -411,6 +411,27 @@ fn quick_builds_after_quick_builds_remake_only_the_changed_group() {
 }
 
 #[test]
+fn switching_one_toggle_back_and_forth_serves_each_switch() {
+    // What `loadtest/propagation.py` does: one toggle switched, a quick build for the writer,
+    // a full build after it; every document must hold the switch.
+    for n in [0, 1, 150, 299, 599] {
+        let mut state = seeded(600);
+        let documents = ClientDocuments::default();
+        documents.build(&state);
+        for seed in 0..12 {
+            apply(&mut state, &Op::Update(n, seed));
+            for effort in [Effort::Quick, Effort::Full] {
+                documents.build_with(&state, effort);
+                let document = documents.unfiltered.load_full().expect("built");
+                let expected = from_scratch(&state, &FeatureFilter::default());
+                assert_eq!(document.plain.to_vec(), expected, "toggle {n}, {effort:?}");
+                assert_eq!(gunzip(&document.gzip), expected, "toggle {n}, {effort:?}");
+            }
+        }
+    }
+}
+
+#[test]
 fn a_stored_group_larger_than_a_stored_block_is_valid_gzip() {
     let mut state = seeded(300);
     for (name, toggle) in state.features.clone() {
