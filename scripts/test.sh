@@ -8,6 +8,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=python-venv.sh
 . scripts/python-venv.sh
 ./scripts/check-links.sh
+./scripts/check-layers.sh
 
 if ! command -v redis-server >/dev/null 2>&1; then
   echo "# installing redis-server" >&2
