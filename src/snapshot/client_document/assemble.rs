@@ -383,9 +383,9 @@ fn strip_weak(tag: &[u8]) -> &[u8] {
 }
 
 /// A group of `members` compressed after the bytes of `window` (copied into `dictionary`, a
-/// scratch buffer), or stored uncompressed by a quick build. A group after another starts with the separator, so a document is the
-/// prefix, its groups and the suffix. Toggles the previous document holds are copied from it;
-/// only changed ones are serialised.
+/// scratch buffer), or stored uncompressed by a quick build. A group after another starts with
+/// the separator, so a document is the prefix, its groups and the suffix. Toggles the previous
+/// document holds are copied from it; only changed ones are serialised.
 fn new_group(
     members: &[&PieceEntry],
     window: &Window<'_>,
