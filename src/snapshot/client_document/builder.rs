@@ -18,10 +18,9 @@ const MAX_GAP: Duration = Duration::from_millis(100);
 /// a ninth of one core however fast versions come (under thousands of writes a second at
 /// 10,000 toggles, every build recompresses most groups).
 const GAP_FACTOR: u32 = 8;
-/// While writers keep waiting, builds are quick (groups stored uncompressed); a full build
-/// runs at least this often all the same, so steady writes cannot leave the gzip body
-/// uncompressed for long.
-const FULL_AT_LEAST_EVERY: Duration = Duration::from_secs(1);
+/// While writers keep waiting, builds are quick (groups stored uncompressed); a compressing
+/// build runs at least this often all the same.
+const COMPRESS_AT_LEAST_EVERY: Duration = Duration::from_secs(1);
 
 impl ClientDocuments {
     /// Builds documents whenever woken, from the state `current` returns, until `stop`.
@@ -31,7 +30,7 @@ impl ClientDocuments {
         stop: CancellationToken,
     ) {
         let mut last: Option<(Instant, Duration)> = None;
-        let mut last_full = Instant::now();
+        let mut last_compressing = Instant::now();
         loop {
             tokio::select! {
                 _ = self.wake.notified() => {}
@@ -52,10 +51,13 @@ impl ClientDocuments {
                 }
             }
             // A writer waits for this build: store what changed uncompressed, and compress it
-            // in a later build nobody waits for.
-            let effort = match self.writer_waiting() && last_full.elapsed() < FULL_AT_LEAST_EVERY {
+            // in later builds, a bounded number of groups each (so writers arriving meanwhile
+            // are not held up long).
+            let effort = match self.writer_waiting()
+                && last_compressing.elapsed() < COMPRESS_AT_LEAST_EVERY
+            {
                 true => Effort::Quick,
-                false => Effort::Full,
+                false => Effort::Gradual,
             };
             let state = current();
             let started = Instant::now();
@@ -65,8 +67,8 @@ impl ClientDocuments {
                 Ok(false) => {}
                 Err(e) => tracing::error!(error = %e, "client document build failed"),
             }
-            if effort == Effort::Full {
-                last_full = Instant::now();
+            if effort == Effort::Gradual {
+                last_compressing = Instant::now();
             }
             let took = started.elapsed();
             if let Ok(mut totals) = self.totals.lock() {
@@ -83,11 +85,13 @@ impl ClientDocuments {
         self.build_with(state, Effort::Full);
     }
 
-    /// `build` with `effort`: a full build also compresses what quick builds stored (the
-    /// documents keep their version and ETag). Returns whether a document is left with
-    /// groups stored uncompressed.
+    /// `build` with `effort`: a full or gradual build also compresses what quick builds
+    /// stored (the documents keep their version and ETag). Returns whether a document is left
+    /// with groups stored uncompressed.
     pub fn build_with(&self, state: &ConfigState, effort: Effort) -> bool {
-        let full = effort == Effort::Full;
+        let compressing = effort != Effort::Quick;
+        // Whether the unfiltered document was assembled (with `effort`) by this build.
+        let mut assembled = false;
         let previous = self.pieces.load_full();
         let pieces = match previous {
             Some(pieces) if pieces.version == state.version && pieces.head == state.head => pieces,
@@ -106,6 +110,7 @@ impl ClientDocuments {
                         document.retagged(pieces.version)
                     }
                     previous => {
+                        assembled = true;
                         build_filtered_with(&pieces, &FeatureFilter::default(), previous, effort)
                     }
                 };
@@ -118,13 +123,18 @@ impl ClientDocuments {
         };
         let mut uncompressed = false;
         if let Some(document) = self.unfiltered.load_full() {
-            if full && document.uncompressed && document.version == pieces.version {
+            if compressing
+                && !assembled
+                && document.uncompressed
+                && document.version == pieces.version
+            {
                 let compressed = ClientResponse::assemble_with(
                     pieces.pieces(),
                     pieces.version,
                     Some(&document),
-                    Effort::Full,
+                    effort,
                 );
+                uncompressed = compressed.uncompressed;
                 self.unfiltered.store(Some(Arc::new(compressed)));
             } else {
                 uncompressed = document.uncompressed;
@@ -137,8 +147,8 @@ impl ClientDocuments {
                 .iter()
                 .filter_map(|(filter, entry)| {
                     let document = entry.document.load_full()?;
-                    let redo =
-                        document.version != pieces.version || (full && document.uncompressed);
+                    let redo = document.version != pieces.version
+                        || (compressing && document.uncompressed);
                     uncompressed |= document.uncompressed && !redo;
                     redo.then(|| (filter.clone(), entry.clone()))
                 })
@@ -157,7 +167,7 @@ impl ClientDocuments {
                         .flatten()
                         .any(|toggle| filter.matches(toggle))
                 });
-            let document = if untouched && !(full && previous.uncompressed) {
+            let document = if untouched && !(compressing && previous.uncompressed) {
                 previous.retagged(pieces.version)
             } else {
                 build_filtered_with(&pieces, &filter, Some(&previous), effort)

@@ -25,6 +25,8 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwapOption;
 use tokio::sync::{watch, Notify, OnceCell};
 
+#[cfg(test)]
+use assemble::GRADUAL_GROUPS;
 pub use assemble::{ClientResponse, Effort};
 pub use body::DocumentBody;
 pub use piece::{ClientPiece, PieceEntry, PieceList};
@@ -328,6 +330,11 @@ pub fn build_filtered_with(
             ClientResponse::splice(pieces, filter, previous)
         }
         _ => {
+            // A document made from nothing is compressed whole: nobody waits for it.
+            let effort = match (effort, previous) {
+                (Effort::Gradual, None) => Effort::Full,
+                (effort, _) => effort,
+            };
             let selected = pieces
                 .entries
                 .values()

@@ -288,7 +288,7 @@ proptest! {
     fn incremental_documents_equal_documents_built_from_scratch(
         initial in 0u16..300,
         ops in proptest::collection::vec(op(), 1..40),
-        quick in proptest::collection::vec(any::<bool>(), 40),
+        efforts in proptest::collection::vec(0u8..3, 40),
     ) {
         let mut state = seeded(initial);
         let documents = ClientDocuments::default();
@@ -304,10 +304,11 @@ proptest! {
             documents.lock_filtered().insert(filter, Arc::new(entry));
         }
         let mut filtered: HashMap<usize, ClientResponse> = HashMap::new();
-        for (op, quick) in ops.iter().zip(quick) {
+        for (op, effort) in ops.iter().zip(efforts) {
             apply(&mut state, op);
-            // Builds a writer waits for store groups uncompressed: the same content.
-            let effort = if quick { Effort::Quick } else { Effort::Full };
+            // Builds a writer waits for store groups uncompressed, gradual ones compress some
+            // of them: the same content.
+            let effort = [Effort::Quick, Effort::Gradual, Effort::Full][usize::from(effort)];
             documents.build_with(&state, effort);
             let unfiltered = documents.unfiltered.load_full().expect("built");
             let next = PieceList::update(&pieces, &state);
@@ -429,6 +430,40 @@ fn switching_one_toggle_back_and_forth_serves_each_switch() {
             }
         }
     }
+}
+
+#[test]
+fn gradual_builds_compress_a_bounded_number_of_groups_each_until_none_is_stored() {
+    let mut state = seeded(3_000);
+    let documents = ClientDocuments::default();
+    documents.build(&state);
+    for n in (0..3_000).step_by(40) {
+        apply(&mut state, &Op::Update(n, 7));
+        documents.build_with(&state, Effort::Quick);
+    }
+    let expected = from_scratch(&state, &FeatureFilter::default());
+    let mut before = documents.unfiltered.load_full().expect("built");
+    let stored = |document: &ClientResponse| {
+        document
+            .groups
+            .iter()
+            .filter(|group| group.deflated.is_stored())
+            .count()
+    };
+    assert!(
+        stored(&before) > GRADUAL_GROUPS,
+        "more than one build's work"
+    );
+    while documents.build_with(&state, Effort::Gradual) {
+        let after = documents.unfiltered.load_full().expect("built");
+        assert_eq!(stored(&after), stored(&before) - GRADUAL_GROUPS);
+        assert_eq!(gunzip(&after.gzip), expected);
+        assert_eq!(after.etag, before.etag);
+        before = after;
+    }
+    let done = documents.unfiltered.load_full().expect("built");
+    assert!(!done.uncompressed);
+    assert_eq!(gunzip(&done.gzip), expected);
 }
 
 #[test]
