@@ -25,8 +25,6 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwapOption;
 use tokio::sync::{watch, Notify, OnceCell};
 
-#[cfg(test)]
-use assemble::GRADUAL_GROUPS;
 pub use assemble::{ClientResponse, Effort};
 pub use body::DocumentBody;
 pub use piece::{ClientPiece, PieceEntry, PieceList};

@@ -9,6 +9,7 @@ use flate2::read::GzDecoder;
 use proptest::prelude::*;
 use serde::Serialize;
 
+use super::assemble::GRADUAL_GROUPS;
 use super::*;
 use crate::domain::config_state::ConfigState;
 use crate::domain::tag::TagRef;
