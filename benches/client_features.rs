@@ -16,12 +16,15 @@ use chrono::Utc;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 
 use flagpole::domain::config_state::ConfigState;
+use flagpole::domain::environment::{only_default, FeatureEnvironment};
 use flagpole::domain::filter::FeatureFilter;
 use flagpole::domain::tag::TagRef;
 use flagpole::domain::toggle::{
     Constraint, Operator, Parameters, Strategy, Toggle, Variant, WeightType,
 };
-use flagpole::snapshot::client_document::{build_filtered, ClientDocuments, Effort, PieceList};
+use flagpole::snapshot::client_document::{
+    build_filtered, ClientDocuments, DocumentForm, Effort, PieceList,
+};
 
 /// `n` toggles shaped like the shared bench kit's: 2 strategies, some constraints and variants.
 fn state_with(n: usize) -> ConfigState {
@@ -64,21 +67,20 @@ fn state_with(n: usize) -> ConfigState {
             description: "benchmark toggle".into(),
             kind: "release".into(),
             project: "default".into(),
-            enabled: i % 5 != 0,
             stale: false,
-            strategies: vec![
-                Strategy {
-                    name: "flexibleRollout".into(),
-                    parameters,
-                    constraints,
-                },
-                Strategy {
-                    name: "default".into(),
-                    parameters: Parameters::new(),
-                    constraints: Vec::new(),
-                },
-            ],
-            variants,
+            environments: only_default(FeatureEnvironment {
+                enabled: i % 5 != 0,
+                strategies: vec![
+                    Strategy {
+                        parameters,
+                        constraints,
+                        ..Strategy::named("flexibleRollout")
+                    },
+                    Strategy::named("default"),
+                ],
+                variants,
+            }),
+            dependencies: Vec::new(),
             impression_data: None,
             created_at: Utc::now(),
             last_seen_at: None,
@@ -99,7 +101,8 @@ fn spread_changes(state: &ConfigState, count: usize) -> ConfigState {
     let step = (state.features.len() / count).max(1);
     for (name, toggle) in state.features.iter().step_by(step).take(count) {
         let mut changed = (**toggle).clone();
-        changed.enabled = !changed.enabled;
+        let default = changed.environment_mut("default");
+        default.enabled = !default.enabled;
         next.features.insert(name.clone(), Arc::new(changed));
     }
     next.version += 1;
@@ -113,7 +116,8 @@ fn one_change(state: &ConfigState, pick: impl Fn(&Toggle) -> bool) -> ConfigStat
     let picked: Vec<_> = state.features.iter().filter(|(_, t)| pick(t)).collect();
     let (name, toggle) = picked[picked.len() / 2];
     let mut changed = (**toggle).clone();
-    changed.enabled = !changed.enabled;
+    let default = changed.environment_mut("default");
+    default.enabled = !default.enabled;
     next.features.insert(name.clone(), Arc::new(changed));
     next.version += 1;
     next
@@ -155,7 +159,8 @@ fn quick_builds(c: &mut Criterion, name: &str, state: &ConfigState, per_build: u
                     let name = &names[(seed % names.len() as u64) as usize];
                     if let Some(toggle) = next.features.get(name) {
                         let mut changed = (**toggle).clone();
-                        changed.enabled = !changed.enabled;
+                        let default = changed.environment_mut("default");
+                        default.enabled = !default.enabled;
                         next.features.insert(name.clone(), Arc::new(changed));
                     }
                 }
@@ -186,7 +191,8 @@ fn build(c: &mut Criterion) {
             &format!("from scratch: tag-filtered document, {n} toggles"),
             |b| {
                 b.iter(|| {
-                    let pieces = PieceList::update(&PieceList::default(), &state);
+                    let pieces =
+                        PieceList::update(&PieceList::default(), &state, &DocumentForm::default());
                     build_filtered(&pieces, &one_team, None)
                 })
             },
@@ -212,14 +218,15 @@ fn build(c: &mut Criterion) {
         let versions = [state.clone(), one_change(&state, |t| one_team.matches(t))];
         let pieces = versions
             .iter()
-            .map(|v| PieceList::update(&PieceList::default(), v))
+            .map(|v| PieceList::update(&PieceList::default(), v, &DocumentForm::default()))
             .collect::<Vec<_>>();
         let filtered = build_filtered(&pieces[0], &one_team, None);
         c.bench_function(
             &format!("after one change: tag-filtered document, {n} toggles"),
             |b| {
                 b.iter(|| {
-                    let fresh = PieceList::update(&pieces[0], &versions[1]);
+                    let fresh =
+                        PieceList::update(&pieces[0], &versions[1], &DocumentForm::default());
                     build_filtered(&fresh, &one_team, Some(&filtered))
                 })
             },

@@ -9,8 +9,10 @@ use super::addon::{providers, AddonConfig};
 use super::api_token::ApiToken;
 use super::context_field::ContextField;
 use super::delivery::subscribes;
+use super::environment::Environment;
 use super::known::KnownNames;
 use super::project::Project;
+use super::segment::Segment;
 use super::strategy::StrategyDefinition;
 use super::tag::{Tag, TagRef, TagType};
 use super::toggle::Toggle;
@@ -37,6 +39,10 @@ pub struct ConfigState {
     pub addons: OrdMap<String, Arc<AddonConfig>>,
     /// API tokens by the hex SHA-256 of their secret.
     pub api_tokens: OrdMap<String, Arc<ApiToken>>,
+    /// Environments by name.
+    pub environments: OrdMap<String, Arc<Environment>>,
+    /// Segments by id (decimal).
+    pub segments: OrdMap<String, Arc<Segment>>,
     /// Id sequences (e.g. `tag`), advanced by the writes that allocate ids.
     pub counters: OrdMap<String, u64>,
 }
@@ -108,6 +114,8 @@ impl ConfigState {
             context_fields,
             addons,
             api_tokens,
+            environments,
+            segments,
             counters,
         } = self;
         strategies.ptr_eq(&other.strategies)
@@ -117,11 +125,13 @@ impl ConfigState {
             && context_fields.ptr_eq(&other.context_fields)
             && addons.ptr_eq(&other.addons)
             && api_tokens.ptr_eq(&other.api_tokens)
+            && environments.ptr_eq(&other.environments)
+            && segments.ptr_eq(&other.segments)
             && counters.ptr_eq(&other.counters)
     }
 }
 
-/// What validation may refer to: the stored projects and context fields.
+/// What validation may refer to: the stored projects, context fields and segments.
 impl KnownNames for ConfigState {
     fn has_project(&self, id: &str) -> bool {
         self.projects.contains_key(id)
@@ -129,5 +139,9 @@ impl KnownNames for ConfigState {
 
     fn context_field(&self, name: &str) -> Option<&ContextField> {
         self.context_fields.get(name).map(|f| &**f)
+    }
+
+    fn has_segment(&self, id: u32) -> bool {
+        self.segments.contains_key(&id.to_string())
     }
 }

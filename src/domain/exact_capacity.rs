@@ -43,6 +43,22 @@ where
     Ok(LiteMap::from_sorted_store_unchecked(entries))
 }
 
+/// An optional `LiteMap` whose store's capacity is its length.
+pub fn option_lite_map<'de, D, K, V>(deserializer: D) -> Result<Option<LiteMap<K, V>>, D::Error>
+where
+    D: Deserializer<'de>,
+    K: Ord + Deserialize<'de>,
+    V: Deserialize<'de>,
+{
+    Ok(
+        Option::<LiteMap<K, V>>::deserialize(deserializer)?.map(|map| {
+            let mut entries = map.into_tuple_vec();
+            entries.shrink_to_fit();
+            LiteMap::from_sorted_store_unchecked(entries)
+        }),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::config_state::ConfigState;
+use super::dependency::Dependency;
 use super::project::Project;
 use super::strategy::{ParameterDefinition, StrategyDefinition};
 use super::tag::{TagRef, TagType};
@@ -56,7 +57,8 @@ pub struct StateDocument<'a> {
     pub feature_tags: Option<Vec<FeatureTag<'a>>>,
 }
 
-/// An active toggle with the admin field set (tags travel in `featureTags`).
+/// An active toggle with the admin field set, in the 3.x shape: its `default` environment
+/// (tags travel in `featureTags`).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExportedToggle<'a> {
@@ -71,6 +73,8 @@ pub struct ExportedToggle<'a> {
     pub variants: &'a [Variant],
     #[serde(skip_serializing_if = "Option::is_none")]
     pub impression_data: Option<bool>,
+    #[serde(skip_serializing_if = "<[Dependency]>::is_empty")]
+    pub dependencies: &'a [Dependency],
     pub created_at: DateTime<Utc>,
     pub last_seen_at: Option<DateTime<Utc>>,
 }
@@ -95,16 +99,18 @@ pub struct FeatureTag<'a> {
 
 impl<'a> ExportedToggle<'a> {
     fn new(toggle: &'a Toggle) -> Self {
+        let environment = toggle.default_environment();
         Self {
             name: &toggle.name,
             description: &toggle.description,
             kind: &toggle.kind,
             project: &toggle.project,
-            enabled: toggle.enabled,
+            enabled: environment.enabled,
             stale: toggle.stale,
-            strategies: &toggle.strategies,
-            variants: &toggle.variants,
+            strategies: &environment.strategies,
+            variants: &environment.variants,
             impression_data: toggle.impression_data,
+            dependencies: &toggle.dependencies,
             created_at: toggle.created_at,
             last_seen_at: toggle.last_seen_at,
         }

@@ -1,5 +1,5 @@
 //! `KnownNames`: what validation needs to know about the rest of the configuration — which
-//! projects and context fields exist — without reaching for the whole `ConfigState` (which
+//! projects, context fields and segments exist — without reaching for the whole `ConfigState` (which
 //! implements it).
 
 use super::context_field::ContextField;
@@ -10,6 +10,8 @@ pub trait KnownNames {
     fn has_project(&self, id: &str) -> bool;
     /// The stored context field named `name`, if any (built-in fields are the caller's rule).
     fn context_field(&self, name: &str) -> Option<&ContextField>;
+    /// Whether a segment with id `id` is stored.
+    fn has_segment(&self, id: u32) -> bool;
 }
 
 /// Knows nothing: no stored project, no stored context field (what an empty configuration
@@ -25,5 +27,9 @@ impl KnownNames for NothingKnown {
 
     fn context_field(&self, _name: &str) -> Option<&ContextField> {
         None
+    }
+
+    fn has_segment(&self, _id: u32) -> bool {
+        false
     }
 }

@@ -11,6 +11,7 @@ use proptest::sample::Index;
 use crate::domain::config_state::ConfigState;
 use crate::domain::constraint::{Constraint, Operand, Operator};
 use crate::domain::context_field::{built_in_context_fields, is_built_in, ContextField};
+use crate::domain::environment::{only_default, FeatureEnvironment};
 use crate::domain::project::{default_project, Project, DEFAULT_PROJECT};
 use crate::domain::strategy::{built_in_strategies, ParameterDefinition, StrategyDefinition};
 use crate::domain::tag::{simple_tag_type, Tag, TagRef, TagType};
@@ -276,7 +277,7 @@ fn variants() -> impl Strategy<Value = Vec<Variant>> {
         .prop_map(
             |(name, weight, fix, stickiness, payload, overrides)| Variant {
                 name: name.into(),
-                weight,
+                weight: u32::from(weight),
                 weight_type: if fix {
                     WeightType::Fix
                 } else {
@@ -312,13 +313,20 @@ pub(crate) fn toggle(universe: Universe) -> impl Strategy<Value = Toggle> {
         prop::collection::vec(constraint(universe.fields.clone()), 0..3),
     )
         .prop_map(|(name, parameters, constraints)| ToggleStrategy {
-            name: name.into(),
             parameters: parameters
                 .into_iter()
                 .map(|(key, value)| (key.into(), value.into()))
                 .collect(),
             constraints,
+            ..ToggleStrategy::named(&name)
         });
+    // Ids as an export carries them (an import keeps given ids).
+    let strategies = prop::collection::vec(strategy, 1..4).prop_map(|mut list| {
+        for (i, strategy) in list.iter_mut().enumerate() {
+            strategy.id = format!("strategy-{i}").into();
+        }
+        list
+    });
     let mut projects = universe.projects.clone();
     projects.push(DEFAULT_PROJECT.to_string());
     let tags = universe.tags.clone();
@@ -331,7 +339,7 @@ pub(crate) fn toggle(universe: Universe) -> impl Strategy<Value = Toggle> {
             any::<bool>(),
             any::<bool>(),
         ),
-        prop::collection::vec(strategy, 1..4),
+        strategies,
         variants(),
         prop::option::of(any::<bool>()),
         timestamp(),
@@ -360,10 +368,13 @@ pub(crate) fn toggle(universe: Universe) -> impl Strategy<Value = Toggle> {
                     description: description.into(),
                     kind: kind.into(),
                     project: project.into(),
-                    enabled,
                     stale,
-                    strategies,
-                    variants,
+                    environments: only_default(FeatureEnvironment {
+                        enabled,
+                        strategies,
+                        variants,
+                    }),
+                    dependencies: Vec::new(),
                     impression_data,
                     created_at,
                     last_seen_at: None,

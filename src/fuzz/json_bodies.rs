@@ -14,10 +14,12 @@ use super::gen::{
 };
 use super::mutate::{apply, apply_bytes, byte_edits, mutations};
 use crate::domain::context_field::{ContextField, ContextFieldSpec};
+use crate::domain::environment::DEFAULT_ENVIRONMENT;
 use crate::domain::project::{Project, ProjectSpec};
 use crate::domain::strategy::StrategyDefinitionSpec;
 use crate::domain::tag::{TagRef, TagSpec, TagTypeSpec};
 use crate::domain::toggle::{Toggle, ToggleSpec};
+use crate::domain::views::ToggleRecord;
 use crate::domain::DomainError;
 use crate::error::ApiError;
 use crate::http::extract::parse_json;
@@ -52,7 +54,7 @@ fn body() -> impl Strategy<Value = Body> {
 impl Body {
     fn json(&self) -> Value {
         match self {
-            Body::Toggle(t) => serde_json::to_value(t),
+            Body::Toggle(t) => serde_json::to_value(ToggleRecord::new(t, DEFAULT_ENVIRONMENT)),
             Body::Project(p) => serde_json::to_value(p),
             Body::ContextField(f) => serde_json::to_value(f),
             Body::Strategy(s) => serde_json::to_value(s),

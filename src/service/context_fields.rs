@@ -44,8 +44,7 @@ fn toggles_where(
         .features
         .values()
         .filter(|t| {
-            t.strategies
-                .iter()
+            t.all_strategies()
                 .flat_map(|s| &s.constraints)
                 .any(|c| c.context_name == field && breaks(c))
         })

@@ -266,6 +266,8 @@ fn same_records(a: &ConfigState, b: &ConfigState) -> bool {
         context_fields,
         addons,
         api_tokens,
+        environments,
+        segments,
         counters,
     } = b;
     a.features == *features
@@ -277,6 +279,8 @@ fn same_records(a: &ConfigState, b: &ConfigState) -> bool {
         && a.context_fields == *context_fields
         && a.addons == *addons
         && a.api_tokens == *api_tokens
+        && a.environments == *environments
+        && a.segments == *segments
         && a.counters == *counters
 }
 

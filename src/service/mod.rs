@@ -321,3 +321,12 @@ fn conflict_backoff(attempt: usize) -> std::time::Duration {
 pub(crate) fn event_data(value: &impl Serialize) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
+
+/// The data of an event about a write to a toggle through the 3.x API: the toggle as it is in
+/// `default`, in the record shape events have always had (addon templates read it).
+pub(crate) fn toggle_event_data(toggle: &crate::domain::toggle::Toggle) -> Value {
+    event_data(&crate::domain::views::ToggleRecord::new(
+        toggle,
+        crate::domain::environment::DEFAULT_ENVIRONMENT,
+    ))
+}

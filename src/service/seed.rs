@@ -3,7 +3,10 @@
 //! 1. the built-in strategies and the `simple` tag type;
 //! 2. the `default` project and the built-in context fields, plus a project for every project
 //!    id and a context field for every constrained field that toggles written before those
-//!    were checked name (so that such toggles stay valid to edit).
+//!    were checked name (so that such toggles stay valid to edit);
+//! 3. the environments `default`, `development` and `production`, and an id for every
+//!    strategy of toggles written before environments (whose records are read as `default`'s
+//!    configuration; rewriting them here gives the per-environment routes ids to address).
 
 use std::collections::BTreeSet;
 
@@ -14,7 +17,9 @@ use super::projects::project_data;
 use super::{event_data, Actor, Plan, Service, ServiceError};
 use crate::domain::config_state::ConfigState;
 use crate::domain::context_field::{built_in_context_fields, ContextField};
+use crate::domain::environment::seeded_environments;
 use crate::domain::event::EventKind;
+use crate::domain::feature_strategy::new_strategy_id;
 use crate::domain::project::{default_project, Project};
 use crate::domain::strategy::built_in_strategies;
 use crate::domain::tag::simple_tag_type;
@@ -24,7 +29,7 @@ use crate::store::Collection;
 /// The counter record marking a seeded store.
 const SEEDED: &str = "seeded";
 /// The generation this version writes.
-const GENERATION: u64 = 2;
+const GENERATION: u64 = 3;
 
 /// Whether the built-ins of this version were written to the store `state` came from.
 pub fn is_seeded(state: &ConfigState) -> bool {
@@ -50,8 +55,12 @@ pub(super) async fn seed_if_needed(service: &Service) -> Result<(), ServiceError
             if !state.counters.contains_key(SEEDED) {
                 seed_strategies_and_tag_types(state, &mut plan, &actor)?;
             }
-            seed_projects(state, &mut plan, &actor, now)?;
-            seed_context_fields(state, &mut plan, &actor, now)?;
+            let generation = state.counters.get(SEEDED).copied().unwrap_or(0);
+            if generation < 2 {
+                seed_projects(state, &mut plan, &actor, now)?;
+                seed_context_fields(state, &mut plan, &actor, now)?;
+            }
+            seed_environments(state, &mut plan, now)?;
             Ok(plan)
         })
         .await
@@ -133,7 +142,7 @@ fn seed_context_fields(
         .features
         .values()
         .chain(state.archive.values())
-        .flat_map(|t| &t.strategies)
+        .flat_map(|t| t.all_strategies())
         .flat_map(|s| &s.constraints)
         .map(|c| c.context_name.as_str())
         .filter(|name| built_in.iter().all(|f| f.name != *name))
@@ -150,6 +159,41 @@ fn seed_context_fields(
             event_data(&ContextFieldView::new(&field)),
             vec![],
         );
+    }
+    Ok(())
+}
+
+/// Generation 3: the seeded environments, and ids for strategies stored without one.
+fn seed_environments(
+    state: &ConfigState,
+    plan: &mut Plan<()>,
+    now: DateTime<Utc>,
+) -> Result<(), crate::domain::DomainError> {
+    for environment in seeded_environments(now) {
+        if !state.environments.contains_key(&environment.name) {
+            plan.put(Collection::Environments, &environment.name, &environment)?;
+        }
+    }
+    for (collection, toggles) in [
+        (Collection::Features, &state.features),
+        (Collection::Archive, &state.archive),
+    ] {
+        for toggle in toggles.values() {
+            if toggle.all_strategies().all(|s| !s.id.is_empty()) {
+                continue;
+            }
+            let mut upgraded = (**toggle).clone();
+            for (_, environment) in upgraded.environments.iter_mut() {
+                for strategy in environment
+                    .strategies
+                    .iter_mut()
+                    .filter(|s| s.id.is_empty())
+                {
+                    strategy.id = new_strategy_id();
+                }
+            }
+            plan.put(collection, &upgraded.name, &upgraded)?;
+        }
     }
     Ok(())
 }

@@ -91,7 +91,7 @@ impl Service {
             let users: Vec<&str> = state
                 .features
                 .values()
-                .filter(|t| t.strategies.iter().any(|s| s.name == name))
+                .filter(|t| t.all_strategies().any(|s| s.name == name))
                 .map(|t| t.name.as_str())
                 .collect();
             if !users.is_empty() {

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::tags::{ensure_tag_type, put_new_tag};
-use super::{event_data, Actor, Plan, Service, ServiceError};
+use super::{toggle_event_data, Actor, Plan, Service, ServiceError};
 use crate::domain::config_state::ConfigState;
+use crate::domain::environment::DEFAULT_ENVIRONMENT;
 use crate::domain::event::EventKind;
 use crate::domain::tag::{Tag, TagRef, TagSpec};
 use crate::domain::toggle::{validate_toggle_name, Toggle, ToggleSpec, ValidToggle};
@@ -83,7 +84,7 @@ impl Service {
             plan.event(
                 EventKind::FeatureCreated,
                 actor,
-                event_data(&toggle),
+                toggle_event_data(&toggle),
                 vec![],
             );
             plan.reads_only_its_toggles();
@@ -119,7 +120,7 @@ impl Service {
             plan.event(
                 EventKind::FeatureUpdated,
                 actor,
-                event_data(&toggle),
+                toggle_event_data(&toggle),
                 toggle.tags.clone(),
             );
             plan.reads_only_its_toggles();
@@ -136,14 +137,10 @@ impl Service {
         enabled: bool,
     ) -> Result<Toggle, ServiceError> {
         self.change_flag(actor, name, |t| {
-            (t.enabled != enabled).then(|| {
-                (
-                    Toggle {
-                        enabled,
-                        ..t.clone()
-                    },
-                    EventKind::FeatureUpdated,
-                )
+            (t.default_environment().enabled != enabled).then(|| {
+                let mut toggle = t.clone();
+                toggle.environment_mut(DEFAULT_ENVIRONMENT).enabled = enabled;
+                (toggle, EventKind::FeatureUpdated)
             })
         })
         .await
@@ -179,7 +176,7 @@ impl Service {
             let mut plan = Plan::new(now, (**current).clone());
             if let Some((toggle, kind)) = change(current) {
                 plan.put(Collection::Features, name, &toggle)?;
-                plan.event(kind, actor, event_data(&toggle), toggle.tags.clone());
+                plan.event(kind, actor, toggle_event_data(&toggle), toggle.tags.clone());
                 plan.output = toggle;
             }
             plan.reads_only_its_toggles();
@@ -193,10 +190,10 @@ impl Service {
         self.write(|state, now| {
             let current = active(state, name)?;
             let toggle = Toggle {
-                enabled: false,
                 archived_at: Some(now),
                 ..(**current).clone()
-            };
+            }
+            .switched_off();
             let mut plan = Plan::new(now, toggle.clone());
             plan.delete(Collection::Features, name);
             plan.put(Collection::Archive, name, &toggle)?;
@@ -223,9 +220,9 @@ impl Service {
                 .map_err(|e| DomainError::InUse(format!("\"{name}\" cannot be revived: {e}")))?;
             let toggle = Toggle {
                 archived_at: None,
-                enabled: false,
                 ..(**archived).clone()
-            };
+            }
+            .switched_off();
             let mut plan = Plan::new(now, toggle.clone());
             plan.delete(Collection::Archive, name);
             plan.put(Collection::Features, name, &toggle)?;

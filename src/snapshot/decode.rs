@@ -98,6 +98,20 @@ pub fn apply_record(
         (Collection::ApiTokens, None) => {
             state.api_tokens.remove(key);
         }
+        (Collection::Environments, Some(v)) => {
+            state
+                .environments
+                .insert(key_owned, parse(collection, key, v)?);
+        }
+        (Collection::Environments, None) => {
+            state.environments.remove(key);
+        }
+        (Collection::Segments, Some(v)) => {
+            state.segments.insert(key_owned, parse(collection, key, v)?);
+        }
+        (Collection::Segments, None) => {
+            state.segments.remove(key);
+        }
         (Collection::Counters, Some(v)) => {
             let n = v
                 .parse()

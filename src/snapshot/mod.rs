@@ -19,7 +19,9 @@ use arc_swap::ArcSwap;
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
-pub use client_document::{no_match, ClientDocuments, ClientResponse};
+pub use client_document::{
+    no_match, ClientDocumentForms, ClientDocuments, ClientResponse, DocumentForm,
+};
 
 use crate::domain::config_state::ConfigState;
 use crate::store::{Change, ChangeSet, Position, Store, StoreError};
@@ -28,7 +30,7 @@ use crate::store::{Change, ChangeSet, Position, Store, StoreError};
 pub struct Snapshot {
     store: Store,
     current: ArcSwap<ConfigState>,
-    client: Arc<ClientDocuments>,
+    client: Arc<ClientDocumentForms>,
     /// Serialises updates so change sets are applied in order, exactly once.
     update: Mutex<()>,
     loaded: AtomicBool,
@@ -67,7 +69,7 @@ impl Snapshot {
         Self {
             store,
             current: ArcSwap::from_pointee(ConfigState::default()),
-            client: Arc::new(ClientDocuments::default()),
+            client: Arc::new(ClientDocumentForms::default()),
             update: Mutex::new(()),
             loaded: AtomicBool::new(false),
             ready: AtomicBool::new(false),
@@ -103,7 +105,7 @@ impl Snapshot {
     }
 
     /// The client documents built from the configuration (they may be one build behind it).
-    pub fn client(&self) -> &ClientDocuments {
+    pub fn client(&self) -> &ClientDocumentForms {
         &self.client
     }
 
@@ -119,8 +121,7 @@ impl Snapshot {
     pub async fn run_client_builder(self: Arc<Self>, stop: CancellationToken) {
         let snapshot = self.clone();
         self.client
-            .clone()
-            .run_builder(move || snapshot.state(), stop)
+            .run_builders(Arc::new(move || snapshot.state()), stop)
             .await;
     }
 

@@ -32,12 +32,14 @@ pub enum Collection {
     ContextFields,
     Addons,
     ApiTokens,
+    Environments,
+    Segments,
     Counters,
 }
 
 impl Collection {
     /// Every collection, in a fixed order.
-    pub const ALL: [Collection; 10] = [
+    pub const ALL: [Collection; 12] = [
         Collection::Features,
         Collection::Archive,
         Collection::Strategies,
@@ -47,6 +49,8 @@ impl Collection {
         Collection::ContextFields,
         Collection::Addons,
         Collection::ApiTokens,
+        Collection::Environments,
+        Collection::Segments,
         Collection::Counters,
     ];
 
@@ -62,6 +66,8 @@ impl Collection {
             Collection::ContextFields => "context_fields",
             Collection::Addons => "addons",
             Collection::ApiTokens => "api_tokens",
+            Collection::Environments => "environments",
+            Collection::Segments => "segments",
             Collection::Counters => "counters",
         }
     }

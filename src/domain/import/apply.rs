@@ -442,10 +442,10 @@ fn import_toggles(
         for toggle in unlisted {
             next.features.remove(toggle.name.as_str());
             let archived = Toggle {
-                enabled: false,
                 archived_at: Some(now),
                 ..(*toggle).clone()
-            };
+            }
+            .switched_off();
             next.archive
                 .insert(archived.name.to_string(), Arc::new(archived));
             counts.archived += 1;
@@ -553,7 +553,7 @@ fn problems_of(toggle: &Toggle, state: &ConfigState) -> Vec<(&'static str, Strin
             problems.push((section, e.message));
         }
     }
-    for strategy in &toggle.strategies {
+    for strategy in toggle.all_strategies() {
         if !state.strategies.contains_key(strategy.name.as_str()) {
             problems.push((
                 "strategies",

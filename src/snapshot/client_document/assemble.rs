@@ -23,15 +23,15 @@ use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
 use super::body::DocumentBody;
+use super::form::FormContext;
 use super::gzip::{gzip_body, Deflated};
-use super::piece::{with_scratch, write_client_json, ClientPiece, PieceEntry, PieceList};
+use super::piece::{with_scratch, ClientPiece, PieceEntry, PieceList};
 use crate::domain::filter::FeatureFilter;
 use crate::domain::text::Text;
 
 /// spec §4.1: the client format is version 1; the toggles follow.
 const PREFIX: &[u8] = br#"{"version":1,"features":["#;
 const SEPARATOR: &[u8] = b",";
-const SUFFIX: &[u8] = b"]}";
 /// A group never grows past this many toggles, whatever the names (bounds the work a change
 /// costs when names happen to cluster).
 const MAX_GROUP: usize = 128;
@@ -66,16 +66,11 @@ pub enum Effort {
     Quick,
 }
 
-/// The fixed stretches of every document's gzip body: the prefix, and the suffix with the
-/// final block.
-fn frame() -> &'static [(Deflated, Bytes); 2] {
-    static FRAME: OnceLock<[(Deflated, Bytes); 2]> = OnceLock::new();
-    FRAME.get_or_init(|| {
-        [
-            (Deflated::of(PREFIX, b"", false), Bytes::from_static(PREFIX)),
-            (Deflated::of(SUFFIX, b"", true), Bytes::from_static(SUFFIX)),
-        ]
-    })
+/// The fixed stretch that starts every document's gzip body: the prefix. (The suffix, with
+/// the final block, is the form's: `FormContext::suffix`.)
+fn prefix() -> &'static (Deflated, Bytes) {
+    static PREFIX_STRETCH: OnceLock<(Deflated, Bytes)> = OnceLock::new();
+    PREFIX_STRETCH.get_or_init(|| (Deflated::of(PREFIX, b"", false), Bytes::from_static(PREFIX)))
 }
 
 /// A run of consecutive toggles, joined and compressed together.
@@ -161,25 +156,28 @@ impl ClientResponse {
         }
     }
 
-    /// The document of `pieces` (in name order) at `version`, reusing every group of
-    /// `previous` that holds the same pieces after the same window (the same bytes before it).
+    /// The document of `pieces` (in name order, made in `form`) at `version`, reusing every
+    /// group of `previous` that holds the same pieces after the same window (the same bytes
+    /// before it).
     pub fn assemble<'a>(
         pieces: impl Iterator<Item = &'a PieceEntry>,
+        form: &FormContext,
         version: u64,
         previous: Option<&ClientResponse>,
     ) -> ClientResponse {
-        Self::assemble_with(pieces, version, previous, Effort::Full)
+        Self::assemble_with(pieces, form, version, previous, Effort::Full)
     }
 
     /// `assemble` with `effort`: a quick build stores the groups it makes uncompressed and
     /// keeps stored ones, a full build compresses both.
     pub fn assemble_with<'a>(
         pieces: impl Iterator<Item = &'a PieceEntry>,
+        form: &FormContext,
         version: u64,
         previous: Option<&ClientResponse>,
         effort: Effort,
     ) -> ClientResponse {
-        let mut assembly = Assembly::new(previous.map_or(&[][..], |p| &p.groups[..]), effort);
+        let mut assembly = Assembly::new(previous.map_or(&[][..], |p| &p.groups[..]), form, effort);
         assembly.walk(pieces, |_| false);
         assembly.finish(version)
     }
@@ -203,7 +201,7 @@ impl ClientResponse {
         names.sort_unstable();
         names.dedup();
         let old = &previous.groups[..];
-        let mut assembly = Assembly::new(old, Effort::Quick);
+        let mut assembly = Assembly::new(old, &pieces.form, Effort::Quick);
         let mut pending = &names[..];
         let mut next_old = 0;
         while let Some(&name) = pending.first() {
@@ -250,6 +248,8 @@ impl ClientResponse {
 /// A document being assembled: the groups so far, and the previous document's groups it may
 /// reuse.
 struct Assembly<'a> {
+    /// The form the toggles are serialised in, and the document's suffix.
+    form: &'a FormContext,
     /// How many more groups this build compresses (it stores the others).
     to_compress: usize,
     previous: &'a [Arc<Group>],
@@ -264,8 +264,9 @@ struct Assembly<'a> {
 }
 
 impl<'a> Assembly<'a> {
-    fn new(previous: &'a [Arc<Group>], effort: Effort) -> Self {
+    fn new(previous: &'a [Arc<Group>], form: &'a FormContext, effort: Effort) -> Self {
         Self {
+            form,
             to_compress: match effort {
                 Effort::Full => usize::MAX,
                 Effort::Gradual => GRADUAL_GROUPS,
@@ -361,6 +362,7 @@ impl<'a> Assembly<'a> {
                 }
                 Arc::new(new_group(
                     members,
+                    self.form,
                     &window,
                     &mut self.dictionary,
                     &mut self.previous_bytes,
@@ -375,16 +377,17 @@ impl<'a> Assembly<'a> {
     fn finish(self, version: u64) -> ClientResponse {
         let groups = self.groups;
         let mut chunks = Vec::with_capacity(groups.len() + 2);
+        let suffix = &self.form.suffix;
         chunks.push(Bytes::from_static(PREFIX));
         chunks.extend(groups.iter().map(|group| group.plain.clone()));
-        chunks.push(Bytes::from_static(SUFFIX));
+        chunks.push(suffix.plain.clone());
         let plain = DocumentBody::new(chunks);
-        let [prefix, suffix] = frame();
+        let prefix = prefix();
         let stretches = std::iter::once((&prefix.0, &prefix.1))
             .chain(groups.iter().map(|group| (&group.deflated, &group.plain)))
-            .chain(std::iter::once((&suffix.0, &suffix.1)));
+            .chain(std::iter::once((&suffix.deflated, &suffix.plain)));
         let gzip = gzip_body(stretches);
-        let etag = etag_of(&groups, plain.len());
+        let etag = etag_of(&groups, &suffix.digest, plain.len());
         let uncompressed = groups.iter().any(|group| group.deflated.is_stored());
         ClientResponse {
             plain,
@@ -407,6 +410,7 @@ fn strip_weak(tag: &[u8]) -> &[u8] {
 /// document holds are copied from it; only changed ones are serialised.
 fn new_group(
     members: &[&PieceEntry],
+    form: &FormContext,
     window: &Window<'_>,
     dictionary: &mut Vec<u8>,
     previous: &mut PreviousBytes<'_>,
@@ -430,7 +434,7 @@ fn new_group(
             let start = plain.len();
             match previous.bytes_of(&entry.piece) {
                 Some(bytes) => plain.extend_from_slice(bytes),
-                None => write_client_json(&entry.toggle, plain),
+                None => form.write_client_json(&entry.toggle, plain),
             }
             spans.push((offset(start), offset(plain.len())));
         }
@@ -596,11 +600,12 @@ impl<'a> PreviousBytes<'a> {
 
 /// `W/"<length>-<hash>"`, the hash over the groups' digests in order (and so over every
 /// toggle's digest in name order), never over the whole document.
-fn etag_of(groups: &[Arc<Group>], plain_len: u64) -> HeaderValue {
+fn etag_of(groups: &[Arc<Group>], suffix: &[u8; 32], plain_len: u64) -> HeaderValue {
     let mut hasher = Sha256::new();
     for group in groups {
         hasher.update(group.digest);
     }
+    hasher.update(suffix);
     let digest = hasher.finalize();
     let tag = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&digest[..18]);
     HeaderValue::from_str(&format!("W/\"{plain_len:x}-{tag}\""))

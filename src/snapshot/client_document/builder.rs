@@ -99,6 +99,7 @@ impl ClientDocuments {
                 let pieces = Arc::new(PieceList::update(
                     previous.as_deref().unwrap_or(&PieceList::default()),
                     state,
+                    &self.form,
                 ));
                 let previous_document = self.unfiltered.load_full();
                 let document = match previous_document.as_deref() {
@@ -130,6 +131,7 @@ impl ClientDocuments {
             {
                 let compressed = ClientResponse::assemble_with(
                     pieces.pieces(),
+                    &pieces.form,
                     pieces.version,
                     Some(&document),
                     effort,

@@ -14,6 +14,8 @@
 mod assemble;
 mod body;
 mod builder;
+mod form;
+mod forms;
 mod gzip;
 mod piece;
 
@@ -27,6 +29,8 @@ use tokio::sync::{watch, Notify, OnceCell};
 
 pub use assemble::{ClientResponse, Effort};
 pub use body::DocumentBody;
+pub use form::{DocumentForm, FormContext};
+pub use forms::ClientDocumentForms;
 pub use piece::{ClientPiece, PieceEntry, PieceList};
 
 use crate::domain::filter::FeatureFilter;
@@ -43,8 +47,10 @@ const REACH_WAIT: Duration = Duration::from_secs(5);
 /// A filtered document nobody asked for in this long is dropped instead of rebuilt.
 const FILTER_IDLE: Duration = Duration::from_secs(600);
 
-/// The built client documents of this replica.
+/// The built client documents of one form (see `DocumentForm`) on this replica.
 pub struct ClientDocuments {
+    /// The environment and segment form of these documents.
+    form: DocumentForm,
     /// The pieces of the newest built version.
     pieces: ArcSwapOption<PieceList>,
     /// The unfiltered document of the newest built version.
@@ -104,7 +110,15 @@ fn since_epoch() -> u64 {
 
 impl Default for ClientDocuments {
     fn default() -> Self {
+        Self::new(DocumentForm::default())
+    }
+}
+
+impl ClientDocuments {
+    /// No documents yet, of `form`.
+    pub fn new(form: DocumentForm) -> Self {
         Self {
+            form,
             pieces: ArcSwapOption::empty(),
             unfiltered: ArcSwapOption::empty(),
             filtered: Mutex::new(HashMap::new()),
@@ -116,6 +130,11 @@ impl Default for ClientDocuments {
             totals: Mutex::new(BuildTotals::default()),
             uncached_builds: tokio::sync::Semaphore::new(1),
         }
+    }
+
+    /// The form of these documents.
+    pub fn form(&self) -> &DocumentForm {
+        &self.form
     }
 }
 
@@ -300,7 +319,14 @@ impl ClientDocuments {
 pub fn no_match() -> Arc<ClientResponse> {
     static EMPTY: OnceLock<Arc<ClientResponse>> = OnceLock::new();
     EMPTY
-        .get_or_init(|| Arc::new(ClientResponse::assemble(std::iter::empty(), 0, None)))
+        .get_or_init(|| {
+            Arc::new(ClientResponse::assemble(
+                std::iter::empty(),
+                &FormContext::default(),
+                0,
+                None,
+            ))
+        })
         .clone()
 }
 
@@ -337,7 +363,7 @@ pub fn build_filtered_with(
                 .entries
                 .values()
                 .filter(|entry| filter.matches(&entry.toggle));
-            ClientResponse::assemble_with(selected, pieces.version, previous, effort)
+            ClientResponse::assemble_with(selected, &pieces.form, pieces.version, previous, effort)
         }
     }
 }

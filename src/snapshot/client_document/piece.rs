@@ -11,9 +11,9 @@ use imbl::ordmap::DiffItem;
 use imbl::OrdMap;
 use sha2::{Digest, Sha256};
 
+use super::form::{uses_segments, DocumentForm, FormContext};
 use crate::domain::config_state::ConfigState;
 use crate::domain::toggle::Toggle;
-use crate::domain::views::ClientToggle;
 
 /// On average one toggle in this many ends a group (see `ClientPiece::ends_group`).
 const GROUP_SPREAD: u16 = 32;
@@ -30,10 +30,10 @@ pub struct ClientPiece {
 }
 
 impl ClientPiece {
-    /// The client form of `toggle`.
-    pub fn of(toggle: &Toggle) -> Self {
+    /// The client form of `toggle` in `form`.
+    pub fn of(toggle: &Toggle, form: &FormContext) -> Self {
         let digest = with_scratch(|json| {
-            write_client_json(toggle, json);
+            form.write_client_json(toggle, json);
             Sha256::digest(json).into()
         });
         let name_hash = Sha256::digest(toggle.name.as_bytes());
@@ -71,12 +71,6 @@ pub(super) fn with_scratch<T>(work: impl FnOnce(&mut Vec<u8>) -> T) -> T {
     })
 }
 
-/// Appends `toggle`'s JSON object in the client format to `out`.
-pub fn write_client_json(toggle: &Toggle, out: &mut Vec<u8>) {
-    // Serialising borrowed plain data into a Vec cannot fail.
-    let _ = serde_json::to_writer(out, &ClientToggle::new(toggle));
-}
-
 /// An active toggle with its piece.
 #[derive(Debug, Clone)]
 pub struct PieceEntry {
@@ -88,10 +82,12 @@ pub struct PieceEntry {
 /// A toggle before and after a change (`None`: absent).
 pub type ToggleChange = (Option<Arc<Toggle>>, Option<Arc<Toggle>>);
 
-/// The pieces of every active toggle of one configuration version, by name. Persistent maps:
-/// the next version's list shares everything but the toggles that changed.
+/// The pieces of every active toggle of one configuration version in one form, by name.
+/// Persistent maps: the next version's list shares everything but the toggles that changed.
 #[derive(Default, Clone)]
 pub struct PieceList {
+    /// The form the pieces are in, at this version.
+    pub form: Arc<FormContext>,
     /// The configuration version the pieces were made from.
     pub version: u64,
     /// Id of the commit that made `version`.
@@ -109,12 +105,66 @@ pub struct PieceList {
 }
 
 impl PieceList {
-    /// The pieces of `state`, made from `previous` by serialising only the toggles that
-    /// differ (the diff skips the parts of the maps the two versions share).
-    pub fn update(previous: &PieceList, state: &ConfigState) -> PieceList {
+    /// The pieces of `state` in `form`, made from `previous` (the same form's) by serialising
+    /// only the toggles that differ (the diff skips the parts of the maps the two versions
+    /// share) — and, in the inline form when segments changed, the toggles that use some.
+    pub fn update(previous: &PieceList, state: &ConfigState, form: &DocumentForm) -> PieceList {
+        let previous_form = (previous.form.form == *form).then_some(&*previous.form);
+        // A list of another form (the default list) shares nothing: start from none.
+        let empty = PieceList::default();
+        let previous = if previous_form.is_some() || previous.version == 0 {
+            previous
+        } else {
+            &empty
+        };
+        let references_changed =
+            previous
+                .features
+                .diff(&state.features)
+                .any(|change| match change {
+                    DiffItem::Add(_, t) | DiffItem::Remove(_, t) => uses_segments(t, None),
+                    DiffItem::Update {
+                        old: (_, a),
+                        new: (_, b),
+                    } => uses_segments(a, None) || uses_segments(b, None),
+                });
+        let context = Arc::new(FormContext::of(
+            form.clone(),
+            state,
+            previous_form,
+            references_changed,
+        ));
+        let segments_changed = form.inline_segments
+            && !previous_form.is_some_and(|p| p.segments.ptr_eq(&state.segments));
+        let before_form = previous_form.unwrap_or(&context);
         let mut entries = previous.entries.clone();
         let mut changed = Vec::new();
         let mut pieces_changed = false;
+        if segments_changed && previous.version != 0 {
+            // Inlined constraints of every toggle using a segment may differ: make those again.
+            for (name, entry) in previous.entries.iter() {
+                let Some(toggle) = state.features.get(name) else {
+                    continue;
+                };
+                if !Arc::ptr_eq(toggle, &entry.toggle)
+                    || !uses_segments(toggle, Some(&form.environment))
+                {
+                    continue;
+                }
+                let piece = ClientPiece::of(toggle, &context);
+                if piece.digest != entry.piece.digest {
+                    pieces_changed = true;
+                    changed.push((Some(toggle.clone()), Some(toggle.clone())));
+                    entries.insert(
+                        name.clone(),
+                        PieceEntry {
+                            toggle: toggle.clone(),
+                            piece: Arc::new(piece),
+                        },
+                    );
+                }
+            }
+        }
         for change in previous.features.diff(&state.features) {
             let (name, toggle, before) = match change {
                 DiffItem::Add(name, toggle) => (name, toggle, None),
@@ -134,12 +184,13 @@ impl PieceList {
                 // A change outside the client form (a description, say) keeps the piece
                 // without serialising and hashing the toggle again.
                 (Some(old), Some(before))
-                    if ClientToggle::new(before) == ClientToggle::new(toggle) =>
+                    if !segments_changed
+                        && before_form.client_toggle(before) == context.client_toggle(toggle) =>
                 {
                     old.piece.clone()
                 }
                 _ => {
-                    let new = ClientPiece::of(toggle);
+                    let new = ClientPiece::of(toggle, &context);
                     match &old {
                         Some(old) if old.piece.digest == new.digest => old.piece.clone(),
                         _ => {
@@ -159,6 +210,7 @@ impl PieceList {
             );
         }
         PieceList {
+            form: context,
             version: state.version,
             head: state.head,
             features: state.features.clone(),

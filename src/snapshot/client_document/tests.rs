@@ -12,6 +12,7 @@ use serde::Serialize;
 use super::assemble::GRADUAL_GROUPS;
 use super::*;
 use crate::domain::config_state::ConfigState;
+use crate::domain::environment::{only_default, FeatureEnvironment};
 use crate::domain::tag::TagRef;
 use crate::domain::text::Text;
 use crate::domain::toggle::{Constraint, Operator, Parameters, Strategy as ToggleStrategy, Toggle};
@@ -131,9 +132,9 @@ fn toggle(name: &str, seed: u32) -> Toggle {
                 .into_iter()
                 .collect();
             ToggleStrategy {
-                name: kind.into(),
                 parameters,
                 constraints,
+                ..ToggleStrategy::named(kind)
             }
         })
         .collect();
@@ -148,10 +149,13 @@ fn toggle(name: &str, seed: u32) -> Toggle {
             .pick(&["release", "release", "killswitch", "operational"])
             .into(),
         project: ["default", "alpha", "beta"][seed as usize % 3].into(),
-        enabled: rng.below(10) < 8,
         stale: rng.below(10) == 0,
-        strategies,
-        variants: Vec::new(),
+        environments: only_default(FeatureEnvironment {
+            enabled: rng.below(10) < 8,
+            strategies,
+            variants: Vec::new(),
+        }),
+        dependencies: Vec::new(),
         impression_data: seed.is_multiple_of(7).then_some(true),
         created_at: Utc.timestamp_opt(1_700_000_000, 0).single().expect("time"),
         last_seen_at: None,
@@ -312,10 +316,10 @@ proptest! {
             let effort = [Effort::Quick, Effort::Gradual, Effort::Full][usize::from(effort)];
             documents.build_with(&state, effort);
             let unfiltered = documents.unfiltered.load_full().expect("built");
-            let next = PieceList::update(&pieces, &state);
+            let next = PieceList::update(&pieces, &state, &DocumentForm::default());
             for (i, filter) in filters().iter().enumerate() {
                 let document = if filter.is_empty() {
-                    ClientResponse::assemble(next.pieces(), next.version, None)
+                    ClientResponse::assemble(next.pieces(), &next.form, next.version, None)
                 } else {
                     build_filtered(&next, filter, filtered.get(&i))
                 };
@@ -324,7 +328,7 @@ proptest! {
                 prop_assert_eq!(gunzip(&document.gzip), expected.clone());
                 // Content alone decides the ETag: however the document was built.
                 let fresh = build_filtered(
-                    &PieceList::update(&PieceList::default(), &state), filter, None);
+                    &PieceList::update(&PieceList::default(), &state, &DocumentForm::default()), filter, None);
                 prop_assert_eq!(&document.etag, &fresh.etag);
                 if filter.is_empty() {
                     prop_assert_eq!(unfiltered.plain.to_vec(), expected.clone());
@@ -472,7 +476,7 @@ fn a_stored_group_larger_than_a_stored_block_is_valid_gzip() {
     let mut state = seeded(300);
     for (name, toggle) in state.features.clone() {
         let mut large = (*toggle).clone();
-        if let Some(strategy) = large.strategies.first_mut() {
+        if let Some(strategy) = large.environment_mut("default").strategies.first_mut() {
             strategy
                 .parameters
                 .insert("payload".into(), "x".repeat(4_000).into());
@@ -496,7 +500,7 @@ fn different_content_gives_different_etags() {
     let mut b = a.clone();
     apply(&mut b, &Op::Update(10, 1));
     let etag = |state: &ConfigState| {
-        let pieces = PieceList::update(&PieceList::default(), state);
+        let pieces = PieceList::update(&PieceList::default(), state, &DocumentForm::default());
         build_filtered(&pieces, &FeatureFilter::default(), None).etag
     };
     assert_ne!(etag(&a), etag(&b));
@@ -506,7 +510,7 @@ fn different_content_gives_different_etags() {
 #[test]
 fn gzip_of_groups_stays_close_to_whole_document_gzip() {
     let state = seeded(2_000);
-    let pieces = PieceList::update(&PieceList::default(), &state);
+    let pieces = PieceList::update(&PieceList::default(), &state, &DocumentForm::default());
     let document = build_filtered(&pieces, &FeatureFilter::default(), None);
     let mut whole = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
     whole
@@ -532,11 +536,11 @@ fn gzip_of_groups_stays_close_to_whole_document_gzip() {
 #[test]
 fn a_one_toggle_change_recompresses_only_the_groups_that_see_it() {
     let mut state = seeded(2_000);
-    let pieces = PieceList::update(&PieceList::default(), &state);
+    let pieces = PieceList::update(&PieceList::default(), &state, &DocumentForm::default());
     let before = build_filtered(&pieces, &FeatureFilter::default(), None);
     let groups = before.groups_not_in(&no_match());
     apply(&mut state, &Op::Update(1_000, 1));
-    let pieces = PieceList::update(&pieces, &state);
+    let pieces = PieceList::update(&pieces, &state, &DocumentForm::default());
     let after = build_filtered(&pieces, &FeatureFilter::default(), Some(&before));
     // Its group and the two after it, whose dictionaries reach back into it (groups of these
     // toggles are about 8 KiB: without the bound the 32 KiB window would reach four, with one
@@ -552,20 +556,20 @@ fn a_one_toggle_change_recompresses_only_the_groups_that_see_it() {
 #[test]
 fn a_window_that_comes_to_reach_the_start_is_a_new_window() {
     let mut state = seeded(400);
-    let pieces = PieceList::update(&PieceList::default(), &state);
+    let pieces = PieceList::update(&PieceList::default(), &state, &DocumentForm::default());
     let before = build_filtered(&pieces, &FeatureFilter::default(), None);
     // Remove the first group: the second becomes first (no separator), and the third's window
     // ([second, third], same digests) now holds the prefix and the changed second group.
     let names: Vec<String> = state.features.keys().cloned().collect();
     for (i, name) in names.iter().enumerate() {
-        let ends_group = ClientPiece::of(&state.features[name]).ends_group;
+        let ends_group = ClientPiece::of(&state.features[name], &FormContext::default()).ends_group;
         state.features.remove(name);
         if ends_group || i + 1 == 128 {
             break;
         }
     }
     state.version += 1;
-    let pieces = PieceList::update(&pieces, &state);
+    let pieces = PieceList::update(&pieces, &state, &DocumentForm::default());
     let after = build_filtered(&pieces, &FeatureFilter::default(), Some(&before));
     assert_eq!(
         after.groups_not_in(&before),
@@ -619,7 +623,7 @@ fn long_groups_and_large_toggles_assemble_like_from_scratch() {
         n += 1;
         let name = format!("long.{n}");
         let mut toggle = toggle(&name, n);
-        if ClientPiece::of(&toggle).ends_group {
+        if ClientPiece::of(&toggle, &FormContext::default()).ends_group {
             continue;
         }
         let mut parameters = Parameters::new();
@@ -631,10 +635,9 @@ fn long_groups_and_large_toggles_assemble_like_from_scratch() {
                 .join(",")
                 .into(),
         );
-        toggle.strategies = vec![ToggleStrategy {
-            name: "userWithId".into(),
+        toggle.environment_mut("default").strategies = vec![ToggleStrategy {
             parameters,
-            constraints: Vec::new(),
+            ..ToggleStrategy::named("userWithId")
         }];
         state.features.insert(name, Arc::new(toggle));
     }
@@ -654,7 +657,8 @@ fn long_groups_and_large_toggles_assemble_like_from_scratch() {
             .expect("toggle")
             .clone();
         let mut changed = (*state.features[&name]).clone();
-        changed.enabled = !changed.enabled;
+        let default = changed.environment_mut("default");
+        default.enabled = !default.enabled;
         state.features.insert(name, Arc::new(changed));
         state.version += 1;
         documents.build(&state);

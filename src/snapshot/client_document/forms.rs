@@ -1,0 +1,161 @@
+//! `ClientDocumentForms`: the client documents of every form a replica serves — `default`
+//! with segments by reference (the 3.x API's, built from the start) and any other
+//! environment or segment form, made when first asked for. Each form has its own builder
+//! task; a writer waits for every form to hold its write.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
+use tokio_util::sync::CancellationToken;
+
+use super::{BuildTotals, ClientDocuments, ClientResponse, DocumentForm};
+use crate::domain::config_state::ConfigState;
+use crate::domain::filter::FeatureFilter;
+
+/// At most this many forms besides the default one (environments × two segment forms); a
+/// request for another is served by building its document on the spot.
+const MAX_FORMS: usize = 256;
+
+/// Reads the replica's current configuration (the snapshot's).
+pub type CurrentState = Arc<dyn Fn() -> Arc<ConfigState> + Send + Sync>;
+
+/// The client documents of every form of this replica.
+pub struct ClientDocumentForms {
+    default: Arc<ClientDocuments>,
+    /// The other forms asked for so far (copied on insert: reads take no lock).
+    others: ArcSwap<HashMap<DocumentForm, Arc<ClientDocuments>>>,
+    /// What a new form's builder needs, once the builders run.
+    builders: Mutex<Option<(CurrentState, CancellationToken)>>,
+}
+
+impl Default for ClientDocumentForms {
+    fn default() -> Self {
+        Self {
+            default: Arc::new(ClientDocuments::default()),
+            others: ArcSwap::from_pointee(HashMap::new()),
+            builders: Mutex::new(None),
+        }
+    }
+}
+
+impl ClientDocumentForms {
+    /// The documents of the default form.
+    pub fn default_form(&self) -> &ClientDocuments {
+        &self.default
+    }
+
+    /// The newest unfiltered document of the default form (the hot path: no reference count).
+    pub fn unfiltered(&self) -> arc_swap::Guard<Option<Arc<ClientResponse>>> {
+        self.default.unfiltered()
+    }
+
+    /// The newest document of the default form for `filter` (see `ClientDocuments::response`).
+    pub async fn response(&self, filter: &FeatureFilter) -> Option<Arc<ClientResponse>> {
+        self.default.response(filter).await
+    }
+
+    /// The documents of `form`, made (and their builder started) when first asked for; `None`
+    /// when `MAX_FORMS` forms exist already.
+    pub fn documents(&self, form: &DocumentForm) -> Option<Arc<ClientDocuments>> {
+        if *form == *self.default.form() {
+            return Some(self.default.clone());
+        }
+        if let Some(documents) = self.others.load().get(form) {
+            return Some(documents.clone());
+        }
+        let builders = self.lock_builders();
+        // Another request may have made it while this one waited for the lock.
+        if let Some(documents) = self.others.load().get(form) {
+            return Some(documents.clone());
+        }
+        if self.others.load().len() >= MAX_FORMS {
+            return None;
+        }
+        let documents = Arc::new(ClientDocuments::new(form.clone()));
+        let mut others = HashMap::clone(&self.others.load());
+        others.insert(form.clone(), documents.clone());
+        self.others.store(Arc::new(others));
+        if let Some((current, stop)) = builders.as_ref() {
+            spawn_builder(documents.clone(), current.clone(), stop.clone());
+        }
+        documents.configuration_moved();
+        Some(documents)
+    }
+
+    /// Every form's documents.
+    fn all(&self) -> Vec<Arc<ClientDocuments>> {
+        std::iter::once(self.default.clone())
+            .chain(self.others.load().values().cloned())
+            .collect()
+    }
+
+    /// Tells every form's builder the configuration moved.
+    pub fn configuration_moved(&self) {
+        self.default.configuration_moved();
+        for documents in self.others.load().values() {
+            documents.configuration_moved();
+        }
+    }
+
+    /// Waits until every form's documents are built from `version` or a newer one.
+    pub async fn reach(&self, version: u64) {
+        for documents in self.all() {
+            documents.reach(version).await;
+        }
+    }
+
+    /// The configuration version of the default form's newest build.
+    pub fn built_version(&self) -> u64 {
+        self.default.built_version()
+    }
+
+    /// The oldest version any form was last brought up to.
+    pub fn settled_version(&self) -> u64 {
+        self.all()
+            .iter()
+            .map(|documents| documents.settled_version())
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// Builds so far and their total time, over every form.
+    pub fn build_totals(&self) -> BuildTotals {
+        self.all()
+            .iter()
+            .map(|documents| documents.build_totals())
+            .fold(BuildTotals::default(), |sum, t| BuildTotals {
+                builds: sum.builds + t.builds,
+                seconds: sum.seconds + t.seconds,
+            })
+    }
+
+    /// Runs the default form's builder until `stop`, and starts the builder of every other
+    /// form as it is made.
+    pub async fn run_builders(&self, current: CurrentState, stop: CancellationToken) {
+        {
+            let mut builders = self.lock_builders();
+            for documents in self.others.load().values() {
+                spawn_builder(documents.clone(), current.clone(), stop.clone());
+            }
+            *builders = Some((current.clone(), stop.clone()));
+        }
+        self.default
+            .clone()
+            .run_builder(move || current(), stop)
+            .await;
+    }
+
+    fn lock_builders(
+        &self,
+    ) -> std::sync::MutexGuard<'_, Option<(CurrentState, CancellationToken)>> {
+        match self.builders.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+}
+
+fn spawn_builder(documents: Arc<ClientDocuments>, current: CurrentState, stop: CancellationToken) {
+    tokio::spawn(async move { documents.run_builder(move || current(), stop).await });
+}
