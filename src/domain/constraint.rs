@@ -3,9 +3,9 @@
 //!
 //! The operator is a string end to end. Admin writes ([`ConstraintSpec::validate`]) accept only
 //! the operators Flagpole knows, with operands the SDKs can read; the stored and served form
-//! ([`Constraint`]) reads any operator and writes it back as the same string, so an operator
-//! from a newer Unleash survives an import verbatim (every SDK evaluates an operator it does
-//! not know as false).
+//! ([`Constraint`]) reads any operator and writes it back as the same string, so an import can
+//! keep an operator from a newer Unleash verbatim (every SDK evaluates an operator it does not
+//! know as false).
 
 use std::fmt;
 
