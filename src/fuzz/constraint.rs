@@ -1,6 +1,6 @@
 //! Constraints (`domain::constraint`): a constraint body through `ConstraintSpec` and its
-//! validation, for every operator: numbers, dates, semantic versions and lists, `inverted`
-//! and `caseInsensitive`.
+//! validation, for every operator: numbers, dates, semantic versions, regular expressions,
+//! lists and address blocks, `inverted` and `caseInsensitive`.
 
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
@@ -48,13 +48,49 @@ static SEMVER_EDGES: [&str; 7] = [
     "1.2.3-a..b",
 ];
 
+/// Known troublemakers for regular expressions: unclosed groups and classes, a dangling
+/// escape, look-arounds and back-references (which the SDKs' engines lack), an unknown class.
+static REGEX_EDGES: [&str; 9] = [
+    "(regex",
+    "[a-",
+    "a\\",
+    "(?=a)",
+    "(a)\\1",
+    "*",
+    "a{2,1}",
+    "\\p{Nope}",
+    "(?<",
+];
+
+/// Known troublemakers for address blocks: prefixes out of range or not in plain decimal,
+/// shorthand and zero-padded IPv4, a zone id, a host name.
+static CIDR_EDGES: [&str; 10] = [
+    "10.0.0.0/33",
+    "::/129",
+    "10.0.0.0/",
+    "10.0.0.0/08",
+    "10.0.0.0/+8",
+    "01.2.3.4",
+    "1.2.3",
+    "fe80::1%eth0",
+    "localhost",
+    "10.0.0.0/8/8",
+];
+
 fn edges(operand: Operand) -> &'static [&'static str] {
     match operand {
         Operand::Strings => &["", " ", "\\"],
+        Operand::Cidrs => &CIDR_EDGES,
         Operand::Number => &NUMBER_EDGES,
         Operand::Date => &DATE_EDGES,
         Operand::Semver => &SEMVER_EDGES,
+        Operand::Regex => &REGEX_EDGES,
     }
+}
+
+/// What a known operator compares with (`Operator::ALL` holds only known ones).
+fn operand_of(op: &Operator) -> Operand {
+    op.operand().expect("a known operator")
 }
 
 /// An operand for `operand`: valid, a valid one with a character replaced or inserted, a
@@ -99,6 +135,8 @@ fn operand() -> impl Strategy<Value = String> {
         2 => operand_like(Operand::Number),
         2 => operand_like(Operand::Date),
         2 => operand_like(Operand::Semver),
+        2 => operand_like(Operand::Regex),
+        2 => operand_like(Operand::Cidrs),
         1 => "[0-9]{90,120}",
     ]
 }
@@ -122,13 +160,13 @@ fn body() -> impl Strategy<Value = Value> {
     ];
     (operator, any::<bool>(), odd_text())
         .prop_flat_map(|(op, lowercase, odd)| {
-            let name = match op {
+            let name = match &op {
                 Some(op) if lowercase => op.as_str().to_lowercase(),
                 Some(op) => op.as_str().to_string(),
                 None => odd,
             };
-            let operand = match op {
-                Some(op) => prop_oneof![4 => operand_like(op.operand()), 1 => operand()].boxed(),
+            let operand = match &op {
+                Some(op) => prop_oneof![4 => operand_like(operand_of(op)), 1 => operand()].boxed(),
                 None => operand().boxed(),
             };
             (
@@ -187,13 +225,22 @@ fn validate(body: Value) -> Result<Option<Constraint>, TestCaseError> {
 /// What the SDKs need of an accepted constraint's operand.
 fn assert_usable(c: &Constraint) -> Result<(), TestCaseError> {
     let value = c.value.as_deref().unwrap_or("");
-    match c.operator.operand() {
-        Operand::Strings => {
-            let values = c.values.as_deref().unwrap_or(&[]);
-            prop_assert!(!values.is_empty());
-            for v in values {
-                let n = v.chars().count();
-                prop_assert!((1..=100).contains(&n) && !v.ends_with('\\'), "{:?}", v);
+    let operand = c.operator.operand();
+    prop_assert!(operand.is_some(), "an unknown operator accepted: {:?}", c);
+    let operand = operand_of(&c.operator);
+    if operand.is_list() {
+        let values = c.values.as_deref().unwrap_or(&[]);
+        prop_assert!(!values.is_empty());
+        for v in values {
+            let n = v.chars().count();
+            prop_assert!((1..=100).contains(&n) && !v.ends_with('\\'), "{:?}", v);
+        }
+    }
+    match operand {
+        Operand::Strings => {}
+        Operand::Cidrs => {
+            for v in c.values.iter().flatten() {
+                prop_assert!(is_address_block(v), "{:?}", v);
             }
         }
         Operand::Number => {
@@ -214,11 +261,41 @@ fn assert_usable(c: &Constraint) -> Result<(), TestCaseError> {
             );
         }
         Operand::Semver => prop_assert!(semver::Version::parse(value).is_ok(), "{:?}", value),
+        Operand::Regex => {
+            let case_insensitive = c.case_insensitive.unwrap_or(false);
+            prop_assert!(
+                regex::RegexBuilder::new(value)
+                    .case_insensitive(case_insensitive)
+                    .build()
+                    .is_ok(),
+                "{:?}",
+                value
+            );
+            prop_assert!(c.inverted != Some(true), "an inverted REGEX: {:?}", c);
+        }
     }
-    if c.operator.operand() != Operand::Strings {
+    if !operand.is_list() {
         prop_assert!(value.chars().count() <= 100 && !value.ends_with('\\'));
     }
     Ok(())
+}
+
+/// An address with an optional prefix length in range, as the SDKs' parsers read it, written
+/// here apart from the validation it checks: address, then `/` and decimal digits.
+fn is_address_block(value: &str) -> bool {
+    let mut parts = value.splitn(2, '/');
+    let Some(Ok(address)) = parts.next().map(str::parse::<std::net::IpAddr>) else {
+        return false;
+    };
+    match parts.next() {
+        None => true,
+        Some(prefix) => {
+            let max = if address.is_ipv4() { 32 } else { 128 };
+            prefix.len() <= 3
+                && prefix.bytes().all(|b| b.is_ascii_digit())
+                && prefix.parse::<u8>().is_ok_and(|bits| bits <= max)
+        }
+    }
 }
 
 proptest! {
@@ -250,10 +327,11 @@ proptest! {
     #[test]
     fn an_operand_is_accepted_only_if_the_sdks_can_read_it(
         (op, operands) in prop::sample::select(Operator::ALL.to_vec()).prop_flat_map(|op| {
-            (Just(op), prop::collection::vec(operand_like(op.operand()), 1..3))
+            let operands = prop::collection::vec(operand_like(operand_of(&op)), 1..3);
+            (Just(op), operands)
         }),
     ) {
-        let body = if op.operand() == Operand::Strings {
+        let body = if operand_of(&op).is_list() {
             json!({"contextName": "x", "operator": op.as_str(), "values": operands})
         } else {
             json!({"contextName": "x", "operator": op.as_str(), "value": operands[0]})

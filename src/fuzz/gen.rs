@@ -162,6 +162,38 @@ pub(crate) fn operand_value(operand: Operand) -> BoxedStrategy<String> {
                 v
             })
             .boxed(),
+        Operand::Regex => prop_oneof![
+            prop::sample::select(&REGEX_SAMPLES[..]).prop_map(str::to_string),
+            "[a-zA-Z0-9 _-]{1,40}".prop_map(|word| format!("^{}$", regex::escape(&word))),
+        ]
+        .boxed(),
+        Operand::Cidrs => prop_oneof![
+            (any::<[u8; 4]>(), prop::option::of(0u8..=32)).prop_map(|(octets, prefix)| {
+                ip_block(std::net::Ipv4Addr::from(octets).into(), prefix)
+            }),
+            (any::<[u16; 8]>(), prop::option::of(0u8..=128)).prop_map(|(segments, prefix)| {
+                ip_block(std::net::Ipv6Addr::from(segments).into(), prefix)
+            }),
+        ]
+        .boxed(),
+    }
+}
+
+/// Regular expressions that compile, in the shapes constraints use.
+static REGEX_SAMPLES: [&str; 6] = [
+    "^[^@]+@example\\.com$",
+    "(?i)^beta-[0-9]+$",
+    "\\d{3}-\\d{4}",
+    "^(eu|us)-[a-z]+$",
+    "\\p{Greek}",
+    ".",
+];
+
+/// `address`, with `/prefix` when there is one.
+fn ip_block(address: std::net::IpAddr, prefix: Option<u8>) -> String {
+    match prefix {
+        Some(bits) => format!("{address}/{bits}"),
+        None => address.to_string(),
     }
 }
 
@@ -221,37 +253,34 @@ pub(crate) fn constraint(fields: Vec<(String, Vec<String>)>) -> impl Strategy<Va
         .prop_flat_map(
             move |(op, field, picks, inverted, case_insensitive, empty_other)| {
                 let (context_name, legal) = field.get(&fields).clone();
-                let bounded = !legal.is_empty()
-                    && !matches!(
-                        op,
-                        Operator::StrContains | Operator::StrStartsWith | Operator::StrEndsWith
-                    );
+                let bounded = !legal.is_empty() && op.bounded_by_legal_values();
                 // A field with legal values takes only those: membership over them.
                 let (op, values) = if bounded {
                     let values: Vec<String> = picks.iter().map(|i| i.get(&legal).clone()).collect();
                     (Operator::In, Just(values).boxed())
-                } else if op.operand() == Operand::Strings {
-                    (
-                        op,
-                        prop::collection::vec(operand_value(Operand::Strings), 1..4).boxed(),
-                    )
                 } else {
-                    (
-                        op,
-                        operand_value(op.operand()).prop_map(|v| vec![v]).boxed(),
-                    )
+                    let operand = op.operand().expect("Operator::ALL holds known operators");
+                    let values = if operand.is_list() {
+                        prop::collection::vec(operand_value(operand), 1..4).boxed()
+                    } else {
+                        operand_value(operand).prop_map(|v| vec![v]).boxed()
+                    };
+                    (op, values)
                 };
+                // Unleash 7 refuses an inverted `REGEX`, and so do admin writes.
+                let inverted = inverted.filter(|&i| !(i && op == Operator::Regex));
+                let is_list = op.operand().is_some_and(Operand::is_list);
                 values.prop_map(move |values| {
                     // The empty counterpart the Unleash UI sends (`value: ""`, `values: []`).
                     let values: Vec<Text> = values.into_iter().map(Text::from).collect();
-                    let (values, value) = if op.operand() == Operand::Strings {
+                    let (values, value) = if is_list {
                         (Some(values), empty_other.then(Text::default))
                     } else {
                         (empty_other.then(Vec::new), values.into_iter().next())
                     };
                     Constraint {
                         context_name: context_name.as_str().into(),
-                        operator: op,
+                        operator: op.clone(),
                         values,
                         value,
                         inverted,

@@ -1,6 +1,7 @@
-//! Strategy constraints with the full operator set (spec §2.3): stored and served exactly as
-//! written, validated on write against the operator and the context field; and the rule that
-//! every field a client sends is stored and served or refused by name.
+//! Strategy constraints with the full operator set (spec §2.3, plus `REGEX`, `SEMVER_GTE`,
+//! `SEMVER_LTE` and `IN_CIDR`): stored and served exactly as written, validated on write
+//! against the operator and the context field; and the rule that every field a client sends
+//! is stored and served or refused by name.
 
 use serde_json::{json, Value};
 
@@ -33,6 +34,10 @@ fn constraints_of_every_operator() -> Vec<Value> {
         json!({"contextName": "appVersion", "operator": "SEMVER_EQ", "value": "1.2.3"}),
         json!({"contextName": "appVersion", "operator": "SEMVER_GT", "value": "2.0.0-beta.1"}),
         json!({"contextName": "appVersion", "operator": "SEMVER_LT", "value": "10.0.0", "inverted": true}),
+        json!({"contextName": "appVersion", "operator": "SEMVER_GTE", "value": "1.2.3-rc.1"}),
+        json!({"contextName": "appVersion", "operator": "SEMVER_LTE", "value": "2.0.0", "inverted": true}),
+        json!({"contextName": "email", "operator": "REGEX", "value": "^[^@]+@example\\.com$", "caseInsensitive": true, "values": []}),
+        json!({"contextName": "userId", "operator": "IN_CIDR", "values": ["10.0.0.0/8", "192.168.1.1", "2001:db8::/32"], "inverted": false}),
     ]
 }
 
@@ -164,8 +169,40 @@ async fn constraint_operands_are_validated(backend: &Backend) {
             "value",
         ),
         (
-            json!({"contextName": "userId", "operator": "REGEX", "values": ["a.*"]}),
+            json!({"contextName": "userId", "operator": "NOT_A_VALID_OPERATOR", "values": ["a.*"]}),
             "operator",
+        ),
+        (
+            json!({"contextName": "userId", "operator": "REGEX", "value": "(regex"}),
+            "value",
+        ),
+        (
+            json!({"contextName": "userId", "operator": "REGEX", "value": "^a", "inverted": true}),
+            "inverted",
+        ),
+        (
+            json!({"contextName": "userId", "operator": "REGEX"}),
+            "value",
+        ),
+        (
+            json!({"contextName": "appVersion", "operator": "SEMVER_GTE", "value": "1.2"}),
+            "value",
+        ),
+        (
+            json!({"contextName": "appVersion", "operator": "SEMVER_LTE", "value": "v2.0.0"}),
+            "value",
+        ),
+        (
+            json!({"contextName": "userId", "operator": "IN_CIDR", "values": ["10.0.0.0/8", "10.0.0.0/33"]}),
+            "values[1]",
+        ),
+        (
+            json!({"contextName": "userId", "operator": "IN_CIDR", "values": ["fe80::1%eth0"]}),
+            "values[0]",
+        ),
+        (
+            json!({"contextName": "userId", "operator": "IN_CIDR", "values": []}),
+            "values",
         ),
         (
             json!({"contextName": "userId", "operator": "in", "values": ["a"]}),
@@ -216,10 +253,28 @@ async fn constraint_operands_are_validated(backend: &Backend) {
         .await
         .expect(400);
     let message = reply.error_message();
-    assert!(
-        message.contains("SEMVER_LT") && message.contains("NOT_IN"),
-        "{message}"
-    );
+    for known in [
+        "NOT_IN",
+        "SEMVER_LT",
+        "SEMVER_GTE",
+        "SEMVER_LTE",
+        "REGEX",
+        "IN_CIDR",
+    ] {
+        assert!(message.contains(known), "{message}");
+    }
+    // An inverted REGEX is refused as Unleash 7 refuses it, with a message that says so.
+    let reply = app
+        .post(
+            "/api/admin/features",
+            with_constraint(
+                json!({"contextName": "userId", "operator": "REGEX", "value": "^a", "inverted": true}),
+            ),
+        )
+        .await
+        .expect(400);
+    let message = reply.error_message();
+    assert!(message.contains("cannot be inverted"), "{message}");
 }
 
 async fn constraints_must_name_known_fields_and_legal_values(backend: &Backend) {

@@ -40,12 +40,12 @@ fn all_of(name: &'static str, constraints: Vec<Value>, context: Value, expected:
     }
 }
 
-/// A constraint of a list operator (`IN`, `NOT_IN`, `STR_*`).
+/// A constraint of a list operator (`IN`, `NOT_IN`, `STR_*`, `IN_CIDR`).
 fn list(field: &str, operator: &str, values: &[&str]) -> Value {
     json!({"contextName": field, "operator": operator, "values": values})
 }
 
-/// A constraint of a single-value operator (`NUM_*`, `DATE_*`, `SEMVER_*`).
+/// A constraint of a single-value operator (`NUM_*`, `DATE_*`, `SEMVER_*`, `REGEX`).
 fn single(field: &str, operator: &str, value: &str) -> Value {
     json!({"contextName": field, "operator": operator, "value": value})
 }
@@ -553,6 +553,131 @@ pub(super) fn cases() -> Vec<Case> {
             "semver-lt.inverted-greater",
             inverted(single("appVersion", "SEMVER_LT", "2.0.0")),
             props(&[("appVersion", "3.0.0")]),
+            true,
+        ),
+        // SEMVER_GTE and SEMVER_LTE: the same precedence, equality included.
+        case(
+            "semver-gte.equal",
+            single("appVersion", "SEMVER_GTE", "1.2.3"),
+            props(&[("appVersion", "1.2.3")]),
+            true,
+        ),
+        case(
+            "semver-gte.greater",
+            single("appVersion", "SEMVER_GTE", "1.2.3"),
+            props(&[("appVersion", "1.10.0")]),
+            true,
+        ),
+        case(
+            "semver-gte.smaller",
+            single("appVersion", "SEMVER_GTE", "1.2.3"),
+            props(&[("appVersion", "1.2.2")]),
+            false,
+        ),
+        case(
+            "semver-gte.pre-release",
+            single("appVersion", "SEMVER_GTE", "1.2.3"),
+            props(&[("appVersion", "1.2.3-rc.1")]),
+            false,
+        ),
+        case(
+            "semver-lte.equal",
+            single("appVersion", "SEMVER_LTE", "2.0.0"),
+            props(&[("appVersion", "2.0.0")]),
+            true,
+        ),
+        case(
+            "semver-lte.greater",
+            single("appVersion", "SEMVER_LTE", "2.0.0"),
+            props(&[("appVersion", "2.0.1")]),
+            false,
+        ),
+        case(
+            "semver-lte.pre-release",
+            single("appVersion", "SEMVER_LTE", "2.0.0"),
+            props(&[("appVersion", "2.0.0-beta.1")]),
+            true,
+        ),
+        case(
+            "semver-lte.inverted-greater",
+            inverted(single("appVersion", "SEMVER_LTE", "2.0.0")),
+            props(&[("appVersion", "3.0.0")]),
+            true,
+        ),
+        // REGEX: the pattern matches somewhere in the context value (anchors say where);
+        // case-sensitive unless `caseInsensitive`.
+        case(
+            "regex.matches",
+            single("email", "REGEX", "^[^@]+@example\\.com$"),
+            props(&[("email", "ann@example.com")]),
+            true,
+        ),
+        case(
+            "regex.does-not-match",
+            single("email", "REGEX", "^[^@]+@example\\.com$"),
+            props(&[("email", "ann@example.org")]),
+            false,
+        ),
+        case(
+            "regex.unanchored",
+            single("userId", "REGEX", "beta-[0-9]+"),
+            user("my-beta-42-user"),
+            true,
+        ),
+        case(
+            "regex.case-differs",
+            single("userId", "REGEX", "^admin"),
+            user("ADMIN-1"),
+            false,
+        ),
+        case(
+            "regex.case-insensitive",
+            case_insensitive(single("userId", "REGEX", "^admin")),
+            user("ADMIN-1"),
+            true,
+        ),
+        case(
+            "regex.field-missing",
+            single("email", "REGEX", "."),
+            empty(),
+            false,
+        ),
+        // IN_CIDR: the context value is an IP address inside one of the blocks (a plain
+        // address is a block of one); anything else is false.
+        case(
+            "in-cidr.inside",
+            list("userId", "IN_CIDR", &["192.168.0.0/16", "10.0.0.0/8"]),
+            user("10.1.2.3"),
+            true,
+        ),
+        case(
+            "in-cidr.outside",
+            list("userId", "IN_CIDR", &["10.0.0.0/8"]),
+            user("11.0.0.1"),
+            false,
+        ),
+        case(
+            "in-cidr.single-address",
+            list("userId", "IN_CIDR", &["192.168.1.1"]),
+            user("192.168.1.1"),
+            true,
+        ),
+        case(
+            "in-cidr.ipv6",
+            list("userId", "IN_CIDR", &["2001:db8::/32"]),
+            user("2001:db8::1"),
+            true,
+        ),
+        case(
+            "in-cidr.not-an-address",
+            list("userId", "IN_CIDR", &["10.0.0.0/8"]),
+            user("u-1"),
+            false,
+        ),
+        case(
+            "in-cidr.inverted",
+            inverted(list("userId", "IN_CIDR", &["10.0.0.0/8"])),
+            user("11.0.0.1"),
             true,
         ),
         // Two constraints: the strategy applies only when both hold.

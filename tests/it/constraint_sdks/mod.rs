@@ -3,14 +3,17 @@
 //!
 //! A table of cases — a toggle (enabled, strategy `default` with one constraint, or two to show
 //! that constraints are ANDed), an evaluation context and the expected answer — covers `IN`,
-//! `NOT_IN`, `STR_*`, `NUM_*`, `DATE_*` and `SEMVER_*`, with `inverted` and `caseInsensitive`,
-//! on custom context fields (`plan`, `email`, `age`, `appVersion`) and built-in ones (`userId`,
-//! `environment`, `currentTime`). The expected answers come from the operator definitions in
-//! the Unleash reference documentation (e.g. `NUM_GT`: the context value is greater than the
+//! `NOT_IN`, `STR_*`, `NUM_*`, `DATE_*`, `SEMVER_*` (`SEMVER_GTE` and `SEMVER_LTE` included),
+//! `REGEX` and `IN_CIDR`, with `inverted` and `caseInsensitive`, on custom context fields
+//! (`plan`, `email`, `age`, `appVersion`) and built-in ones (`userId`, `environment`,
+//! `currentTime`). The expected answers come from the operator definitions in the Unleash
+//! reference documentation (e.g. `NUM_GT`: the context value is greater than the
 //! constraint's; `DATE_AFTER`: the context's `currentTime` is after it; `SEMVER_*`: semver
-//! precedence, pre-releases below their release, build metadata ignored; a value that does not
-//! convert makes the constraint false; `caseInsensitive` applies to `STR_*` only, `IN` and
-//! `NOT_IN` stay case-sensitive; `inverted` negates), never from running an SDK.
+//! precedence, pre-releases below their release, build metadata ignored; `REGEX`: the pattern
+//! matches somewhere in the value; `IN_CIDR`: the value is an address inside a block; a value
+//! that does not convert makes the constraint false; `caseInsensitive` applies to `STR_*` and
+//! `REGEX` only, `IN` and `NOT_IN` stay case-sensitive; `inverted` negates), never from running
+//! an SDK.
 //!
 //! - The Rust SDK (`unleash-api-client`, evaluating with `unleash-yggdrasil`) evaluates every
 //!   case in-process, on both store backends.
