@@ -38,17 +38,17 @@ pub use server::{SpecServer, VerbatimServer};
 pub use spec::{Case, Expected, SpecFile};
 
 /// Cases an SDK fails against a server serving the specification verbatim, as
-/// `(sdk, file id, case description)`; measured with `client_spec_sdks_against_a_verbatim_server`
-/// (`sdk` is [`Sdk::label`]).
+/// `(sdk, file id, case description)` (`sdk` is [`Sdk::label`]); measured with
+/// `client_spec_sdks_against_a_verbatim_server`, which fails when the list is no longer exact.
 ///
 /// Measured on 2026-11-28 with `unleash-api-client` 0.17.1, `unleash-client` 6.12.1 and
 /// `UnleashClient` 6.9.1 on `@unleash/client-specification` 6.1.0: none. All three SDKs pass
-/// all 279 cases against the verbatim documents (Node 6.12.1 ships `IN_CIDR`, `REGEX` and the
-/// `SEMVER_GTE`/`SEMVER_LTE` operators itself; Python 6.9.1 and Rust 0.17 evaluate with
-/// Yggdrasil, the Rust SDK's `unleash-yggdrasil` 0.21.6 declaring specification 6.1.0). A deviation found later goes here with
-/// a one-line reason above its group, e.g.
-/// `// node 6.12.1 does not implement IN_CIDR` then `("node", "22-cidr-constraint-operators",
-/// "<description>"),`.
+/// all 279 cases against the verbatim documents: Node 6.12.1 implements `IN_CIDR`, `REGEX` and
+/// `SEMVER_GTE`/`SEMVER_LTE` itself; Python 6.9.1 and Rust 0.17 evaluate with Yggdrasil (the
+/// Rust SDK's `unleash-yggdrasil` 0.21.6 declares specification 6.1.0). A deviation found
+/// later goes here under a one-line reason for its group, e.g.
+/// `// node 6.12.1 does not implement IN_CIDR` above
+/// `("node", "22-cidr-constraint-operators", "<description>"),`.
 pub const SDK_DEVIATIONS: &[(&str, &str, &str)] = &[];
 
 /// The SDKs that can run here (saying "skipping" for the others).
