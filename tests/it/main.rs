@@ -7,6 +7,7 @@ mod api_basics;
 mod auth;
 mod binary;
 mod client_api;
+mod client_spec;
 mod constraint_sdks;
 mod constraints;
 mod context_fields;
