@@ -40,6 +40,8 @@ pub enum EventKind {
     ContextFieldImport,
     TagTypeImport,
     TagImport,
+    /// A segment written by an import.
+    SegmentImport,
     /// One per import that changed something: its options and summary.
     StateImported,
     AddonConfigCreated,

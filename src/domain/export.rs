@@ -11,6 +11,7 @@ use super::strategy::{ParameterDefinition, StrategyDefinition};
 use super::tag::{TagRef, TagType};
 use super::toggle::{Strategy, Toggle, Variant};
 use super::views::ContextFieldView;
+use super::views::{ClientSegment, ClientToggle, SegmentForm};
 
 /// The version of the document format.
 pub const DOCUMENT_VERSION: u32 = 1;
@@ -183,5 +184,35 @@ pub fn export(state: &ConfigState, sections: ExportSections) -> StateDocument<'_
         tag_types,
         tags,
         feature_tags,
+    }
+}
+
+/// The client document of one environment, as `GET /api/client/features` serves it with
+/// segments by reference, but with every active toggle and every segment: what the
+/// client-shaped import (`POST /api/admin/state/import?environment=E`) takes back.
+#[derive(Debug, Serialize)]
+pub struct EnvironmentDocument<'a> {
+    pub version: u32,
+    pub features: Vec<ClientToggle<'a>>,
+    pub segments: Vec<ClientSegment<'a>>,
+}
+
+/// The client document of `environment` in `state`.
+pub fn export_environment<'a>(
+    state: &'a ConfigState,
+    environment: &str,
+) -> EnvironmentDocument<'a> {
+    EnvironmentDocument {
+        version: 1,
+        features: state
+            .features
+            .values()
+            .map(|t| ClientToggle::in_environment(t, environment, SegmentForm::ByReference))
+            .collect(),
+        segments: state
+            .segments
+            .values()
+            .map(|s| ClientSegment::new(s))
+            .collect(),
     }
 }

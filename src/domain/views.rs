@@ -235,6 +235,25 @@ impl<'a> ClientToggle<'a> {
     }
 }
 
+/// A segment as client documents serve it (by reference: their top-level `segments`).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ClientSegment<'a> {
+    pub id: u32,
+    pub name: &'a str,
+    pub constraints: &'a [Constraint],
+}
+
+impl<'a> ClientSegment<'a> {
+    /// The client form of `segment`.
+    pub fn new(segment: &'a Segment) -> Self {
+        Self {
+            id: segment.id,
+            name: &segment.name,
+            constraints: &segment.constraints,
+        }
+    }
+}
+
 /// A toggle in one environment in the record shape events carry (`data`), which is the shape
 /// stored toggles had before environments: addon templates read `event.data.enabled`.
 #[derive(Debug, Serialize)]

@@ -14,13 +14,14 @@ use sha2::{Digest, Sha256};
 use super::projects::project_data;
 use super::{event_data, Actor, Plan, Service, ServiceError, COMMIT_ATTEMPTS};
 use crate::domain::config_state::ConfigState;
+use crate::domain::environment::DEFAULT_ENVIRONMENT;
 use crate::domain::event::EventKind;
 use crate::domain::import::{
     apply_import, parse_document, read_document, DocumentFormat, ImportDocument, ImportOptions,
     ImportSummary, ToggleChange,
 };
 use crate::domain::tag::TagRef;
-use crate::domain::views::ContextFieldView;
+use crate::domain::views::{ContextFieldView, ToggleRecord};
 use crate::domain::{DomainError, ValidationErrors};
 use crate::store::Collection;
 
@@ -187,7 +188,7 @@ struct PreparedImport {
 }
 
 /// The counter record counting imports that changed something.
-const IMPORTS: &str = "state-imports";
+pub(super) const IMPORTS: &str = "state-imports";
 
 /// Works out the import of `document` into `base` (a no-op when `marker` is there already).
 fn prepare(
@@ -208,7 +209,7 @@ fn prepare(
     }
     let result = apply_import(base, document, options, now, errors)?;
     let mut plan = Plan::new(now, ());
-    record_changes(base, &result.state, &mut plan, actor)?;
+    record_changes(base, &result.state, &mut plan, actor, DEFAULT_ENVIRONMENT)?;
     let changed = !plan.is_empty();
     if changed {
         // An import reads every record it may replace or drop, so its batch must never be
@@ -233,7 +234,7 @@ fn prepare(
 }
 
 /// Runs CPU-heavy `work` on a blocking thread.
-async fn blocking<T: Send + 'static>(
+pub(super) async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, DomainError> + Send + 'static,
 ) -> Result<T, ServiceError> {
     tokio::task::spawn_blocking(work)
@@ -244,7 +245,7 @@ async fn blocking<T: Send + 'static>(
 
 /// Whether `state` is exactly `base`: the same position and the same maps (a decision's
 /// state also holds what this replica decided but has not committed yet).
-fn same_base(state: &ConfigState, base: &ConfigState) -> bool {
+pub(super) fn same_base(state: &ConfigState, base: &ConfigState) -> bool {
     state.version == base.version
         && state.head == base.head
         && state.features.ptr_eq(&base.features)
@@ -253,7 +254,7 @@ fn same_base(state: &ConfigState, base: &ConfigState) -> bool {
 }
 
 /// Whether two configurations hold the same records.
-fn same_records(a: &ConfigState, b: &ConfigState) -> bool {
+pub(super) fn same_records(a: &ConfigState, b: &ConfigState) -> bool {
     let ConfigState {
         version: _,
         head: _,
@@ -291,11 +292,12 @@ enum RecordChange<'a, V> {
 }
 
 /// Puts into `plan` every record that differs between `before` and `after`, with its event.
-fn record_changes<T>(
+pub(super) fn record_changes<T>(
     before: &ConfigState,
     after: &ConfigState,
     plan: &mut Plan<T>,
     actor: &Actor,
+    environment: &str,
 ) -> Result<(), DomainError> {
     use RecordChange::{Removed, Written};
     diff_records(
@@ -305,7 +307,11 @@ fn record_changes<T>(
         plan,
         |name, change| {
             match change {
-                Written(t) => Some((EventKind::FeatureImport, event_data(t), t.tags.clone())),
+                Written(t) => Some((
+                    EventKind::FeatureImport,
+                    event_data(&ToggleRecord::new(t, environment)),
+                    t.tags.clone(),
+                )),
                 // Gone from the active toggles: archived by a `drop`.
                 Removed(t) => Some((
                     EventKind::FeatureArchived,
@@ -325,9 +331,11 @@ fn record_changes<T>(
         Collection::Archive,
         plan,
         |name, change| match change {
-            Written(t) if before.archive.contains_key(name) => {
-                Some((EventKind::FeatureUpdated, event_data(t), t.tags.clone()))
-            }
+            Written(t) if before.archive.contains_key(name) => Some((
+                EventKind::FeatureUpdated,
+                event_data(&ToggleRecord::new(t, environment)),
+                t.tags.clone(),
+            )),
             _ => None,
         },
         actor,
@@ -407,6 +415,23 @@ fn record_changes<T>(
                 Removed(t) => (
                     EventKind::TagDeleted,
                     json!({"type": t.kind, "value": t.value}),
+                    vec![],
+                ),
+            })
+        },
+        actor,
+    )?;
+    diff_records(
+        &before.segments,
+        &after.segments,
+        Collection::Segments,
+        plan,
+        |id, change| {
+            Some(match change {
+                Written(s) => (EventKind::SegmentImport, event_data(s), vec![]),
+                Removed(_) => (
+                    EventKind::SegmentImport,
+                    json!({"id": id, "deleted": true}),
                     vec![],
                 ),
             })

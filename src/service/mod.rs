@@ -4,6 +4,7 @@
 
 pub mod addons;
 pub mod api_tokens;
+pub mod client_import;
 pub mod context_fields;
 mod deliveries;
 mod group_commit;

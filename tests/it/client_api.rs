@@ -151,11 +151,25 @@ async fn answered_alike_before_and_after_routing(backend: &Backend) {
         ]
         .map(|name| reply.header(name))
     };
+    let gunzip = |bytes: &[u8]| {
+        let mut plain = Vec::new();
+        flate2::read::GzDecoder::new(bytes)
+            .read_to_end(&mut plain)
+            .expect("valid gzip");
+        plain
+    };
     for gzip in [false, true] {
         let direct = get("/api/client/features", gzip, None).await.expect(200);
         let routed = get("/api/client/features/", gzip, None).await.expect(200);
-        assert_eq!(shown(&direct), shown(&routed), "gzip {gzip}");
-        assert_eq!(direct.bytes, routed.bytes, "gzip {gzip}");
+        if gzip {
+            // A build after the write may compress groups the writer's quick build stored
+            // (same ETag, fewer bytes) between the two requests: compare what they hold.
+            assert_eq!(shown(&direct)[..4], shown(&routed)[..4], "gzip");
+            assert_eq!(gunzip(&direct.bytes), gunzip(&routed.bytes), "gzip");
+        } else {
+            assert_eq!(shown(&direct), shown(&routed), "plain");
+            assert_eq!(direct.bytes, routed.bytes, "plain");
+        }
     }
     let head = send(app.anonymous(Method::HEAD, "/api/client/features"))
         .await

@@ -355,17 +355,17 @@ async fn unsupported_fields_are_refused_by_name(backend: &Backend) {
     let app = TestApp::spawn(backend).await;
     for (body, paths) in [
         (
-            json!({"name": "bad", "dependencies": [{"feature": "parent"}], "strategies": [{"name": "default"}]}),
-            vec!["dependencies"],
+            json!({"name": "bad", "owner": "team-a", "strategies": [{"name": "default"}]}),
+            vec!["owner"],
         ),
         (
-            json!({"name": "bad", "strategies": [{"name": "default", "segments": [1, 2]}]}),
-            vec!["strategies[0].segments"],
+            json!({"name": "bad", "strategies": [{"name": "default", "shard": 2}]}),
+            vec!["strategies[0].shard"],
         ),
         (
             json!({"name": "bad", "strategies": [{"name": "flexibleRollout",
-                "variants": [{"name": "v", "weight": 1000}]}]}),
-            vec!["strategies[0].variants"],
+                "variants": [{"name": "v", "weight": 1000, "colour": "red"}]}]}),
+            vec!["strategies[0].variants[0].colour"],
         ),
         (
             json!({"name": "bad", "strategies": [{"name": "default", "constraints": [
@@ -385,13 +385,13 @@ async fn unsupported_fields_are_refused_by_name(backend: &Backend) {
     let reply = app
         .post(
             "/api/admin/features",
-            json!({"name": "bad", "strategies": [{"name": "default", "segments": [1]}]}),
+            json!({"name": "bad", "strategies": [{"name": "default", "shard": 1}]}),
         )
         .await
         .expect(400);
     assert_eq!(
         reply.error_message(),
-        "\"strategies[0].segments\" is not supported"
+        "\"strategies[0].shard\" is not supported"
     );
     // Read-only fields that tools echo back are ignored; empty newer-model fields pass.
     let echoed = json!({"name": "echo", "createdAt": "2020-01-01T00:00:00.000Z",

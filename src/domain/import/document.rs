@@ -156,7 +156,7 @@ fn items(
 }
 
 /// Deserialises one item into its spec type, naming the path of a type mismatch.
-fn parse_item<T: DeserializeOwned>(
+pub(super) fn parse_item<T: DeserializeOwned>(
     item: Value,
     path: &str,
     errors: &mut ValidationErrors,

@@ -1,8 +1,9 @@
 //! State import (API-FACTS §7.3): parsing JSON or YAML (`format.rs`), reading the document
 //! (`document.rs`) and applying it to a configuration (`apply.rs`), validated whole before
-//! anything is written.
+//! anything is written; and the client-shaped import of one environment (`client_shape.rs`).
 
 mod apply;
+mod client_shape;
 mod document;
 mod flow_depth;
 mod format;
@@ -10,6 +11,10 @@ mod format;
 pub use apply::{
     apply_import, FeatureTagCounts, ImportOptions, ImportResult, ImportSummary, RecordCounts,
     ToggleChange, ToggleCounts,
+};
+pub use client_shape::{
+    apply_client_document, read_client_document, ClientDocument, ClientImportCounts,
+    ClientImportSummary, SEGMENT_IDS,
 };
 pub use document::{read_document, FeatureTagRef, ImportDocument, ImportedToggle};
 pub use format::{parse_document, DocumentFormat};

@@ -8,7 +8,7 @@ use axum::Json;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::domain::export::{export, ExportSections};
+use crate::domain::export::{export, export_environment, ExportSections};
 use crate::domain::import::{parse_document, DocumentFormat, ImportOptions};
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::extract::QueryFlags;
@@ -37,6 +37,7 @@ pub fn router(import_limit: usize) -> OpenApiRouter<AppState> {
         ("strategies" = Option<String>, Query, description = "Include strategy definitions (default true)"),
         ("tags" = Option<String>, Query, description = "Include tag types, tags and toggle tags (default true)"),
         ("projects" = Option<String>, Query, description = "Include projects (default true)"),
+        ("environment" = Option<String>, Query, description = "Instead: the client document of this environment (every active toggle, segments by reference, every segment), which the import takes back with the same parameter"),
     ),
     responses(
         (status = 200, description = "The state document", content(
@@ -54,16 +55,18 @@ async fn export_state(State(service): State<Service>, query: QueryFlags) -> ApiR
         projects: query.flag("projects", true),
     };
     let state = service.state()?;
-    let document = export(&state, sections);
     let yaml = query.get("format") == Some("yaml");
-    let (body, content_type, extension) = if yaml {
-        let text = yaml_serde::to_string(&document)
-            .map_err(|e| ApiError::Internal(format!("export as YAML: {e}")))?;
-        (text.into_bytes(), "text/yaml; charset=utf-8", "yml")
-    } else {
-        let bytes = serde_json::to_vec(&document)
-            .map_err(|e| ApiError::Internal(format!("export as JSON: {e}")))?;
-        (bytes, "application/json; charset=utf-8", "json")
+    let (body, content_type, extension) = match query.get("environment") {
+        Some(environment) => {
+            if !state.environments.contains_key(environment) {
+                return Err(ApiError::bad_request(
+                    "environment",
+                    format!("there is no environment \"{environment}\""),
+                ));
+            }
+            encode(&export_environment(&state, environment), yaml)?
+        }
+        None => encode(&export(&state, sections), yaml)?,
     };
     let mut response = Response::new(Body::from(body));
     response
@@ -83,6 +86,22 @@ async fn export_state(State(service): State<Service>, query: QueryFlags) -> ApiR
     Ok(response)
 }
 
+/// `document` as YAML or JSON: the bytes, their content type and a file extension.
+fn encode(
+    document: &impl serde::Serialize,
+    yaml: bool,
+) -> ApiResult<(Vec<u8>, &'static str, &'static str)> {
+    Ok(if yaml {
+        let text = yaml_serde::to_string(document)
+            .map_err(|e| ApiError::Internal(format!("export as YAML: {e}")))?;
+        (text.into_bytes(), "text/yaml; charset=utf-8", "yml")
+    } else {
+        let bytes = serde_json::to_vec(document)
+            .map_err(|e| ApiError::Internal(format!("export as JSON: {e}")))?;
+        (bytes, "application/json; charset=utf-8", "json")
+    })
+}
+
 /// Imports a state document in one commit (or shows what it would change).
 #[utoipa::path(
     post,
@@ -92,8 +111,9 @@ async fn export_state(State(service): State<Service>, query: QueryFlags) -> ApiR
         ("drop" = Option<String>, Query, description = "A true value: remove (archive) what the document does not list"),
         ("keep" = Option<String>, Query, description = "A true value: create what is missing, never override"),
         ("dryRun" = Option<String>, Query, description = "A true value: report the changes, write nothing"),
+        ("environment" = Option<String>, Query, description = "Import a client document (what `GET /api/client/features` returns: `{version, features, segments?}`) into this environment, stored as written; `drop` then removes the environment's configuration from toggles it does not list"),
     ),
-    request_body(description = "A state document (as exported): JSON, YAML, or a multipart `file` part", content(
+    request_body(description = "A state document (as exported), or with `environment` a client document: JSON, YAML, or a multipart `file` part", content(
         (Object = "application/json"),
         (String = "application/x-yaml"),
         (String = "multipart/form-data"),
@@ -101,6 +121,7 @@ async fn export_state(State(service): State<Service>, query: QueryFlags) -> ApiR
     responses(
         (status = 200, description = "Dry run: what the import would change", body = Object),
         (status = 202, description = "Imported in one commit; a summary", body = Object),
+        (status = 400, description = "The document's problems, each with its path", body = ErrorBody),
     )
 )]
 async fn import_state(
@@ -119,14 +140,25 @@ async fn import_state(
     let document = tokio::task::spawn_blocking(move || parse_document(&bytes, format))
         .await
         .map_err(|e| ApiError::Internal(format!("parsing an import: {e}")))??;
+    let status = match dry_run {
+        true => StatusCode::OK,
+        false => StatusCode::ACCEPTED,
+    };
+    if let Some(environment) = query.get("environment") {
+        let report = service
+            .import_client_document(
+                &actor,
+                document,
+                environment.to_string(),
+                options.drop,
+                dry_run,
+            )
+            .await?;
+        return Ok((status, Json(report)).into_response());
+    }
     let report = service
         .import_state(&actor, document, options, dry_run)
         .await?;
-    let status = if dry_run {
-        StatusCode::OK
-    } else {
-        StatusCode::ACCEPTED
-    };
     Ok((status, Json(report)).into_response())
 }
 

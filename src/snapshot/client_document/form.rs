@@ -7,17 +7,15 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use imbl::OrdMap;
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::gzip::Deflated;
 use crate::domain::config_state::ConfigState;
-use crate::domain::constraint::Constraint;
 use crate::domain::environment::DEFAULT_ENVIRONMENT;
 use crate::domain::segment::Segment;
 use crate::domain::text::Text;
 use crate::domain::toggle::Toggle;
-use crate::domain::views::{ClientToggle, SegmentForm};
+use crate::domain::views::{ClientSegment, ClientToggle, SegmentForm};
 
 /// The bytes that close a document without top-level segments.
 const PLAIN_SUFFIX: &[u8] = b"]}";
@@ -98,14 +96,6 @@ impl Default for FormContext {
     }
 }
 
-/// A segment in the top-level `segments` of a by-reference document.
-#[derive(Serialize)]
-struct ServedSegment<'a> {
-    id: u32,
-    name: &'a str,
-    constraints: &'a [Constraint],
-}
-
 impl FormContext {
     /// `form` at `state`'s version; `previous` (the same form one build before) lends its
     /// suffix when neither the segments nor which segments toggles refer to changed
@@ -171,14 +161,10 @@ fn by_reference_suffix(state: &ConfigState) -> Arc<Suffix> {
             }
         }
     }
-    let mut served: Vec<ServedSegment> = referenced
+    let mut served: Vec<ClientSegment> = referenced
         .into_iter()
         .filter_map(|id| state.segments.get(&id.to_string()))
-        .map(|segment| ServedSegment {
-            id: segment.id,
-            name: &segment.name,
-            constraints: &segment.constraints,
-        })
+        .map(|segment| ClientSegment::new(segment))
         .collect();
     if served.is_empty() {
         return Suffix::plain();

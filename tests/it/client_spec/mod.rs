@@ -34,7 +34,7 @@ mod server;
 mod spec;
 
 pub use sdks::{Answer, Sdk};
-pub use server::{SpecServer, VerbatimServer};
+pub use server::{FlagpoleServer, SpecServer, VerbatimServer};
 pub use spec::{Case, Expected, SpecFile};
 
 /// Cases an SDK fails against a server serving the specification verbatim, as
@@ -212,6 +212,23 @@ async fn client_spec_sdks_against_a_verbatim_server() {
     let started = Instant::now();
     let failures = run(&mut server, &files, &sdks).await;
     eprintln!("client spec: {:.1?} in all", started.elapsed());
+    assert_failures_are_the_deviations(&failures, &sdks, SDK_DEVIATIONS);
+}
+
+/// Point 8 of the Unleash 5–7 model: every file loaded into Flagpole through the
+/// client-shaped import and polled from it by the three SDKs passes every case but the SDK
+/// deviations (those the same SDK also fails against the verbatim server).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_spec_sdks_against_flagpole() {
+    let Some(dir) = spec::installed_spec_dir() else {
+        return;
+    };
+    let files = spec::load_all(&dir);
+    let sdks = available_sdks();
+    let mut server = FlagpoleServer::default();
+    let started = Instant::now();
+    let failures = run(&mut server, &files, &sdks).await;
+    eprintln!("client spec on Flagpole: {:.1?} in all", started.elapsed());
     assert_failures_are_the_deviations(&failures, &sdks, SDK_DEVIATIONS);
 }
 

@@ -106,6 +106,40 @@ impl SpecServer for VerbatimServer {
     }
 }
 
+/// Flagpole as the SDKs' server: one replica per file (embedded store), each file imported
+/// into `default` through the client-shaped import (`POST
+/// /api/admin/state/import?environment=default&drop=true`), which stores it as written.
+#[derive(Default)]
+pub struct FlagpoleServer {
+    replicas: Vec<(crate::common::Backend, crate::common::TestApp)>,
+}
+
+impl SpecServer for FlagpoleServer {
+    async fn serve_all(&mut self, files: &[(String, Value)]) -> Vec<Served> {
+        for (_, app) in self.replicas.drain(..) {
+            app.stop().await;
+        }
+        let mut served = Vec::new();
+        for (id, document) in files {
+            let backend = crate::common::Backend::embedded();
+            let app = crate::common::TestApp::spawn(&backend).await;
+            app.post(
+                "/api/admin/state/import?environment=default&drop=true",
+                document.clone(),
+            )
+            .await
+            .expect(202);
+            served.push(Served {
+                file_id: id.clone(),
+                api_url: format!("{}/api", app.base),
+                authorization: None,
+            });
+            self.replicas.push((backend, app));
+        }
+        served
+    }
+}
+
 async fn features(State(documents): State<Documents>, Path(file): Path<String>) -> Response {
     let document = documents
         .read()
