@@ -137,8 +137,7 @@ pub fn read_client_document(value: Value) -> Result<ClientDocument, DomainError>
         return Err(ValidationErrors::single(
             "",
             "a client document is an object: {\"version\", \"features\", \"segments\"}",
-        )
-        .into());
+        ));
     };
     for key in sections.keys().filter(|k| !KEYS.contains(&k.as_str())) {
         errors.push(
@@ -219,8 +218,7 @@ pub fn apply_client_document(
         return Err(ValidationErrors::single(
             "environment",
             format!("there is no environment \"{environment}\"; create it first"),
-        )
-        .into());
+        ));
     }
     let mut next = base.clone();
     let mut summary = ClientImportSummary {
