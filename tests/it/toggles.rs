@@ -41,10 +41,15 @@ async fn create_returns_200_with_defaults(backend: &Backend) {
 
     let fetched = app.get("/api/admin/features/demo.a").await.expect(200).json;
     assert_eq!(fetched["description"], "d");
-    assert_eq!(
-        fetched["strategies"],
-        json!([{"name": "default", "parameters": {}}])
+    // Every strategy has an id (what the per-environment routes address it by).
+    let strategy = &fetched["strategies"][0];
+    assert!(
+        strategy["id"].as_str().is_some_and(|id| !id.is_empty()),
+        "{strategy}"
     );
+    assert_eq!(strategy["name"], "default");
+    assert_eq!(strategy["parameters"], json!({}));
+    assert_eq!(strategy.as_object().map(|o| o.len()), Some(3), "{strategy}");
 
     // Explicit values are kept.
     let full = app

@@ -144,6 +144,9 @@ impl ClientDocumentForms {
             .clone()
             .run_builder(move || current(), stop)
             .await;
+        // `current` holds the snapshot, which holds these forms: let go of it once stopped,
+        // or the snapshot (and its store) would never be dropped.
+        *self.lock_builders() = None;
     }
 
     fn lock_builders(
