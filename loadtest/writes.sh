@@ -16,6 +16,10 @@
 #   --toggles "100 1000 10000"   configuration sizes (default those three)
 #   --stores "redis embedded"    store backends (default both)
 #   --replicas K                 replicas on one Redis (default 1; K > 1 skips the embedded store)
+#   --environments "E ..."       also configure every toggle in these environments (the same
+#                                document, imported client-shaped into each: e.g.
+#                                "development production"), so that writes to `default` run
+#                                with other environments present (default: none)
 #   --connections C              concurrent writers in all (default 16)
 #   --cpus-per-replica Q         give each replica its own CPU budget of Q cores (e.g. 0.4; at
 #                                least 0.1), as if each ran in a pod with that CPU limit (a cgroup
@@ -43,6 +47,7 @@ REPLICAS=1
 CONN=16
 CPUS=""
 KILL_AFTER=15
+ENVIRONMENTS=""
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -51,6 +56,7 @@ while [ $# -gt 0 ]; do
     --replicas) REPLICAS=$2; shift 2;;
     --connections) CONN=$2; shift 2;;
     --cpus-per-replica) CPUS=$2; shift 2;;
+    --environments) ENVIRONMENTS=$2; shift 2;;
     *) common_opt "$@"; shift "$OPT_SHIFT";;
   esac
 done
@@ -169,6 +175,15 @@ for STORE in $STORES; do
     started=$(date +%s.%N)
     run_bg 900 "$OUT/load-$STORE-$N.txt" python3 "$BENCH_DIR/gen_features.py" "$N" \
       --load "${URLS[0]}" --admin-header "$ADMIN_HEADER"
+    if [ -n "$ENVIRONMENTS" ]; then
+      python3 "$BENCH_DIR/gen_features.py" "$N" -o "$OUT/features-$N.json"
+      for env in $ENVIRONMENTS; do
+        curl -sf -m 300 -o /dev/null -H "$ADMIN_HEADER" -H 'Content-Type: application/json' \
+          --data-binary "@$OUT/features-$N.json" \
+          "${URLS[0]}/api/admin/state/import?environment=$env" \
+          || { echo "# importing into $env failed" >&2; exit 1; }
+      done
+    fi
     load_s=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$started" "$(date +%s.%N)")
     before_conflicts=0; before_gave_up=0; before_builds=0
     for u in "${URLS[@]}"; do
