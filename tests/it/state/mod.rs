@@ -6,6 +6,7 @@
 //! (`invalid.rs`); the round trip between stores and backends (`round_trip.rs`); and the
 //! start-up seed (`seed.rs`).
 
+mod client_shape;
 mod drop_keep;
 mod export;
 mod import;
