@@ -27,6 +27,7 @@ mod rust_sdk;
 mod sdks;
 mod state;
 mod strategies;
+mod strategy_variants;
 mod tags;
 mod toggles;
 mod traces;

@@ -78,7 +78,10 @@ async fn a_client_document_imports_into_one_environment_as_written(backend: &Bac
             feature(&default_before, "shared")[key]
         );
     }
-    assert_eq!(feature(&default_after, "Feature.UTF-8.Hellø_Wørld")["enabled"], false);
+    assert_eq!(
+        feature(&default_after, "Feature.UTF-8.Hellø_Wørld")["enabled"],
+        false
+    );
     let production = exported(&app, "production").await;
     let shared = feature(&production, "shared");
     assert_eq!(shared["enabled"], true);
