@@ -26,6 +26,7 @@ mod redis_replicas;
 mod rust_sdk;
 mod sdks;
 mod state;
+mod store_upgrade;
 mod strategies;
 mod strategy_variants;
 mod tags;
