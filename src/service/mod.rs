@@ -6,6 +6,8 @@ pub mod addons;
 pub mod api_tokens;
 pub mod context_fields;
 mod deliveries;
+pub mod environments;
+pub mod feature_environments;
 mod group_commit;
 pub mod import;
 pub mod projects;
