@@ -50,6 +50,16 @@ pub enum EventKind {
     ApiTokenCreated,
     ApiTokenUpdated,
     ApiTokenDeleted,
+    EnvironmentCreated,
+    EnvironmentUpdated,
+    EnvironmentDeleted,
+    /// A toggle switched on in one environment (`data.environment` names it).
+    FeatureEnvironmentEnabled,
+    FeatureEnvironmentDisabled,
+    FeatureStrategyAdd,
+    FeatureStrategyUpdate,
+    FeatureStrategyRemove,
+    StrategyOrderChanged,
 }
 
 impl EventKind {

@@ -15,6 +15,7 @@ pub mod exact_capacity;
 pub mod export;
 pub mod feature_strategy;
 pub mod feature_type;
+pub mod feature_view;
 pub mod fields;
 pub mod filter;
 pub mod import;

@@ -7,6 +7,8 @@ pub mod api_tokens;
 pub mod client_import;
 pub mod context_fields;
 mod deliveries;
+pub mod environments;
+pub mod feature_environments;
 mod group_commit;
 pub mod import;
 pub mod projects;

@@ -14,6 +14,7 @@ mod context_fields;
 mod convergence;
 mod delivery;
 mod embedded_store;
+mod environments;
 mod events;
 mod forwarding;
 mod openapi;

@@ -4,10 +4,12 @@ mod addons;
 mod api_tokens;
 mod archive;
 mod context;
+mod environments;
 mod events;
 mod feature_types;
 mod features;
 mod metrics;
+mod project_features;
 mod projects;
 mod state;
 mod strategies;
@@ -32,6 +34,8 @@ pub fn router(import_limit: usize) -> OpenApiRouter<AppState> {
         .merge(feature_types::router())
         .merge(metrics::router())
         .merge(projects::router())
+        .merge(environments::router())
+        .merge(project_features::router())
         .merge(context::router())
         .merge(state::router(import_limit))
         .merge(addons::router())
