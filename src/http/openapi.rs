@@ -45,6 +45,7 @@ pub const DOCUMENT_PATH: &str = "/api/openapi.json";
         (name = "strategies", description = "Strategy definitions"),
         (name = "tags", description = "Tags and tag types"),
         (name = "projects", description = "Projects"),
+        (name = "dependencies", description = "Toggles that depend on a parent toggle"),
         (name = "context", description = "Context fields"),
         (name = "events", description = "The audit log"),
         (name = "metrics", description = "Client usage: applications, instances, counts"),

@@ -5,6 +5,7 @@
 pub mod addons;
 pub mod api_tokens;
 pub mod context_fields;
+pub mod dependencies;
 mod deliveries;
 mod group_commit;
 pub mod import;

@@ -4,6 +4,7 @@ mod addons;
 mod api_tokens;
 mod archive;
 mod context;
+mod dependencies;
 mod events;
 mod feature_types;
 mod features;
@@ -32,6 +33,7 @@ pub fn router(import_limit: usize) -> OpenApiRouter<AppState> {
         .merge(feature_types::router())
         .merge(metrics::router())
         .merge(projects::router())
+        .merge(dependencies::router())
         .merge(context::router())
         .merge(state::router(import_limit))
         .merge(addons::router())
