@@ -1,14 +1,20 @@
 //! Dependencies on a parent toggle (Unleash 5.7+): a child is on only when its parent is on
-//! (or off), optionally with one of the parent's variants (MODERN-MODEL §3).
+//! (or off), optionally with one of the parent's variants (MODERN-MODEL §3); and the admin
+//! rules between a child and its parent (Unleash 7.5.1).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::error::ValidationErrors;
+use super::config_state::ConfigState;
+use super::error::{DomainError, ValidationErrors};
 use super::exact_capacity;
 use super::fields::{refuse_unsupported, ExtraFields};
 use super::name::{check_name, NAME_MAX};
 use super::text::Text;
+use super::toggle::Toggle;
 
 /// A toggle's dependency on a parent, stored as written. SDKs served a dependency they cannot
 /// satisfy (a missing parent, a parent with parents of its own) evaluate the child as off.
@@ -112,4 +118,120 @@ impl<'a> ClientDependency<'a> {
             variants: dependency.enabled.then_some(&dependency.variants[..]),
         }
     }
+}
+
+/// Refused when archiving a toggle other toggles depend on (Unleash 7.5.1's words).
+pub const HAS_CHILDREN: &str =
+    "You can not archive/delete this feature since other features depend on it.";
+
+/// The active toggles that depend on `parent`.
+pub fn children_of<'a>(
+    state: &'a ConfigState,
+    parent: &'a str,
+) -> impl Iterator<Item = &'a Arc<Toggle>> + 'a {
+    state
+        .features
+        .values()
+        .filter(move |t| t.dependencies.iter().any(|d| d.feature == parent))
+}
+
+/// The rules of Unleash 7.5.1 for `child` (in `project`) depending on `dependency`, in its
+/// order; a rule broken is a 403 (`Forbidden`). One parent at most is the caller's rule (the
+/// routes replace the old parent, the 3.x body may name one). Imports are not subject to
+/// these: they keep what a client document serves.
+pub fn check_dependency(
+    state: &ConfigState,
+    child: &str,
+    project: &str,
+    dependency: &Dependency,
+) -> Result<(), DomainError> {
+    let parent = dependency.feature.as_str();
+    if parent == child {
+        return Err(forbidden("A feature flag cannot depend on itself."));
+    }
+    if children_of(state, child).next().is_some() {
+        return Err(forbidden(
+            "Transitive dependency detected. Cannot add a dependency to the feature that other features depend on.",
+        ));
+    }
+    let active_parent = state.features.get(parent);
+    if active_parent.is_some_and(|p| !p.dependencies.is_empty()) {
+        return Err(forbidden(
+            "Transitive dependency detected. Cannot add a dependency to the feature that has parent dependency.",
+        ));
+    }
+    let Some(active_parent) = active_parent else {
+        return Err(forbidden(format!("No active feature {parent} exists")));
+    };
+    if active_parent.project != project {
+        return Err(forbidden(
+            "Parent and child features should be in the same project",
+        ));
+    }
+    Ok(())
+}
+
+/// Whether a 3.x write turning `current` (none on create) into `next` must be checked against
+/// other toggles: it sets other dependencies, or moves the toggle to another project. Such a
+/// decision reads other toggles' records (so it may not declare `reads_only_its_toggles`).
+pub fn needs_dependency_check(current: Option<&Toggle>, next: &Toggle) -> bool {
+    match current {
+        None => !next.dependencies.is_empty(),
+        Some(current) => {
+            current.project != next.project
+                || (current.dependencies != next.dependencies && !next.dependencies.is_empty())
+        }
+    }
+}
+
+/// The dependency rules for a 3.x write (`needs_dependency_check` said it is one to check): a
+/// toggle with children may not change project (Unleash 7.5.1 refuses that with 403 too), and
+/// its dependencies follow `check_dependency`. Dependencies the write leaves as they were
+/// (e.g. kept from an import) are not checked again.
+pub fn check_written_dependencies(
+    state: &ConfigState,
+    current: Option<&Toggle>,
+    next: &Toggle,
+) -> Result<(), DomainError> {
+    if current.is_some_and(|c| c.project != next.project)
+        && children_of(state, &next.name).next().is_some()
+    {
+        return Err(forbidden(
+            "Changing project not allowed. Feature has dependencies.",
+        ));
+    }
+    for dependency in &next.dependencies {
+        check_dependency(state, &next.name, &next.project, dependency)?;
+    }
+    Ok(())
+}
+
+/// The names of `parent`'s variants a dependency may ask for: its strategies' variants in
+/// every environment and its toggle variants in every environment, once each, sorted (as
+/// Unleash 7 collects them).
+pub fn parent_variant_names(parent: &Toggle) -> Vec<String> {
+    let strategy_variants = parent
+        .all_strategies()
+        .flat_map(|s| s.variants.iter().map(|v| v.name.as_str()));
+    let toggle_variants = parent
+        .environments
+        .iter()
+        .flat_map(|(_, e)| e.variants.iter().map(|v| v.name.as_str()));
+    let names: BTreeSet<&str> = strategy_variants.chain(toggle_variants).collect();
+    names.into_iter().map(str::to_string).collect()
+}
+
+/// The toggles `child` could depend on: the active toggles of its project without parents of
+/// their own, but itself, by name.
+pub fn possible_parents(state: &ConfigState, child: &Toggle) -> Vec<String> {
+    state
+        .features
+        .values()
+        .filter(|t| t.project == child.project && t.name != child.name && t.dependencies.is_empty())
+        .map(|t| t.name.to_string())
+        .collect()
+}
+
+fn forbidden(message: impl Into<String>) -> DomainError {
+    DomainError::Forbidden(message.into())
 }

@@ -18,6 +18,12 @@ pub enum EventKind {
     FeatureStaleOff,
     FeatureTagged,
     FeatureUntagged,
+    /// A parent set on a toggle (through `…/features/:child/dependencies`), as Unleash 7.
+    FeatureDependencyAdded,
+    /// One parent removed from a toggle.
+    FeatureDependencyRemoved,
+    /// Every parent removed from a toggle (also when it is archived).
+    FeatureDependenciesRemoved,
     TagCreated,
     TagDeleted,
     TagTypeCreated,

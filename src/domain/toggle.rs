@@ -250,9 +250,15 @@ impl ToggleSpec {
             }
         };
         let variants = validate_variants(self.variants.unwrap_or_default(), &mut errors);
-        let dependencies = self
-            .dependencies
-            .unwrap_or_default()
+        let dependencies = self.dependencies.unwrap_or_default();
+        // Unleash 7 keeps one parent per toggle; its routes replace it, a body cannot choose.
+        if dependencies.len() > 1 {
+            errors.push(
+                "dependencies",
+                "a toggle depends on at most one parent (Unleash 7's rule); send one dependency",
+            );
+        }
+        let dependencies = dependencies
             .into_iter()
             .enumerate()
             .filter_map(|(i, d)| d.validate(&format!("dependencies[{i}]"), &mut errors))

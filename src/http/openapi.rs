@@ -46,6 +46,7 @@ pub const DOCUMENT_PATH: &str = "/api/openapi.json";
         (name = "tags", description = "Tags and tag types"),
         (name = "projects", description = "Projects"),
         (name = "environments", description = "Environments, and toggles per environment (Unleash 5–7 routes)"),
+        (name = "dependencies", description = "Toggles that depend on a parent toggle"),
         (name = "context", description = "Context fields"),
         (name = "events", description = "The audit log"),
         (name = "metrics", description = "Client usage: applications, instances, counts"),

@@ -6,6 +6,7 @@ pub mod addons;
 pub mod api_tokens;
 pub mod client_import;
 pub mod context_fields;
+pub mod dependencies;
 mod deliveries;
 pub mod environments;
 pub mod feature_environments;

@@ -1,7 +1,9 @@
 //! Toggle use-cases: create, replace, switch, mark stale, archive, revive, tag and untag.
-//! Each reads, of the toggle records, only those of the toggle it writes, and declares it
-//! (`Plan::reads_only_its_toggles`), so that its write need not be decided again when other
-//! replicas write other toggles meanwhile.
+//! Most read, of the toggle records, only those of the toggle they write, and declare it
+//! (`Plan::reads_only_its_toggles`), so that their write need not be decided again when other
+//! replicas write other toggles meanwhile. The exceptions read other toggles for the
+//! dependency rules: a write setting a parent or moving a toggle with children to another
+//! project, and archiving (a toggle with children stays).
 
 use std::sync::Arc;
 
@@ -10,6 +12,9 @@ use serde_json::json;
 use super::tags::{ensure_tag_type, put_new_tag};
 use super::{toggle_event_data, Actor, Plan, Service, ServiceError};
 use crate::domain::config_state::ConfigState;
+use crate::domain::dependency::{
+    check_written_dependencies, children_of, needs_dependency_check, HAS_CHILDREN,
+};
 use crate::domain::environment::DEFAULT_ENVIRONMENT;
 use crate::domain::event::EventKind;
 use crate::domain::tag::{Tag, TagRef, TagSpec};
@@ -79,6 +84,11 @@ impl Service {
             ensure_name_free(state, &valid.name)?;
             valid.check_references(state)?;
             let toggle = Toggle::create(valid.clone(), now);
+            // A parent is another toggle's record: only a toggle without one reads just its own.
+            let checked = needs_dependency_check(None, &toggle);
+            if checked {
+                check_written_dependencies(state, None, &toggle)?;
+            }
             let mut plan = Plan::new(now, toggle.clone());
             plan.put(Collection::Features, &toggle.name, &toggle)?;
             plan.event(
@@ -87,7 +97,9 @@ impl Service {
                 toggle_event_data(&toggle),
                 vec![],
             );
-            plan.reads_only_its_toggles();
+            if !checked {
+                plan.reads_only_its_toggles();
+            }
             Ok(plan)
         })
         .await
@@ -115,6 +127,11 @@ impl Service {
             let current = active(state, name)?;
             valid.check_references(state)?;
             let toggle = current.replaced_by(valid.clone());
+            // New dependencies read the parent, a change of project the children.
+            let checked = needs_dependency_check(Some(current), &toggle);
+            if checked {
+                check_written_dependencies(state, Some(current), &toggle)?;
+            }
             let mut plan = Plan::new(now, toggle.clone());
             plan.put(Collection::Features, name, &toggle)?;
             plan.event(
@@ -123,7 +140,9 @@ impl Service {
                 toggle_event_data(&toggle),
                 toggle.tags.clone(),
             );
-            plan.reads_only_its_toggles();
+            if !checked {
+                plan.reads_only_its_toggles();
+            }
             Ok(plan)
         })
         .await
@@ -185,25 +204,40 @@ impl Service {
         .await
     }
 
-    /// Archives an active toggle: it leaves every active listing and is switched off.
+    /// Archives an active toggle: it leaves every active listing and is switched off. A toggle
+    /// others depend on stays (403, as in Unleash 7); an archived toggle keeps no parents.
     pub async fn archive_toggle(&self, actor: &Actor, name: &str) -> Result<Toggle, ServiceError> {
+        // The decision reads the other toggles (for children), so it declares no
+        // `reads_only_its_toggles`: a dependency added meanwhile on another replica makes it
+        // decide again instead of archiving a parent.
         self.write(|state, now| {
             let current = active(state, name)?;
+            if children_of(state, name).next().is_some() {
+                return Err(DomainError::Forbidden(HAS_CHILDREN.to_string()));
+            }
             let toggle = Toggle {
                 archived_at: Some(now),
+                dependencies: Vec::new(),
                 ..(**current).clone()
             }
             .switched_off();
             let mut plan = Plan::new(now, toggle.clone());
             plan.delete(Collection::Features, name);
             plan.put(Collection::Archive, name, &toggle)?;
+            if !current.dependencies.is_empty() {
+                plan.event(
+                    EventKind::FeatureDependenciesRemoved,
+                    actor,
+                    json!({"featureName": name, "project": current.project}),
+                    toggle.tags.clone(),
+                );
+            }
             plan.event(
                 EventKind::FeatureArchived,
                 actor,
                 json!({"name": name}),
                 toggle.tags.clone(),
             );
-            plan.reads_only_its_toggles();
             Ok(plan)
         })
         .await

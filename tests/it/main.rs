@@ -13,6 +13,7 @@ mod constraints;
 mod context_fields;
 mod convergence;
 mod delivery;
+mod dependencies;
 mod embedded_store;
 mod environments;
 mod events;

@@ -5,6 +5,7 @@ mod api_tokens;
 mod archive;
 mod context;
 mod environments;
+mod dependencies;
 mod events;
 mod feature_types;
 mod features;
@@ -36,6 +37,7 @@ pub fn router(import_limit: usize) -> OpenApiRouter<AppState> {
         .merge(projects::router())
         .merge(environments::router())
         .merge(project_features::router())
+        .merge(dependencies::router())
         .merge(context::router())
         .merge(state::router(import_limit))
         .merge(addons::router())
