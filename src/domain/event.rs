@@ -48,6 +48,9 @@ pub enum EventKind {
     ApiTokenCreated,
     ApiTokenUpdated,
     ApiTokenDeleted,
+    SegmentCreated,
+    SegmentUpdated,
+    SegmentDeleted,
 }
 
 impl EventKind {

@@ -46,6 +46,7 @@ pub const DOCUMENT_PATH: &str = "/api/openapi.json";
         (name = "tags", description = "Tags and tag types"),
         (name = "projects", description = "Projects"),
         (name = "context", description = "Context fields"),
+        (name = "segments", description = "Segments: named sets of constraints strategies share"),
         (name = "events", description = "The audit log"),
         (name = "metrics", description = "Client usage: applications, instances, counts"),
         (name = "state", description = "State export and import"),

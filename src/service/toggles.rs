@@ -12,6 +12,7 @@ use super::{toggle_event_data, Actor, Plan, Service, ServiceError};
 use crate::domain::config_state::ConfigState;
 use crate::domain::environment::DEFAULT_ENVIRONMENT;
 use crate::domain::event::EventKind;
+use crate::domain::segment::check_strategy_segments;
 use crate::domain::tag::{Tag, TagRef, TagSpec};
 use crate::domain::toggle::{validate_toggle_name, Toggle, ToggleSpec, ValidToggle};
 use crate::domain::{DomainError, ValidationErrors};
@@ -77,7 +78,16 @@ impl Service {
         let valid = self.validated(spec)?;
         self.write(|state, now| {
             ensure_name_free(state, &valid.name)?;
-            valid.check_references(state)?;
+            ValidationErrors::all([
+                valid.check_references(state),
+                check_strategy_segments(
+                    &valid.strategies,
+                    "",
+                    &valid.project,
+                    state,
+                    self.segment_limits(),
+                ),
+            ])?;
             let toggle = Toggle::create(valid.clone(), now);
             let mut plan = Plan::new(now, toggle.clone());
             plan.put(Collection::Features, &toggle.name, &toggle)?;
@@ -113,7 +123,16 @@ impl Service {
         let valid = self.validated(spec)?;
         self.write(|state, now| {
             let current = active(state, name)?;
-            valid.check_references(state)?;
+            ValidationErrors::all([
+                valid.check_references(state),
+                check_strategy_segments(
+                    &valid.strategies,
+                    "",
+                    &valid.project,
+                    state,
+                    self.segment_limits(),
+                ),
+            ])?;
             let toggle = current.replaced_by(valid.clone());
             let mut plan = Plan::new(now, toggle.clone());
             plan.put(Collection::Features, name, &toggle)?;

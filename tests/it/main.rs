@@ -25,6 +25,7 @@ mod redis_modes;
 mod redis_replicas;
 mod rust_sdk;
 mod sdks;
+mod segments;
 mod state;
 mod strategies;
 mod tags;

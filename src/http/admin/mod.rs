@@ -9,6 +9,7 @@ mod feature_types;
 mod features;
 mod metrics;
 mod projects;
+mod segments;
 mod state;
 mod strategies;
 mod tag_types;
@@ -37,6 +38,7 @@ pub fn router(import_limit: usize) -> OpenApiRouter<AppState> {
         .merge(addons::router())
         .merge(api_tokens::router())
         .merge(user::router())
+        .merge(segments::router())
 }
 
 /// The admin routes that need no identity: login and logout.
