@@ -107,6 +107,10 @@ pub struct Settings {
     #[command(flatten)]
     pub delivery: DeliverySettings,
 
+    /// The limits on segments.
+    #[command(flatten)]
+    pub segments: SegmentSettings,
+
     /// Logs, traces and metrics.
     #[command(flatten)]
     pub telemetry: TelemetrySettings,
@@ -372,6 +376,35 @@ pub struct DeliverySettings {
     /// this many).
     #[arg(long, env = "FLAGPOLE_DELIVERY_CONCURRENCY_PER_ADDON", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub delivery_concurrency_per_addon: u32,
+}
+
+/// The limits on segments (Unleash's `UNLEASH_SEGMENTS_LIMIT`,
+/// `UNLEASH_STRATEGY_SEGMENTS_LIMIT` and `UNLEASH_SEGMENT_VALUES_LIMIT`, with their defaults).
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Segments")]
+pub struct SegmentSettings {
+    /// Segments the configuration may hold; creating one more answers 400.
+    #[arg(long, env = "FLAGPOLE_SEGMENTS_LIMIT", default_value_t = 300, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub segments_limit: u32,
+
+    /// Segments one strategy may use (admin writes; an import keeps what it brings).
+    #[arg(long, env = "FLAGPOLE_STRATEGY_SEGMENTS_LIMIT", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1_000))]
+    pub strategy_segments_limit: u32,
+
+    /// Values one segment may hold, summed over its constraints.
+    #[arg(long, env = "FLAGPOLE_SEGMENT_VALUES_LIMIT", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub segment_values_limit: u32,
+}
+
+impl SegmentSettings {
+    /// The limits the service enforces.
+    pub fn limits(&self) -> crate::domain::segment::SegmentLimits {
+        crate::domain::segment::SegmentLimits {
+            segments: self.segments_limit as usize,
+            per_strategy: self.strategy_segments_limit as usize,
+            values: self.segment_values_limit as usize,
+        }
+    }
 }
 
 /// Logs, traces and Prometheus metrics.

@@ -103,7 +103,8 @@ pub async fn run(
         (settings.telemetry.prometheus_toggle_usage_series > 0)
             .then_some(settings.telemetry.prometheus_toggle_usage_series),
     ));
-    let service = Service::new(store.clone(), snapshot.clone(), metrics.clone());
+    let service = Service::new(store.clone(), snapshot.clone(), metrics.clone())
+        .with_segment_limits(settings.segments.limits());
     let (announce, announcements) = watch::channel(Announcement::Unknown);
     let interval = Duration::from_millis(settings.replication.refresh_interval_ms);
 

@@ -54,6 +54,20 @@ impl ValidationErrors {
         None
     }
 
+    /// `Ok` when every check passed; otherwise the problems of all the failed ones in one
+    /// error (or the first failure that is not a validation error).
+    pub fn all(checks: impl IntoIterator<Item = Result<(), DomainError>>) -> Result<(), DomainError> {
+        let mut errors = Self::default();
+        for check in checks {
+            match check {
+                Ok(()) => {}
+                Err(DomainError::Invalid(found)) => errors.0.extend(found.0),
+                Err(other) => return Err(other),
+            }
+        }
+        errors.into_result(())
+    }
+
     /// A single-problem error.
     pub fn single(path: impl Into<String>, message: impl Into<String>) -> DomainError {
         let mut errors = Self::default();

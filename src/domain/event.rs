@@ -66,6 +66,9 @@ pub enum EventKind {
     FeatureStrategyUpdate,
     FeatureStrategyRemove,
     StrategyOrderChanged,
+    SegmentCreated,
+    SegmentUpdated,
+    SegmentDeleted,
 }
 
 impl EventKind {

@@ -48,6 +48,7 @@ pub const DOCUMENT_PATH: &str = "/api/openapi.json";
         (name = "environments", description = "Environments, and toggles per environment (Unleash 5–7 routes)"),
         (name = "dependencies", description = "Toggles that depend on a parent toggle"),
         (name = "context", description = "Context fields"),
+        (name = "segments", description = "Segments: named sets of constraints strategies share"),
         (name = "events", description = "The audit log"),
         (name = "metrics", description = "Client usage: applications, instances, counts"),
         (name = "state", description = "State export and import"),

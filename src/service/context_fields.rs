@@ -1,5 +1,6 @@
 //! Context-field use-cases. Built-in fields cannot be deleted; a field that active toggles'
-//! constraints use can be neither deleted nor given legal values those constraints break.
+//! or segments' constraints use can be neither deleted nor given legal values those
+//! constraints break.
 
 use serde_json::json;
 
@@ -9,6 +10,7 @@ use crate::domain::constraint::Constraint;
 use crate::domain::context_field::{ContextField, ContextFieldSpec};
 use crate::domain::event::EventKind;
 use crate::domain::name::{check_name, NAME_MAX};
+use crate::domain::segment::segments_where;
 use crate::domain::views::ContextFieldView;
 use crate::domain::{DomainError, ValidationErrors};
 use crate::store::Collection;
@@ -114,6 +116,18 @@ impl Service {
                     listing(&broken)
                 )));
             }
+            let broken = segments_where(state, name, |c| {
+                let mut errors = ValidationErrors::default();
+                c.check_field(Some(&field), "", &mut errors);
+                !errors.0.is_empty()
+            });
+            if !broken.is_empty() {
+                return Err(DomainError::InUse(format!(
+                    "The legal values of \"{name}\" would exclude values that constraints of \
+                     these segments use: {}",
+                    listing(&broken)
+                )));
+            }
             let mut plan = Plan::new(now, field.clone());
             plan.put(Collection::ContextFields, name, &field)?;
             plan.event(
@@ -146,6 +160,15 @@ impl Service {
                     users.len(),
                     if users.len() == 1 { "" } else { "s" },
                     listing(&users)
+                )));
+            }
+            let segments = segments_where(state, name, |_| true);
+            if !segments.is_empty() {
+                return Err(DomainError::InUse(format!(
+                    "Context field \"{name}\" is used by constraints of {} segment{}: {}",
+                    segments.len(),
+                    if segments.len() == 1 { "" } else { "s" },
+                    listing(&segments)
                 )));
             }
             let mut plan = Plan::new(now, ());

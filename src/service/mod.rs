@@ -14,6 +14,7 @@ mod group_commit;
 pub mod import;
 pub mod projects;
 mod seed;
+pub mod segments;
 pub use seed::is_seeded;
 pub mod startup;
 pub mod strategies;
@@ -29,6 +30,7 @@ use tracing::Instrument;
 
 use crate::domain::config_state::ConfigState;
 use crate::domain::event::{Event, EventKind, NewEvent};
+use crate::domain::segment::SegmentLimits;
 use crate::domain::tag::TagRef;
 use crate::domain::{DomainError, ValidationErrors};
 use crate::snapshot::Snapshot;
@@ -167,6 +169,7 @@ pub struct ServiceParts {
     snapshot: Arc<Snapshot>,
     metrics: Arc<Metrics>,
     writes: Arc<GroupCommit>,
+    segment_limits: SegmentLimits,
 }
 
 impl std::ops::Deref for Service {
@@ -185,7 +188,25 @@ impl Service {
             snapshot,
             metrics,
             writes: Arc::new(GroupCommit::default()),
+            segment_limits: SegmentLimits::default(),
         }))
+    }
+
+    /// The same use-cases enforcing `limits` on segments (the settings' rather than Unleash's
+    /// defaults).
+    pub fn with_segment_limits(self, limits: SegmentLimits) -> Self {
+        Self(Arc::new(ServiceParts {
+            store: self.store.clone(),
+            snapshot: self.snapshot.clone(),
+            metrics: self.metrics.clone(),
+            writes: self.writes.clone(),
+            segment_limits: limits,
+        }))
+    }
+
+    /// The limits on segments this service enforces (for `segment::check_strategy_segments`).
+    pub fn segment_limits(&self) -> &SegmentLimits {
+        &self.segment_limits
     }
 
     /// The current configuration, or `NotReady` before the first load and seeding.

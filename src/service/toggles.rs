@@ -17,6 +17,7 @@ use crate::domain::dependency::{
 };
 use crate::domain::environment::DEFAULT_ENVIRONMENT;
 use crate::domain::event::EventKind;
+use crate::domain::segment::check_strategy_segments;
 use crate::domain::tag::{Tag, TagRef, TagSpec};
 use crate::domain::toggle::{validate_toggle_name, Toggle, ToggleSpec, ValidToggle};
 use crate::domain::{DomainError, ValidationErrors};
@@ -82,7 +83,16 @@ impl Service {
         let valid = self.validated(spec)?;
         self.write(|state, now| {
             ensure_name_free(state, &valid.name)?;
-            valid.check_references(state)?;
+            ValidationErrors::all([
+                valid.check_references(state),
+                check_strategy_segments(
+                    &valid.strategies,
+                    "",
+                    &valid.project,
+                    state,
+                    self.segment_limits(),
+                ),
+            ])?;
             let toggle = Toggle::create(valid.clone(), now);
             // A parent is another toggle's record: only a toggle without one reads just its own.
             let checked = needs_dependency_check(None, &toggle);
@@ -125,7 +135,16 @@ impl Service {
         let valid = self.validated(spec)?;
         self.write(|state, now| {
             let current = active(state, name)?;
-            valid.check_references(state)?;
+            ValidationErrors::all([
+                valid.check_references(state),
+                check_strategy_segments(
+                    &valid.strategies,
+                    "",
+                    &valid.project,
+                    state,
+                    self.segment_limits(),
+                ),
+            ])?;
             let toggle = current.replaced_by(valid.clone());
             // New dependencies read the parent, a change of project the children.
             let checked = needs_dependency_check(Some(current), &toggle);

@@ -27,6 +27,7 @@ mod redis_modes;
 mod redis_replicas;
 mod rust_sdk;
 mod sdks;
+mod segments;
 mod state;
 mod store_upgrade;
 mod strategies;

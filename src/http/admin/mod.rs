@@ -12,6 +12,7 @@ mod features;
 mod metrics;
 mod project_features;
 mod projects;
+mod segments;
 mod state;
 mod strategies;
 mod tag_types;
@@ -43,6 +44,7 @@ pub fn router(import_limit: usize) -> OpenApiRouter<AppState> {
         .merge(addons::router())
         .merge(api_tokens::router())
         .merge(user::router())
+        .merge(segments::router())
 }
 
 /// The admin routes that need no identity: login and logout.
