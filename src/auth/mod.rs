@@ -1,7 +1,8 @@
 //! Who is calling. Admin callers: HTTP basic auth or a session (`--auth insecure`), anyone
 //! (`none`), or an admin API token (`token`; admin tokens are accepted in `insecure` too).
-//! Client callers (`/api/client/*`): a client or admin token in `token` mode unless
-//! `--client-auth open`, else nobody is asked. Tokens are checked against the configuration
+//! Client callers (`/api/client/*`): a client, backend or admin token in `token` mode unless
+//! `--client-auth open`, else nobody is asked; a client or backend token also picks the
+//! environment served. Frontend tokens are for the frontend API: refused on both. Tokens are checked against the configuration
 //! snapshot in memory — a map keyed by the SHA-256 of the secret — so no request, and no flood
 //! of bad tokens, ever reaches the store.
 
@@ -17,6 +18,7 @@ use chrono::Utc;
 
 use crate::config::{AuthMode, AuthSettings, ClientAuth};
 use crate::domain::api_token::{hash_secret, TokenType};
+use crate::domain::environment::DEFAULT_ENVIRONMENT;
 use crate::error::{ApiError, Challenge};
 use crate::service::Actor;
 use crate::snapshot::Snapshot;
@@ -26,18 +28,28 @@ use session::SessionKey;
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Credential {
     Admin(String),
-    /// A client token; `None`: every project.
-    Client(Option<Vec<String>>),
+    /// A client or backend token: its projects (`None`: every one) and its environment.
+    Client {
+        scope: Option<Vec<String>>,
+        environment: String,
+    },
+    /// A frontend token: for the frontend API only.
+    Frontend,
 }
+
+/// Unleash 7's answer to a token of the wrong type for an endpoint.
+const WRONG_TOKEN_TYPE: &str = "invalid token: expected a different token type for this endpoint";
 
 /// The projects a client caller sees: `None` for all.
 pub type ClientScope = Option<Vec<String>>;
 
-/// A client caller: what it sees, and the SHA-256 of its token when it had to send one (its
-/// rate-limit key).
+/// A client caller: what it sees, the environment its token is bound to (`None`: the caller
+/// may choose, with `?environment=`; `default` otherwise), and the SHA-256 of its token when
+/// it had to send one (its rate-limit key).
 #[derive(Debug, Clone, Default)]
 pub struct ClientCaller {
     pub scope: ClientScope,
+    pub environment: Option<String>,
     pub token_hash: Option<String>,
 }
 
@@ -105,7 +117,13 @@ impl Authenticator {
             ));
         }
         if let Some(token) = &settings.client_token {
-            configured.push((hash_secret(&token.0), Credential::Client(None)));
+            configured.push((
+                hash_secret(&token.0),
+                Credential::Client {
+                    scope: None,
+                    environment: DEFAULT_ENVIRONMENT.into(),
+                },
+            ));
         }
         Ok(Self {
             mode: settings.mode,
@@ -144,7 +162,11 @@ impl Authenticator {
             }
             Ok(match token.kind {
                 TokenType::Admin => Credential::Admin(token.username.clone()),
-                TokenType::Client => Credential::Client(token.scope().map(<[String]>::to_vec)),
+                TokenType::Client | TokenType::Backend => Credential::Client {
+                    scope: token.scope().map(<[String]>::to_vec),
+                    environment: token.environment().to_string(),
+                },
+                TokenType::Frontend => Credential::Frontend,
             })
         })
     }
@@ -161,9 +183,10 @@ impl Authenticator {
             let hash = hash_secret(secret);
             return match self.credential(&hash, challenge)? {
                 Credential::Admin(username) => Ok((Actor(username), Some(hash))),
-                Credential::Client(_) => Err(ApiError::Forbidden(
+                Credential::Client { .. } => Err(ApiError::Forbidden(
                     "A client token cannot use the admin API; use an admin token".into(),
                 )),
+                Credential::Frontend => Err(ApiError::Forbidden(WRONG_TOKEN_TYPE.into())),
             };
         }
         if self.mode == AuthMode::Insecure {
@@ -185,19 +208,21 @@ impl Authenticator {
     }
 
     /// The client caller of a request, or 401 when a token is required and missing, unknown
-    /// or expired.
+    /// or expired, or 403 for a frontend token.
     pub fn client(&self, headers: &HeaderMap) -> Result<ClientCaller, ApiError> {
         if self.mode != AuthMode::Token || self.client_auth == ClientAuth::Open {
             return Ok(ClientCaller::default());
         }
         let secret = token_of(headers).ok_or(ApiError::Unauthorized(Challenge::Token))?;
         let hash = hash_secret(secret);
-        let scope = match self.credential(&hash, Challenge::Token)? {
-            Credential::Admin(_) => None,
-            Credential::Client(scope) => scope,
+        let (scope, environment) = match self.credential(&hash, Challenge::Token)? {
+            Credential::Admin(_) => (None, None),
+            Credential::Client { scope, environment } => (scope, Some(environment)),
+            Credential::Frontend => return Err(ApiError::Forbidden(WRONG_TOKEN_TYPE.into())),
         };
         Ok(ClientCaller {
             scope,
+            environment,
             token_hash: Some(hash),
         })
     }

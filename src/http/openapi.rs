@@ -202,7 +202,8 @@ impl Group {
                     // `--client-auth open` (and every mode but `token`): no credentials.
                     SecurityRequirement::default(),
                 ]);
-                shared.extend(["401", "429", "503"]);
+                // 403: a frontend token (it is for the frontend API).
+                shared.extend(["401", "403", "429", "503"]);
                 if operation.request_body.is_some() {
                     shared.push("408");
                 }
@@ -251,8 +252,8 @@ const SHARED_RESPONSES: [(&str, &str); 9] = [
     ),
     (
         "403",
-        "Not allowed: a client token on an admin operation, or what the operation's rules \
-         refuse (see its description)",
+        "Not allowed: a client or frontend token on an admin operation, a frontend token on \
+         the client API, or what the operation's rules refuse (see its description)",
     ),
     ("413", "The body is larger than allowed"),
     ("415", "The body is not JSON"),

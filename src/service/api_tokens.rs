@@ -26,9 +26,10 @@ fn existing<'a>(state: &'a ConfigState, reference: &str) -> Result<&'a ApiToken,
         .ok_or_else(|| DomainError::NotFound("Could not find this API token".into()))
 }
 
-/// A new secret: 32 random bytes from the operating system, as 64 hex characters.
+/// The random part of a new secret: 28 random bytes from the operating system, as 56 hex
+/// characters (what Unleash puts after `<project>:<environment>.`).
 pub fn new_secret() -> Result<String, ServiceError> {
-    let mut bytes = [0u8; 32];
+    let mut bytes = [0u8; 28];
     getrandom::fill(&mut bytes)
         .map_err(|e| ServiceError::Internal(format!("no randomness for a token: {e}")))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
@@ -49,11 +50,12 @@ impl Service {
         actor: &Actor,
         spec: TokenSpec,
     ) -> Result<(ApiToken, String), ServiceError> {
-        let secret = new_secret()?;
-        let token = self
+        let random = new_secret()?;
+        let (token, secret) = self
             .write(|state, now| {
-                let token = spec.clone().create(&secret, state, now)?;
-                let mut plan = Plan::new(now, token.clone());
+                let has_environment = |name: &str| state.environments.contains_key(name);
+                let (token, secret) = spec.clone().create(&random, state, &has_environment, now)?;
+                let mut plan = Plan::new(now, (token.clone(), secret));
                 plan.put(Collection::ApiTokens, &token.hash, &token)?;
                 plan.event(
                     EventKind::ApiTokenCreated,

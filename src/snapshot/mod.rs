@@ -34,6 +34,10 @@ pub struct Snapshot {
     /// Serialises updates so change sets are applied in order, exactly once.
     update: Mutex<()>,
     loaded: AtomicBool,
+    /// Whether the current configuration holds segments (then SDKs without
+    /// `Unleash-Client-Spec` 4.2.0 get another form: read on the hot path without a load of
+    /// the configuration).
+    has_segments: AtomicBool,
     /// Loaded and seeded: requests may be served.
     ready: AtomicBool,
     store_reachable: AtomicBool,
@@ -72,6 +76,7 @@ impl Snapshot {
             client: Arc::new(ClientDocumentForms::default()),
             update: Mutex::new(()),
             loaded: AtomicBool::new(false),
+            has_segments: AtomicBool::new(false),
             ready: AtomicBool::new(false),
             store_reachable: AtomicBool::new(false),
             confirmed: std::sync::Mutex::new(std::time::Instant::now()),
@@ -107,6 +112,11 @@ impl Snapshot {
     /// The client documents built from the configuration (they may be one build behind it).
     pub fn client(&self) -> &ClientDocumentForms {
         &self.client
+    }
+
+    /// Whether the current configuration holds segments (one atomic load).
+    pub fn has_segments(&self) -> bool {
+        self.has_segments.load(Ordering::Acquire)
     }
 
     /// Waits until the client documents are built from the snapshot's current version, so that
@@ -380,6 +390,8 @@ impl Snapshot {
     }
 
     fn install(&self, state: ConfigState) {
+        self.has_segments
+            .store(!state.segments.is_empty(), Ordering::Release);
         self.current.store(Arc::new(state));
         self.client.configuration_moved();
     }

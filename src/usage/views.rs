@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::{now_ms, UsageRecorder};
 use crate::domain::config_state::ConfigState;
 use crate::domain::filter::FeatureFilter;
-use crate::snapshot::{no_match, Snapshot};
+use crate::snapshot::{no_match, DocumentForm, Snapshot};
 use crate::store::usage::{
     minute_of, AppRecord, Counts, InstanceRecord, UsageStore, REGISTRY_RETENTION_MS,
 };
@@ -354,9 +354,13 @@ pub fn poll_queries<'a>(instances: impl IntoIterator<Item = &'a InstanceRecord>)
 /// documents are not built for yet are left out.
 pub async fn current_etags(snapshot: &Snapshot, queries: Vec<String>) -> HashMap<String, String> {
     let mut out = HashMap::with_capacity(queries.len());
+    let state = snapshot.state();
     for query in queries {
+        let Some(documents) = snapshot.client().documents(&poll_form(&query, &state)) else {
+            continue;
+        };
         let response = match FeatureFilter::of_poll_query(&query) {
-            Some(filter) => match snapshot.client().response(&filter).await {
+            Some(filter) => match documents.response(&filter).await {
                 Some(response) => response,
                 None => continue,
             },
@@ -367,6 +371,30 @@ pub async fn current_etags(snapshot: &Snapshot, queries: Vec<String>) -> HashMap
         }
     }
     out
+}
+
+/// The form parameters a poll of a form other than the default is recorded with (see
+/// `http::client::features`): the first `environment` and `inlineSegmentConstraints`.
+#[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct PollForm {
+    #[serde(default)]
+    environment: Vec<String>,
+    #[serde(default)]
+    inline_segment_constraints: Vec<String>,
+}
+
+/// The document form a recorded poll query was answered in.
+fn poll_form(query: &str, state: &ConfigState) -> DocumentForm {
+    let form: PollForm = serde_html_form::from_str(query).unwrap_or_default();
+    match form.environment.first() {
+        Some(environment) => DocumentForm::requested(
+            environment,
+            form.inline_segment_constraints.iter().any(|v| v == "true"),
+            state,
+        ),
+        None => DocumentForm::default(),
+    }
 }
 
 /// Whether an instance's recorded configuration is what its query is answered with now

@@ -1,11 +1,11 @@
-//! `/api/admin/api-tokens` (the v4 shapes of API-FACTS §9.3): list (secrets masked), create
-//! (`201`, the secret shown this once), a new expiry, revoke.
+//! `/api/admin/api-tokens` (Unleash 7's shapes, MODERN-MODEL §5): list (secrets masked: we
+//! keep only their SHA-256), create (`201`, the secret shown this once), a new expiry, revoke.
 
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::json;
 use utoipa::openapi::schema::Schema;
 use utoipa::openapi::RefOr;
 use utoipa::IntoParams;
@@ -42,82 +42,112 @@ struct TokenPath {
 }
 
 /// The body of `POST` as documented (documentation only: the handler reads a [`TokenSpec`]):
-/// one shape per token type, each with [`TokenSpec`]'s `username` and `expiresAt`. An admin
-/// token covers every project, so its `projects` can only be `["*"]`; a client token's are
-/// `*` or project ids. Two rules are left to the handler, as no schema can say them: a client
-/// token's projects must exist, and `expiresAt` must be in the future (the examples name the
-/// `default` project, which always exists, and a date far ahead).
+/// one shape per kind of token, each named by `tokenName` (or `username`, Flagpole's first
+/// body) with an optional `expiresAt`. An admin token covers every project and environment,
+/// so its `projects` can only be `["*"]` and its `environment` only `*`; a client, backend or
+/// frontend token's projects are `*` or project ids (`project` or `projects`), its environment
+/// one of the registry. Left to the handler: one of `tokenName` and `username` is required,
+/// `project` and `projects` exclude each other (utoipa's object schemas carry no `anyOf` or
+/// `not`), the projects and the environment must exist (state), and `expiresAt` must be in the
+/// future (time); the examples name `default`, which always exists, and a date far ahead.
 struct NewToken;
+
+/// The project-id rule, for the schema.
+const PROJECT_PATTERN: &str = "^[A-Za-z0-9_.!~*'()-]*[A-Za-z0-9_!~*'()-][A-Za-z0-9_.!~*'()-]*$";
 
 impl utoipa::PartialSchema for NewToken {
     fn schema() -> RefOr<Schema> {
         let spec = serde_json::to_value(<TokenSpec as utoipa::PartialSchema>::schema())
             .unwrap_or_default();
         let shared = |name: &str| spec["properties"][name].clone();
-        let shape = |kind: &str, kind_pattern: &str, projects: Value, example: Value| {
-            json!({
-                "type": "object",
-                "title": format!("{kind} token"),
-                "required": ["username", "type"],
-                "properties": {
-                    "username": shared("username"),
-                    "type": {
-                        "type": "string",
-                        "description": format!("`{kind}`, in any case"),
-                        "pattern": kind_pattern,
-                        "example": kind,
-                    },
-                    "projects": projects,
-                    "expiresAt": shared("expiresAt"),
+        let project_id = json!({
+            "anyOf": [
+                {"type": "string", "enum": [ALL_PROJECTS]},
+                {"type": "string", "minLength": 2, "maxLength": 100, "pattern": PROJECT_PATTERN},
+            ],
+        });
+        let client = json!({
+            "type": "object",
+            "title": "client, backend or frontend token",
+            "required": ["type"],
+            "properties": {
+                "tokenName": shared("tokenName"),
+                "username": shared("username"),
+                "type": {
+                    "type": "string",
+                    "description": "`client` (Unleash's old name for `backend`), `backend` or \
+                                    `frontend`, in any case",
+                    "pattern": "^([Cc][Ll][Ii][Ee][Nn][Tt]|[Bb][Aa][Cc][Kk][Ee][Nn][Dd]|[Ff][Rr][Oo][Nn][Tt][Ee][Nn][Dd])$",
+                    "example": "backend",
                 },
-                "additionalProperties": false,
-                "example": example,
-            })
-        };
-        let client = shape(
-            "client",
-            "^[Cc][Ll][Ii][Ee][Nn][Tt]$",
-            json!({
-                "type": ["array", "null"],
-                "description": "The projects it sees: existing projects' ids, or `*` for all; \
-                                `[\"*\"]` when absent or `null`",
-                "minItems": 1,
-                "items": {
-                    "anyOf": [
-                        {"type": "string", "enum": [ALL_PROJECTS]},
-                        {
-                            "type": "string",
-                            "minLength": 2,
-                            "maxLength": 100,
-                            "pattern": "^[A-Za-z0-9_.!~*'()-]*[A-Za-z0-9_!~*'()-][A-Za-z0-9_.!~*'()-]*$",
-                        },
-                    ],
+                "environment": {
+                    "type": "string",
+                    "description": "An environment of the registry; `default` when absent",
+                    "minLength": 1,
+                    "maxLength": 100,
+                    "pattern": PROJECT_PATTERN,
+                    "example": "default",
                 },
-                "example": ["default"],
-            }),
-            json!({
-                "username": "deploy-bot",
-                "type": "client",
+                "project": {
+                    "description": "The one project it sees (an existing project's id), or \
+                                    `*` for all",
+                    "example": "default",
+                    "anyOf": project_id["anyOf"],
+                },
+                "projects": {
+                    "type": ["array", "null"],
+                    "description": "The projects it sees: existing projects' ids, or `*` for \
+                                    all; `[\"*\"]` when absent or `null`",
+                    "minItems": 1,
+                    "items": project_id,
+                    "example": ["default"],
+                },
+                "expiresAt": shared("expiresAt"),
+            },
+            "additionalProperties": false,
+            "example": {
+                "tokenName": "deploy-bot",
+                "type": "backend",
+                "environment": "default",
                 "projects": ["default"],
                 "expiresAt": "2099-12-31T23:59:59Z",
-            }),
-        );
-        let admin = shape(
-            "admin",
-            "^[Aa][Dd][Mm][Ii][Nn]$",
-            json!({
-                "type": ["array", "null"],
-                "description": "Every project (`[\"*\"]`, the default)",
-                "minItems": 1,
-                "maxItems": 1,
-                "items": {"type": "string", "enum": [ALL_PROJECTS]},
-                "example": [ALL_PROJECTS],
-            }),
-            json!({"username": "ci", "type": "admin"}),
-        );
+            },
+        });
+        let admin = json!({
+            "type": "object",
+            "title": "admin token",
+            "required": ["type"],
+            "properties": {
+                "tokenName": shared("tokenName"),
+                "username": shared("username"),
+                "type": {
+                    "type": "string",
+                    "description": "`admin`, in any case",
+                    "pattern": "^[Aa][Dd][Mm][Ii][Nn]$",
+                    "example": "admin",
+                },
+                "environment": {
+                    "type": "string",
+                    "description": "Every environment (`*`, the default)",
+                    "enum": ["*"],
+                },
+                "projects": {
+                    "type": ["array", "null"],
+                    "description": "Every project (`[\"*\"]`, the default)",
+                    "minItems": 1,
+                    "maxItems": 1,
+                    "items": {"type": "string", "enum": [ALL_PROJECTS]},
+                    "example": [ALL_PROJECTS],
+                },
+                "expiresAt": shared("expiresAt"),
+            },
+            "additionalProperties": false,
+            "example": {"tokenName": "ci", "type": "admin"},
+        });
         one_of(
-            "A new API token: a client token (for SDKs, optionally scoped to projects) or an \
-             admin token (for automation, every project).",
+            "A new API token, as Unleash 7 takes it: a client or backend token (for SDKs: one \
+             environment, optionally some projects), a frontend token (for the frontend API, \
+             not served yet), or an admin token (for automation: everything).",
             vec![client, admin],
         )
     }

@@ -5,18 +5,22 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, Response, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
 use axum::response::IntoResponse;
 use axum::Json;
 
 use super::ClientApi;
+use serde::Deserialize;
+
 use crate::auth::rate_limit::LimitGroup;
+use crate::auth::ClientCaller;
+use crate::domain::environment::DEFAULT_ENVIRONMENT;
 use crate::domain::filter::FeatureFilter;
 use crate::domain::usage::REPORT_NAME_MAX;
-use crate::domain::views::ClientToggle;
+use crate::domain::views::{ClientToggle, SegmentForm};
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::extract::{AppPath, ToggleNamePath};
-use crate::snapshot::{no_match, ClientResponse};
+use crate::snapshot::{no_match, ClientResponse, DocumentForm};
 use crate::telemetry::metrics::ClientFeatureCounts;
 
 /// Whether the client accepts gzip: `gzip` or `*` with a non-zero quality, unless `gzip` itself
@@ -95,12 +99,17 @@ pub(crate) struct ClientFeatures<'a> {
     features: Vec<ClientToggle<'a>>,
 }
 
-/// All active toggles in the client format (spec §4.1).
+/// All active toggles in the client format (spec §4.1), in the environment of the caller's
+/// token (a client or backend token's own; an admin token or open access: `?environment=`,
+/// else `default`; an environment the registry does not hold: every toggle off), segments by
+/// reference for `Unleash-Client-Spec` 4.2.0 or later, else inlined.
 #[utoipa::path(
     get,
     path = "/api/client/features",
     tag = "client",
     params(
+        ("environment" = Option<String>, Query, description = "The environment served to an admin token or without a token (a client or backend token is served its own); `default` when absent"),
+        ("Unleash-Client-Spec" = Option<String>, Header, description = "The client specification the SDK implements: 4.2.0 or later gets segments by reference (strategies' `segments` and a top-level `segments`), anything else (or no header) inlined into the strategies' constraints"),
         ("tag[]" = Option<Vec<String>>, Query, description = "Only toggles with one of these tags (`type:value`); `tag` also works"),
         ("project" = Option<Vec<String>>, Query, description = "Only toggles of these projects; `project[]` also works"),
         ("namePrefix" = Option<String>, Query, description = "Only toggles whose name starts with this"),
@@ -117,8 +126,8 @@ pub async fn list_client_features(
     State(api): State<Arc<ClientApi>>,
     req: Request,
 ) -> Response<Body> {
-    let scope = match api.admit(&req, LimitGroup::ClientFeatures) {
-        Ok(scope) => scope,
+    let caller = match api.admit(&req, LimitGroup::ClientFeatures) {
+        Ok(caller) => caller,
         Err(e) => return e.into_response(),
     };
     let query = req.uri().query().map(str::to_string);
@@ -128,23 +137,39 @@ pub async fn list_client_features(
         return ApiError::Unavailable("The configuration has not been loaded yet".into())
             .into_response();
     }
-    // The common case — no filter, document built — borrows everything from the snapshot.
-    if scope.is_none() && query.as_deref().unwrap_or("").is_empty() {
+    // The common case — `default`, no filter, segments by reference (or none to serve),
+    // document built — borrows everything from the snapshot.
+    if caller.scope.is_none()
+        && caller.environment.is_none()
+        && query.as_deref().unwrap_or("").is_empty()
+        && (!snapshot.has_segments() || !inlines_segments(headers))
+    {
         if let Some(response) = &*snapshot.client().unfiltered() {
             record_poll(&api, headers, "", response);
             return respond(response, headers, &api.metrics.client_counts);
         }
     }
+    let query = query.as_deref().unwrap_or("");
+    let state = snapshot.state();
+    let form = DocumentForm::requested(
+        &environment_of(&caller, query),
+        inlines_segments(headers),
+        &state,
+    );
+    let Some(documents) = snapshot.client().documents(&form) else {
+        return ApiError::Unavailable("Too many client document forms are served".into())
+            .into_response();
+    };
     // spec §4.1 allows only 20x/304 here: a malformed filter matches no toggle.
-    let filter = FeatureFilter::of_poll_query(query.as_deref().unwrap_or(""));
+    let filter = FeatureFilter::of_poll_query(query);
     // A token scoped to projects sees only theirs: its document is the filtered one (so its
     // cache entry and ETag are those of the filter it amounts to).
-    let filter = match &scope {
+    let filter = match &caller.scope {
         Some(projects) => filter.and_then(|f| f.within(projects)),
         None => filter,
     };
     let response = match filter {
-        Some(filter) => match snapshot.client().response(&filter).await {
+        Some(filter) => match documents.response(&filter).await {
             Some(response) => response,
             None => {
                 return ApiError::Unavailable("The client features are not built yet".into())
@@ -153,8 +178,62 @@ pub async fn list_client_features(
         },
         None => no_match(),
     };
-    record_poll(&api, headers, query.as_deref().unwrap_or(""), &response);
+    if form == DocumentForm::default() {
+        record_poll(&api, headers, query, &response);
+    } else {
+        record_poll(&api, headers, &poll_query(&form, query), &response);
+    }
     respond(&response, headers, &api.metrics.client_counts)
+}
+
+/// The header in which SDKs name the client specification they implement.
+const CLIENT_SPEC: HeaderName = HeaderName::from_static("unleash-client-spec");
+/// The first client specification whose SDKs take segments by reference.
+const SEGMENTS_BY_REFERENCE: semver::Version = semver::Version::new(4, 2, 0);
+
+/// Whether the request gets segments inlined into its strategies: no `Unleash-Client-Spec`,
+/// or one older than 4.2.0 (MODERN-MODEL §1). A value that is not strict semver counts as
+/// absent (Unleash 7 answers 400).
+fn inlines_segments(headers: &HeaderMap) -> bool {
+    headers
+        .get(CLIENT_SPEC)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| semver::Version::parse(value).ok())
+        .is_none_or(|version| version < SEGMENTS_BY_REFERENCE)
+}
+
+/// The query parameter that picks an environment.
+#[derive(Deserialize, Default)]
+struct EnvironmentParam {
+    #[serde(default)]
+    environment: Vec<String>,
+}
+
+/// The environment a caller is served: its token's, else the first `?environment=` (admin
+/// tokens and open client access, as Unleash 7), else `default`.
+fn environment_of(caller: &ClientCaller, query: &str) -> String {
+    if let Some(environment) = &caller.environment {
+        return environment.clone();
+    }
+    serde_html_form::from_str::<EnvironmentParam>(query)
+        .ok()
+        .and_then(|param| param.environment.into_iter().next())
+        .unwrap_or_else(|| DEFAULT_ENVIRONMENT.to_string())
+}
+
+/// What a poll of a form other than the default is recorded under: the query with the form
+/// in front (`environment=E`, `inlineSegmentConstraints=true` as Unleash's `query` names
+/// them), so the usage views can tell which document the instance holds.
+fn poll_query(form: &DocumentForm, query: &str) -> String {
+    let mut recorded = format!("environment={}", form.environment);
+    if form.inline_segments {
+        recorded.push_str("&inlineSegmentConstraints=true");
+    }
+    if !query.is_empty() {
+        recorded.push('&');
+        recorded.push_str(query);
+    }
+    recorded
 }
 
 /// Longest query string whose poll is recorded (filters longer than this are not from SDKs).
@@ -185,7 +264,11 @@ fn record_poll(api: &ClientApi, headers: &HeaderMap, query: &str, response: &Cli
     get,
     path = "/api/client/features/{name}",
     tag = "client",
-    params(ToggleNamePath),
+    params(
+        ToggleNamePath,
+        ("environment" = Option<String>, Query, description = "As for `/api/client/features`"),
+        ("Unleash-Client-Spec" = Option<String>, Header, description = "As for `/api/client/features`"),
+    ),
     responses(
         (status = 200, description = "The toggle", body = ClientToggle),
         (status = 404, description = "No such active toggle (or not in the token's projects)", body = ErrorBody),
@@ -196,21 +279,36 @@ pub async fn get_client_feature(
     AppPath(ToggleNamePath { name }): AppPath<ToggleNamePath>,
     req: Request,
 ) -> ApiResult<Response<Body>> {
-    let scope = api.admit(&req, LimitGroup::ClientFeatures)?;
+    let caller = api.admit(&req, LimitGroup::ClientFeatures)?;
     if !api.snapshot.is_ready() {
         return Err(ApiError::Unavailable(
             "The configuration has not been loaded yet".into(),
         ));
     }
     let state = api.snapshot.state();
+    let form = DocumentForm::requested(
+        &environment_of(&caller, req.uri().query().unwrap_or("")),
+        inlines_segments(req.headers()),
+        &state,
+    );
     let toggle = state
         .features
         .get(&name)
         .filter(|t| {
-            scope
+            caller
+                .scope
                 .as_ref()
                 .is_none_or(|projects| projects.iter().any(|p| *p == t.project))
         })
         .ok_or_else(|| ApiError::NotFound(format!("Could not find feature \"{name}\"")))?;
-    Ok(Json(ClientToggle::new(toggle)).into_response())
+    let segments = match form.inline_segments {
+        true => SegmentForm::Inline(&state.segments),
+        false => SegmentForm::ByReference,
+    };
+    Ok(Json(ClientToggle::in_environment(
+        toggle,
+        &form.environment,
+        segments,
+    ))
+    .into_response())
 }

@@ -16,7 +16,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::auth::rate_limit::{self, LimitGroup, RateLimiter};
-use crate::auth::{Authenticator, ClientScope};
+use crate::auth::{Authenticator, ClientCaller};
 use crate::error::ApiError;
 use crate::snapshot::Snapshot;
 use crate::telemetry::metrics::Metrics;
@@ -39,13 +39,13 @@ pub struct ClientApi {
 }
 
 impl ClientApi {
-    /// The caller's scope, once it is identified (when tokens are required) and within its
-    /// rate limit for `group`.
+    /// The caller (its scope and environment), once it is identified (when tokens are
+    /// required) and within its rate limit for `group`.
     pub fn admit(
         &self,
         req: &axum::extract::Request,
         group: LimitGroup,
-    ) -> Result<ClientScope, ApiError> {
+    ) -> Result<ClientCaller, ApiError> {
         let caller = self.auth.client(req.headers())?;
         if self.limiter.limits(group) {
             let checked = match &caller.token_hash {
@@ -58,7 +58,7 @@ impl ClientApi {
             };
             checked.map_err(ApiError::TooManyRequests)?;
         }
-        Ok(caller.scope)
+        Ok(caller)
     }
 }
 

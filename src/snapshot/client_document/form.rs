@@ -50,6 +50,28 @@ impl DocumentForm {
     }
 }
 
+/// The environment name of the form served for an environment the registry does not hold: no
+/// environment can be named so, so every toggle is unconfigured there (off, no strategies).
+const UNKNOWN_ENVIRONMENT: &str = "";
+
+impl DocumentForm {
+    /// The form a client request for `environment` is served. An environment the registry
+    /// does not hold gets every toggle off with no strategies, as Unleash serves it; every
+    /// such name shares one family, so made-up names cannot make forms without bound.
+    pub fn requested(environment: &str, inline_segments: bool, state: &ConfigState) -> Self {
+        let known = state.environments.contains_key(environment);
+        Self::of(
+            if known {
+                environment
+            } else {
+                UNKNOWN_ENVIRONMENT
+            },
+            inline_segments,
+            state,
+        )
+    }
+}
+
 /// The closing bytes of a form's documents at one version, with their gzip stretch.
 #[derive(Debug)]
 pub struct Suffix {

@@ -391,4 +391,6 @@ async fn build_filtered_off_runtime(
 }
 
 #[cfg(test)]
+mod form_tests;
+#[cfg(test)]
 mod tests;

@@ -2,6 +2,7 @@
 //! expiry, revocation across replicas, project scopes), insecure-mode sessions, and no secret
 //! in any log line.
 
+mod environments;
 mod hardening;
 mod logs;
 mod matrix;
