@@ -109,9 +109,10 @@ pub struct Event {
 }
 
 /// The toggle an event is about, if any: `data.name` or `data.featureName` of `feature-*`
-/// events.
+/// events and of `strategy-order-changed` (Unleash's name for reordering a toggle's
+/// strategies).
 fn toggle_of<'a>(kind: &str, data: &'a Value) -> Option<&'a str> {
-    if !kind.starts_with("feature-") {
+    if !kind.starts_with("feature-") && kind != "strategy-order-changed" {
         return None;
     }
     data.get("name")

@@ -389,9 +389,15 @@ async fn toggles_are_configured_per_environment(backend: &Backend) {
     // Archive through the project route: 202, then gone from it.
     app.delete(&format!("{base}/checkout")).await.expect(202);
     app.get(&format!("{base}/checkout")).await.expect(404);
-    app.get("/api/admin/archive/features/checkout")
+    let archive = app
+        .get("/api/admin/archive/features")
         .await
-        .expect(200);
+        .expect(200)
+        .json;
+    assert!(
+        crate::common::feature_names(archive).contains(&"checkout".to_string()),
+        "archived"
+    );
 }
 
 async fn strategies_per_environment_are_validated_and_ordered(backend: &Backend) {

@@ -27,10 +27,14 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::default()
         .routes(routes!(list_project_features, create_project_feature))
         .routes(routes!(get_project_feature, archive_project_feature))
-        .routes(routes!(environment_on))
-        .routes(routes!(environment_off))
-        .routes(routes!(list_strategies, add_strategy))
-        .routes(routes!(get_strategy, update_strategy, delete_strategy))
+        .routes(routes!(feature_environment_on))
+        .routes(routes!(feature_environment_off))
+        .routes(routes!(list_feature_strategies, add_feature_strategy))
+        .routes(routes!(
+            get_feature_strategy,
+            update_feature_strategy,
+            delete_feature_strategy
+        ))
         .routes(routes!(set_strategy_order))
 }
 
@@ -229,7 +233,7 @@ async fn archive_project_feature(
         (status = 404, description = "No such project, toggle in it, or environment", body = ErrorBody),
     )
 )]
-async fn environment_on(
+async fn feature_environment_on(
     State(service): State<Service>,
     actor: Actor,
     AppPath(path): AppPath<EnvironmentPath>,
@@ -251,7 +255,7 @@ async fn environment_on(
         (status = 404, description = "No such project, toggle in it, or environment", body = ErrorBody),
     )
 )]
-async fn environment_off(
+async fn feature_environment_off(
     State(service): State<Service>,
     actor: Actor,
     AppPath(path): AppPath<EnvironmentPath>,
@@ -273,7 +277,7 @@ async fn environment_off(
         (status = 404, description = "No such project, toggle in it, or environment", body = ErrorBody),
     )
 )]
-async fn list_strategies(
+async fn list_feature_strategies(
     State(service): State<Service>,
     AppPath(path): AppPath<EnvironmentPath>,
 ) -> ApiResult<Response> {
@@ -295,7 +299,7 @@ async fn list_strategies(
         (status = 404, description = "No such project, toggle in it, or environment", body = ErrorBody),
     )
 )]
-async fn add_strategy(
+async fn add_feature_strategy(
     State(service): State<Service>,
     actor: Actor,
     AppPath(path): AppPath<EnvironmentPath>,
@@ -318,7 +322,7 @@ async fn add_strategy(
         (status = 404, description = "No such project, toggle in it, environment or strategy", body = ErrorBody),
     )
 )]
-async fn get_strategy(
+async fn get_feature_strategy(
     State(service): State<Service>,
     AppPath(path): AppPath<StrategyPath>,
 ) -> ApiResult<Response> {
@@ -349,7 +353,7 @@ async fn get_strategy(
         (status = 404, description = "No such project, toggle in it, environment or strategy", body = ErrorBody),
     )
 )]
-async fn update_strategy(
+async fn update_feature_strategy(
     State(service): State<Service>,
     actor: Actor,
     AppPath(path): AppPath<StrategyPath>,
@@ -372,7 +376,7 @@ async fn update_strategy(
         (status = 404, description = "No such project, toggle in it, environment or strategy", body = ErrorBody),
     )
 )]
-async fn delete_strategy(
+async fn delete_feature_strategy(
     State(service): State<Service>,
     actor: Actor,
     AppPath(path): AppPath<StrategyPath>,
