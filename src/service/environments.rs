@@ -181,6 +181,18 @@ impl Service {
                     },
                 )));
             }
+            let tokens = state
+                .api_tokens
+                .values()
+                .filter(|t| t.environment == name)
+                .count();
+            if tokens > 0 {
+                return Err(DomainError::InUse(format!(
+                    "The environment \"{name}\" is used by {tokens} API token{}; delete {} first",
+                    if tokens == 1 { "" } else { "s" },
+                    if tokens == 1 { "it" } else { "them" },
+                )));
+            }
             let mut plan = Plan::new(now, ());
             plan.delete(Collection::Environments, name);
             plan.event(
