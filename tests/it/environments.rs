@@ -255,6 +255,34 @@ async fn an_environment_in_use_cannot_be_deleted(backend: &Backend) {
         .expect(202);
     app.delete("/api/admin/environments/qa").await.expect(409);
     app.get("/api/admin/environments/qa").await.expect(200);
+    // So is one an API token is scoped to.
+    app.post(
+        "/api/admin/environments",
+        json!({"name": "staging", "type": "test"}),
+    )
+    .await
+    .expect(201);
+    let token = app
+        .post(
+            "/api/admin/api-tokens",
+            json!({"tokenName": "sdk", "type": "backend", "environment": "staging"}),
+        )
+        .await
+        .expect(201)
+        .json;
+    let message = app
+        .delete("/api/admin/environments/staging")
+        .await
+        .expect(409)
+        .error_message();
+    assert!(message.contains("API token"), "{message}");
+    let id = token["id"].as_str().map(str::to_string).unwrap_or_default();
+    app.delete(&format!("/api/admin/api-tokens/{id}"))
+        .await
+        .expect(200);
+    app.delete("/api/admin/environments/staging")
+        .await
+        .expect(200);
 }
 
 async fn toggles_are_configured_per_environment(backend: &Backend) {
