@@ -161,26 +161,29 @@ impl Service {
                 ),
                 None => (EventKind::FeatureDependenciesRemoved, json!({})),
             };
-            plan.event(
-                kind,
-                actor,
-                event_data(&toggle, extra),
-                toggle.tags.clone(),
-            );
+            plan.event(kind, actor, event_data(&toggle, extra), toggle.tags.clone());
             Ok(plan)
         })
         .await
     }
 
     /// The toggles `child` could depend on (`GET …/features/:child/parents`).
-    pub fn possible_parents(&self, project: &str, child: &str) -> Result<Vec<String>, ServiceError> {
+    pub fn possible_parents(
+        &self,
+        project: &str,
+        child: &str,
+    ) -> Result<Vec<String>, ServiceError> {
         let state = self.state()?;
         let child = toggle_in(&state, project, child)?;
         Ok(possible_parents(&state, child))
     }
 
     /// The variant names a dependency on `parent` may name (`GET …/:parent/parent-variants`).
-    pub fn parent_variants(&self, project: &str, parent: &str) -> Result<Vec<String>, ServiceError> {
+    pub fn parent_variants(
+        &self,
+        project: &str,
+        parent: &str,
+    ) -> Result<Vec<String>, ServiceError> {
         let state = self.state()?;
         Ok(parent_variant_names(toggle_in(&state, project, parent)?))
     }

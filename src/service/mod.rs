@@ -5,8 +5,8 @@
 pub mod addons;
 pub mod api_tokens;
 pub mod context_fields;
-pub mod dependencies;
 mod deliveries;
+pub mod dependencies;
 mod group_commit;
 pub mod import;
 pub mod projects;

@@ -36,7 +36,8 @@ async fn toggle_in(app: &TestApp, name: &str, project: &str) {
 
 /// `POST …/features/:child/dependencies` in `default`.
 async fn depend(app: &TestApp, child: &str, body: Value) -> Reply {
-    app.post(&format!("{DEPS}/{child}/dependencies"), body).await
+    app.post(&format!("{DEPS}/{child}/dependencies"), body)
+        .await
 }
 
 /// The stored dependencies of an active toggle, as the admin API shows them.
@@ -68,9 +69,13 @@ async fn dependency_routes_set_replace_and_remove_a_parent(backend: &Backend) {
         json!(false)
     );
     // 200 with an empty body; `enabled` is true when not sent.
-    let reply = depend(&app, "child", json!({"feature": "parent.a", "variants": ["v1"]}))
-        .await
-        .expect(200);
+    let reply = depend(
+        &app,
+        "child",
+        json!({"feature": "parent.a", "variants": ["v1"]}),
+    )
+    .await
+    .expect(200);
     assert!(reply.bytes.is_empty(), "{:?}", reply.bytes);
     assert_eq!(
         dependencies(&app, "child").await,
@@ -99,7 +104,10 @@ async fn dependency_routes_set_replace_and_remove_a_parent(backend: &Backend) {
     app.delete(&format!("{DEPS}/child/dependencies/parent.a"))
         .await
         .expect(200);
-    assert_eq!(dependencies(&app, "child").await.as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        dependencies(&app, "child").await.as_array().map(Vec::len),
+        Some(1)
+    );
     app.delete(&format!("{DEPS}/child/dependencies/parent.b"))
         .await
         .expect(200);
@@ -118,7 +126,10 @@ async fn dependency_routes_set_replace_and_remove_a_parent(backend: &Backend) {
     // Bad bodies: 400 naming the field.
     for (body, path) in [
         (json!({}), "feature"),
-        (json!({"feature": "parent.a", "variants": [""]}), "variants[0]"),
+        (
+            json!({"feature": "parent.a", "variants": [""]}),
+            "variants[0]",
+        ),
         (json!({"feature": "parent.a", "owner": "me"}), "owner"),
     ] {
         let reply = depend(&app, "child", body).await.expect(400);
@@ -129,10 +140,15 @@ async fn dependency_routes_set_replace_and_remove_a_parent(backend: &Backend) {
     let document = app.get("/api/openapi.json").await.expect(200).json;
     let spec = &document["components"]["schemas"]["DependencySpec"];
     assert_eq!(spec["required"], json!(["feature"]), "{spec}");
-    assert!(spec["properties"]["feature"]["pattern"].is_string(), "{spec}");
+    assert!(
+        spec["properties"]["feature"]["pattern"].is_string(),
+        "{spec}"
+    );
     let item = &spec["properties"]["variants"]["items"];
     let item = match item["$ref"].as_str() {
-        Some(reference) => &document["components"]["schemas"][reference.rsplit('/').next().unwrap_or("")],
+        Some(reference) => {
+            &document["components"]["schemas"][reference.rsplit('/').next().unwrap_or("")]
+        }
         None => item,
     };
     assert_eq!(item["minLength"], 1, "{spec} {item}");
@@ -190,7 +206,8 @@ async fn unknown_projects_and_toggles_answer_404(backend: &Backend) {
         // A toggle of another project, or none.
         depend(&app, "there", json!({"feature": "here"})).await,
         depend(&app, "missing", json!({"feature": "here"})).await,
-        app.delete(&format!("{DEPS}/missing/dependencies/here")).await,
+        app.delete(&format!("{DEPS}/missing/dependencies/here"))
+            .await,
         app.delete(&format!("{DEPS}/there/dependencies")).await,
         app.get(&format!("{DEPS}/there/parents")).await,
         app.get(&format!("{DEPS}/missing/parent-variants")).await,
@@ -203,7 +220,13 @@ async fn unknown_projects_and_toggles_answer_404(backend: &Backend) {
 async fn parents_and_parent_variants_are_listed(backend: &Backend) {
     let app = TestApp::spawn(backend).await;
     project(&app, "web").await;
-    for name in ["c.child", "b.parent", "a.other", "d.dependent", "e.archived"] {
+    for name in [
+        "c.child",
+        "b.parent",
+        "a.other",
+        "d.dependent",
+        "e.archived",
+    ] {
         toggle_in(&app, name, "default").await;
     }
     toggle_in(&app, "elsewhere", "web").await;
@@ -269,7 +292,11 @@ async fn archiving_respects_dependencies(backend: &Backend) {
     // Archiving the child drops its dependencies; the parent can go after it.
     app.delete("/api/admin/features/child").await.expect(200);
     app.delete("/api/admin/features/parent").await.expect(200);
-    let archive = app.get("/api/admin/archive/features").await.expect(200).json;
+    let archive = app
+        .get("/api/admin/archive/features")
+        .await
+        .expect(200)
+        .json;
     let child = archive["features"]
         .as_array()
         .expect("features")
@@ -306,9 +333,12 @@ async fn the_3x_api_writes_dependencies_under_the_same_rules(backend: &Backend) 
         }
     };
     // Created with a parent.
-    create("child", json!({"dependencies": [{"feature": "parent", "variants": ["v"]}]}))
-        .await
-        .expect(200);
+    create(
+        "child",
+        json!({"dependencies": [{"feature": "parent", "variants": ["v"]}]}),
+    )
+    .await
+    .expect(200);
     assert_eq!(
         dependencies(&app, "child").await,
         json!([{"feature": "parent", "enabled": true, "variants": ["v"]}])
@@ -320,16 +350,26 @@ async fn the_3x_api_writes_dependencies_under_the_same_rules(backend: &Backend) 
     )
     .await
     .expect(400);
-    assert_eq!(reply.json["details"][0]["path"], "dependencies", "{}", reply.json);
-    create("grandchild", json!({"dependencies": [{"feature": "child"}]}))
-        .await
-        .expect(403);
+    assert_eq!(
+        reply.json["details"][0]["path"], "dependencies",
+        "{}",
+        reply.json
+    );
+    create(
+        "grandchild",
+        json!({"dependencies": [{"feature": "child"}]}),
+    )
+    .await
+    .expect(403);
     create("orphan", json!({"dependencies": [{"feature": "nope"}]}))
         .await
         .expect(403);
-    create("far", json!({"project": "web", "dependencies": [{"feature": "parent"}]}))
-        .await
-        .expect(403);
+    create(
+        "far",
+        json!({"project": "web", "dependencies": [{"feature": "parent"}]}),
+    )
+    .await
+    .expect(403);
     for name in ["two", "grandchild", "orphan", "far"] {
         app.get(&format!("/api/admin/features/{name}"))
             .await
@@ -360,9 +400,12 @@ async fn the_3x_api_writes_dependencies_under_the_same_rules(backend: &Backend) 
     .await
     .expect(403);
     // Sending the stored dependency back is fine; leaving it out removes it.
-    put("child", json!({"dependencies": [{"feature": "parent", "variants": ["v"]}]}))
-        .await
-        .expect(200);
+    put(
+        "child",
+        json!({"dependencies": [{"feature": "parent", "variants": ["v"]}]}),
+    )
+    .await
+    .expect(200);
     put("child", json!({"enabled": true})).await.expect(200);
     assert_eq!(dependencies(&app, "child").await, json!([]));
     put("parent", json!({"project": "web"})).await.expect(200);
@@ -379,7 +422,12 @@ async fn toggle_events(app: &TestApp, name: &str) -> Vec<(String, Value)> {
         .as_array()
         .expect("events")
         .iter()
-        .map(|e| (e["type"].as_str().expect("type").to_string(), e["data"].clone()))
+        .map(|e| {
+            (
+                e["type"].as_str().expect("type").to_string(),
+                e["data"].clone(),
+            )
+        })
         .collect();
     events.reverse();
     events
@@ -390,23 +438,37 @@ async fn dependency_writes_record_events(backend: &Backend) {
     for name in ["parent", "child"] {
         toggle_in(&app, name, "default").await;
     }
-    depend(&app, "child", json!({"feature": "parent", "variants": ["v"]}))
-        .await
-        .expect(200);
+    depend(
+        &app,
+        "child",
+        json!({"feature": "parent", "variants": ["v"]}),
+    )
+    .await
+    .expect(200);
     // Refusals and no-ops record nothing.
-    depend(&app, "child", json!({"feature": "child"})).await.expect(403);
-    depend(&app, "child", json!({"feature": "parent", "variants": ["v"]}))
+    depend(&app, "child", json!({"feature": "child"}))
         .await
-        .expect(200);
+        .expect(403);
+    depend(
+        &app,
+        "child",
+        json!({"feature": "parent", "variants": ["v"]}),
+    )
+    .await
+    .expect(200);
     app.delete(&format!("{DEPS}/child/dependencies/other"))
         .await
         .expect(200);
     app.delete(&format!("{DEPS}/child/dependencies/parent"))
         .await
         .expect(200);
-    depend(&app, "child", json!({"feature": "parent", "enabled": false}))
-        .await
-        .expect(200);
+    depend(
+        &app,
+        "child",
+        json!({"feature": "parent", "enabled": false}),
+    )
+    .await
+    .expect(200);
     app.delete(&format!("{DEPS}/child/dependencies"))
         .await
         .expect(200);
@@ -474,12 +536,20 @@ async fn the_client_document_serves_dependencies(backend: &Backend) {
     depend(&app, "on.child", json!({"feature": "parent"}))
         .await
         .expect(200);
-    depend(&app, "off.child", json!({"feature": "parent", "enabled": false}))
-        .await
-        .expect(200);
-    depend(&app, "variant.child", json!({"feature": "parent", "variants": ["blue"]}))
-        .await
-        .expect(200);
+    depend(
+        &app,
+        "off.child",
+        json!({"feature": "parent", "enabled": false}),
+    )
+    .await
+    .expect(200);
+    depend(
+        &app,
+        "variant.child",
+        json!({"feature": "parent", "variants": ["blue"]}),
+    )
+    .await
+    .expect(200);
     let toggles = client_toggles(&app).await;
     assert_eq!(
         toggles["on.child"]["dependencies"],
@@ -533,8 +603,14 @@ async fn the_node_sdk_evaluates_dependencies() {
     for (child, body) in [
         ("c.on", json!({"feature": "p.on"})),
         ("c.not", json!({"feature": "p.off"})),
-        ("c.off.parent", json!({"feature": "p.off", "enabled": false})),
-        ("c.variant", json!({"feature": "p.blue", "variants": ["green"]})),
+        (
+            "c.off.parent",
+            json!({"feature": "p.off", "enabled": false}),
+        ),
+        (
+            "c.variant",
+            json!({"feature": "p.blue", "variants": ["green"]}),
+        ),
     ] {
         depend(&app, child, body).await.expect(200);
     }
