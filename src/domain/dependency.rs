@@ -44,17 +44,30 @@ fn enabled_by_default() -> bool {
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct DependencySpec {
     /// The parent toggle's name.
-    #[schema(required = true, nullable = false, min_length = 1, max_length = 100)]
+    #[schema(
+        required = true,
+        nullable = false,
+        min_length = 1,
+        max_length = 100,
+        pattern = "^[A-Za-z0-9_.!~*'()-]*[A-Za-z0-9_!~*'()-][A-Za-z0-9_.!~*'()-]*$"
+    )]
     pub feature: Option<String>,
     /// `true` when not sent.
     pub enabled: Option<bool>,
     /// Only with `enabled: true`.
-    #[schema(value_type = Option<Vec<String>>)]
+    #[schema(value_type = Option<Vec<VariantName>>)]
     pub variants: Option<Vec<Value>>,
     #[serde(flatten)]
     #[schema(ignore)]
     pub extra: ExtraFields,
 }
+
+/// A variant name a dependency asks for: a non-empty string.
+// Documentation only: `DependencySpec::validate` reads the values.
+#[derive(utoipa::ToSchema)]
+#[schema(value_type = String, min_length = 1)]
+#[allow(dead_code)]
+struct VariantName(String);
 
 impl DependencySpec {
     /// Validates the dependency's own fields (`path` prefixes problems); the rules between

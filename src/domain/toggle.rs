@@ -154,6 +154,7 @@ pub struct ToggleSpec {
     pub impression_data: Option<bool>,
     /// Parents this toggle depends on: at most one, in the same project, itself without
     /// parents (checked when written).
+    #[schema(max_items = 1)]
     pub dependencies: Option<Vec<DependencySpec>>,
     #[serde(flatten)]
     #[schema(ignore)]

@@ -136,6 +136,22 @@ async fn dependency_routes_set_replace_and_remove_a_parent(backend: &Backend) {
         assert_eq!(reply.json["details"][0]["path"], path, "{}", reply.json);
     }
     assert_eq!(dependencies(&app, "child").await, json!([]));
+    // The body's schema says what the handler checks (the fuzzer generates from it).
+    let document = app.get("/api/openapi.json").await.expect(200).json;
+    let spec = &document["components"]["schemas"]["DependencySpec"];
+    assert_eq!(spec["required"], json!(["feature"]), "{spec}");
+    assert!(
+        spec["properties"]["feature"]["pattern"].is_string(),
+        "{spec}"
+    );
+    let item = &spec["properties"]["variants"]["items"];
+    let item = match item["$ref"].as_str() {
+        Some(reference) => {
+            &document["components"]["schemas"][reference.rsplit('/').next().unwrap_or("")]
+        }
+        None => item,
+    };
+    assert_eq!(item["minLength"], 1, "{spec} {item}");
 }
 
 async fn dependency_rules_answer_403_and_write_nothing(backend: &Backend) {
