@@ -56,7 +56,9 @@ impl ValidationErrors {
 
     /// `Ok` when every check passed; otherwise the problems of all the failed ones in one
     /// error (or the first failure that is not a validation error).
-    pub fn all(checks: impl IntoIterator<Item = Result<(), DomainError>>) -> Result<(), DomainError> {
+    pub fn all(
+        checks: impl IntoIterator<Item = Result<(), DomainError>>,
+    ) -> Result<(), DomainError> {
         let mut errors = Self::default();
         for check in checks {
             match check {

@@ -20,8 +20,13 @@ use super::project::DEFAULT_PROJECT;
 const SEGMENT_NAME_MAX: usize = 255;
 
 /// Fields the admin view carries and tools echo back; ignored in a write body.
-const READ_ONLY_SEGMENT_FIELDS: [&str; 5] =
-    ["id", "createdAt", "createdBy", "usedInFeatures", "usedInProjects"];
+const READ_ONLY_SEGMENT_FIELDS: [&str; 5] = [
+    "id",
+    "createdAt",
+    "createdBy",
+    "usedInFeatures",
+    "usedInProjects",
+];
 
 /// A stored segment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -70,7 +75,13 @@ impl Default for SegmentLimits {
 #[serde(rename_all = "camelCase")]
 pub struct SegmentSpec {
     /// Unique among segments; any characters, 1 to 255 of them.
-    #[schema(required = true, nullable = false, min_length = 1, max_length = 255)]
+    #[schema(
+        required = true,
+        nullable = false,
+        min_length = 1,
+        max_length = 255,
+        example = "beta users"
+    )]
     pub name: Option<String>,
     /// At most 250 characters. On `PUT`, absent keeps the stored one and `null` clears it.
     #[serde(default, deserialize_with = "present")]
@@ -78,6 +89,11 @@ pub struct SegmentSpec {
     pub description: Option<Option<String>>,
     /// An existing project: only strategies of its toggles may use the segment. Absent,
     /// `null` or empty: a global segment (on `PUT` too, as in Unleash).
+    #[schema(
+        max_length = 100,
+        pattern = "^([A-Za-z0-9_.!~*'()-]*[A-Za-z0-9_!~*'()-][A-Za-z0-9_.!~*'()-]*)?$",
+        example = "default"
+    )]
     pub project: Option<String>,
     /// Its constraints, all of which must hold (ANDed with the strategy's own).
     #[schema(required = true, nullable = false)]
@@ -276,7 +292,11 @@ pub fn strategies_using(state: &ConfigState, id: u32) -> Vec<SegmentStrategy> {
     let mut out = Vec::new();
     for toggle in state.features.values() {
         for (environment, config) in toggle.environments.iter() {
-            for strategy in config.strategies.iter().filter(|s| s.segments.contains(&id)) {
+            for strategy in config
+                .strategies
+                .iter()
+                .filter(|s| s.segments.contains(&id))
+            {
                 out.push(SegmentStrategy {
                     id: strategy.id.to_string(),
                     project_id: toggle.project.to_string(),
@@ -416,7 +436,12 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             paths(err),
-            ["icon", "name", "constraints[0].values", "constraints[1].contextName"]
+            [
+                "icon",
+                "name",
+                "constraints[0].values",
+                "constraints[1].contextName"
+            ]
         );
         let err = spec(json!({"name": "a"}))
             .validate(&SegmentLimits::default(), None)
@@ -455,8 +480,9 @@ mod tests {
         assert_eq!(segment.project, None);
         let kept = segment.replaced_by(valid(json!({"name": "t", "constraints": []})));
         assert_eq!(kept.description.as_deref(), Some("d"));
-        let cleared =
-            segment.replaced_by(valid(json!({"name": "t", "description": null, "constraints": []})));
+        let cleared = segment.replaced_by(valid(
+            json!({"name": "t", "description": null, "constraints": []}),
+        ));
         assert_eq!(cleared.description, None);
     }
 }

@@ -27,7 +27,11 @@ pub fn existing_segment(state: &ConfigState, id: u32) -> Result<&Segment, Domain
 }
 
 /// Refuses a name another segment (not `except`) has.
-fn ensure_name_free(state: &ConfigState, name: &str, except: Option<u32>) -> Result<(), DomainError> {
+fn ensure_name_free(
+    state: &ConfigState,
+    name: &str,
+    except: Option<u32>,
+) -> Result<(), DomainError> {
     if state
         .segments
         .values()
@@ -42,7 +46,11 @@ fn ensure_name_free(state: &ConfigState, name: &str, except: Option<u32>) -> Res
 
 /// A project-bound segment may only be used by strategies of that project's toggles (Unleash's
 /// `validateSegmentProject`).
-fn ensure_project_fits(state: &ConfigState, id: u32, project: Option<&str>) -> Result<(), DomainError> {
+fn ensure_project_fits(
+    state: &ConfigState,
+    id: u32,
+    project: Option<&str>,
+) -> Result<(), DomainError> {
     let Some(project) = project else {
         return Ok(());
     };
@@ -125,14 +133,18 @@ impl Service {
             let valid = spec.clone().validate(self.segment_limits(), Some(state))?;
             ensure_name_free(state, &valid.name, None)?;
             let next = state.next_id(SEGMENT_IDS);
-            let id = u32::try_from(next).map_err(|_| {
-                DomainError::InUse("The segment ids are used up".into())
-            })?;
+            let id = u32::try_from(next)
+                .map_err(|_| DomainError::InUse("The segment ids are used up".into()))?;
             let segment = Segment::create(id, valid, &actor.0, now);
             let mut plan = Plan::new(now, segment.clone());
             plan.put(Collection::Counters, SEGMENT_IDS, &next)?;
             plan.put(Collection::Segments, &id.to_string(), &segment)?;
-            plan.event(EventKind::SegmentCreated, actor, event_data(&segment), vec![]);
+            plan.event(
+                EventKind::SegmentCreated,
+                actor,
+                event_data(&segment),
+                vec![],
+            );
             Ok(plan)
         })
         .await
@@ -154,7 +166,12 @@ impl Service {
             let segment = current.replaced_by(valid);
             let mut plan = Plan::new(now, segment.clone());
             plan.put(Collection::Segments, &id.to_string(), &segment)?;
-            plan.event(EventKind::SegmentUpdated, actor, event_data(&segment), vec![]);
+            plan.event(
+                EventKind::SegmentUpdated,
+                actor,
+                event_data(&segment),
+                vec![],
+            );
             Ok(plan)
         })
         .await
@@ -186,7 +203,12 @@ impl Service {
                 plan.put(Collection::Archive, &toggle.name, &toggle)?;
             }
             plan.delete(Collection::Segments, &id.to_string());
-            plan.event(EventKind::SegmentDeleted, actor, event_data(&**segment), vec![]);
+            plan.event(
+                EventKind::SegmentDeleted,
+                actor,
+                event_data(&**segment),
+                vec![],
+            );
             Ok(plan)
         })
         .await

@@ -40,7 +40,10 @@ fn paths(reply: &crate::common::Reply) -> Vec<String> {
 
 async fn segment_lifecycle(backend: &Backend) {
     let app = TestApp::spawn(backend).await;
-    let created = app.post("/api/admin/segments", beta("beta")).await.expect(201);
+    let created = app
+        .post("/api/admin/segments", beta("beta"))
+        .await
+        .expect(201);
     let id = created.json["id"].as_u64().expect("id");
     assert_eq!(created.header("location"), Some(format!("segments/{id}")));
     assert_eq!(created.json["name"], "beta");
@@ -55,7 +58,10 @@ async fn segment_lifecycle(backend: &Backend) {
     );
 
     // Names are unique; `validate` says so without writing.
-    let taken = app.post("/api/admin/segments", beta("beta")).await.expect(409);
+    let taken = app
+        .post("/api/admin/segments", beta("beta"))
+        .await
+        .expect(409);
     assert_eq!(taken.error_message(), "Segment name already exists");
     app.post("/api/admin/segments/validate", json!({"name": "beta"}))
         .await
@@ -110,8 +116,12 @@ async fn segment_lifecycle(backend: &Backend) {
 
     app.get("/api/admin/segments/999").await.expect(404);
     app.get("/api/admin/segments/abc").await.expect(400);
-    app.put("/api/admin/segments/999", beta("x")).await.expect(404);
-    app.get("/api/admin/segments/999/strategies").await.expect(404);
+    app.put("/api/admin/segments/999", beta("x"))
+        .await
+        .expect(404);
+    app.get("/api/admin/segments/999/strategies")
+        .await
+        .expect(404);
 
     app.delete(&format!("/api/admin/segments/{id}"))
         .await
@@ -192,7 +202,10 @@ async fn limits_come_from_the_settings(backend: &Backend) {
     settings.segments.segment_values_limit = 3;
     let app = TestApp::spawn_with(settings).await;
     let values = |n: usize| -> Value {
-        (0..n).map(|i| json!(i.to_string())).collect::<Vec<_>>().into()
+        (0..n)
+            .map(|i| json!(i.to_string()))
+            .collect::<Vec<_>>()
+            .into()
     };
     let too_many = app
         .post(
@@ -276,7 +289,9 @@ async fn project_segments_serve_only_their_project(backend: &Backend) {
         )
         .await;
     assert_eq!(paths(&reply), ["strategies[0].segments[0]"]);
-    assert!(reply.error_message().contains("does not belong to project \"default\""));
+    assert!(reply
+        .error_message()
+        .contains("does not belong to project \"default\""));
     app.post(
         "/api/admin/features",
         json!({"name": "inside", "project": "p1",
@@ -380,8 +395,15 @@ async fn a_segment_in_use_cannot_be_deleted(backend: &Backend) {
     app.post_empty("/api/admin/archive/revive/uses.eu")
         .await
         .expect(200);
-    let revived = app.get("/api/admin/features/uses.eu").await.expect(200).json;
-    assert!(revived["strategies"][0].get("segments").is_none(), "{revived}");
+    let revived = app
+        .get("/api/admin/features/uses.eu")
+        .await
+        .expect(200)
+        .json;
+    assert!(
+        revived["strategies"][0].get("segments").is_none(),
+        "{revived}"
+    );
     app.delete("/api/admin/context/region").await.expect(200);
 }
 

@@ -210,8 +210,7 @@ impl PieceList {
             );
         }
         // A segment's new constraints change only the suffix (its top-level `segments`).
-        let suffix_changed =
-            previous_form.is_none_or(|p| p.suffix.digest != context.suffix.digest);
+        let suffix_changed = previous_form.is_none_or(|p| p.suffix.digest != context.suffix.digest);
         PieceList {
             form: context,
             version: state.version,
