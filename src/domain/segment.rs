@@ -75,7 +75,13 @@ impl Default for SegmentLimits {
 #[serde(rename_all = "camelCase")]
 pub struct SegmentSpec {
     /// Unique among segments; any characters, 1 to 255 of them.
-    #[schema(required = true, nullable = false, min_length = 1, max_length = 255)]
+    #[schema(
+        required = true,
+        nullable = false,
+        min_length = 1,
+        max_length = 255,
+        example = "beta users"
+    )]
     pub name: Option<String>,
     /// At most 250 characters. On `PUT`, absent keeps the stored one and `null` clears it.
     #[serde(default, deserialize_with = "present")]
@@ -83,6 +89,11 @@ pub struct SegmentSpec {
     pub description: Option<Option<String>>,
     /// An existing project: only strategies of its toggles may use the segment. Absent,
     /// `null` or empty: a global segment (on `PUT` too, as in Unleash).
+    #[schema(
+        max_length = 100,
+        pattern = "^([A-Za-z0-9_.!~*'()-]*[A-Za-z0-9_!~*'()-][A-Za-z0-9_.!~*'()-]*)?$",
+        example = "default"
+    )]
     pub project: Option<String>,
     /// Its constraints, all of which must hold (ANDed with the strategy's own).
     #[schema(required = true, nullable = false)]

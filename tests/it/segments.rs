@@ -249,7 +249,7 @@ async fn limits_come_from_the_settings(backend: &Backend) {
     let reply = app
         .post(
             "/api/admin/features",
-            json!({"name": "t", "strategies": [
+            json!({"name": "limited", "strategies": [
                 {"name": "default", "segments": [a, c]},
                 {"name": "default", "segments": [a, c, 77]}]}),
         )
@@ -263,7 +263,7 @@ async fn limits_come_from_the_settings(backend: &Backend) {
         .is_some_and(|m| m == "Strategies may not have more than 2 segments"));
     app.post(
         "/api/admin/features",
-        json!({"name": "t", "strategies": [{"name": "default", "segments": [a, c]}]}),
+        json!({"name": "limited", "strategies": [{"name": "default", "segments": [a, c]}]}),
     )
     .await
     .expect(200);

@@ -99,8 +99,8 @@ pub struct PieceList {
     pub previous_version: u64,
     /// The toggles that differ from that version's.
     pub changed: Vec<ToggleChange>,
-    /// Whether any piece differs from that version's (a change outside the client form,
-    /// such as a description, leaves every piece as it was).
+    /// Whether any piece, or the suffix, differs from that version's (a change outside the
+    /// client form, such as a description, leaves every piece as it was).
     pub pieces_changed: bool,
 }
 
@@ -209,6 +209,8 @@ impl PieceList {
                 },
             );
         }
+        // A segment's new constraints change only the suffix (its top-level `segments`).
+        let suffix_changed = previous_form.is_none_or(|p| p.suffix.digest != context.suffix.digest);
         PieceList {
             form: context,
             version: state.version,
@@ -217,7 +219,7 @@ impl PieceList {
             entries,
             previous_version: previous.version,
             changed,
-            pieces_changed,
+            pieces_changed: pieces_changed || suffix_changed,
         }
     }
 
