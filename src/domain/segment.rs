@@ -16,6 +16,10 @@ use super::fields::{check_description, refuse_unsupported, ExtraFields};
 use super::known::KnownNames;
 use super::project::DEFAULT_PROJECT;
 
+/// The counter of segment ids: ids are never reused, and an import moves it past the ids it
+/// brings.
+pub const SEGMENT_IDS: &str = "segment";
+
 /// Longest segment name (Unleash stores it in a `varchar(255)`).
 const SEGMENT_NAME_MAX: usize = 255;
 

@@ -17,6 +17,7 @@ use crate::domain::fields::{refuse_unsupported, ExtraFields};
 use crate::domain::known::KnownNames;
 use crate::domain::name::{check_name, NAME_MAX};
 use crate::domain::project::DEFAULT_PROJECT;
+use crate::domain::segment::{check_segments_of, SegmentLimits};
 use crate::domain::text::Text;
 use crate::domain::toggle::{Toggle, DEFAULT_TYPE};
 use crate::domain::views::ToggleRecord;
@@ -110,12 +111,14 @@ fn record(toggle: &Toggle, environment: &str, strategy: Option<&str>) -> Value {
     data
 }
 
-/// Validates a strategy body against `state` (its segments and context fields must exist);
-/// problems are reported at paths relative to the body (`parameters.rollout`).
+/// Validates a strategy body against `state` (its segments and context fields must exist,
+/// its segments be few enough and usable by the toggle's project); problems are reported at
+/// paths relative to the body (`parameters.rollout`).
 fn validated_strategy(
     spec: &StrategySpec,
-    toggle: &str,
+    toggle: &Toggle,
     state: &ConfigState,
+    limits: &SegmentLimits,
 ) -> Result<Strategy, DomainError> {
     let mut errors = ValidationErrors::default();
     let mut strategy = validate_strategy(
@@ -124,7 +127,8 @@ fn validated_strategy(
         Some(state as &dyn KnownNames),
         &mut errors,
     );
-    strategy.settle_variant_group(toggle);
+    check_segments_of(&strategy, "", &toggle.project, state, limits, &mut errors);
+    strategy.settle_variant_group(&toggle.name);
     if errors.0.is_empty() {
         return Ok(strategy);
     }
@@ -287,7 +291,7 @@ impl Service {
     ) -> Result<(Toggle, Text), ServiceError> {
         self.write(|state, now| {
             let current = resolve(state, target)?;
-            let mut strategy = validated_strategy(&spec, target.feature, state)?;
+            let mut strategy = validated_strategy(&spec, current, state, self.segment_limits())?;
             let mut toggle = current.clone();
             let config = toggle.environment_mut(target.environment);
             if strategy.id.is_empty() {
@@ -330,7 +334,7 @@ impl Service {
         self.write(|state, now| {
             let current = resolve(state, target)?;
             let index = strategy_index(current, target, id)?;
-            let mut strategy = validated_strategy(&spec, target.feature, state)?;
+            let mut strategy = validated_strategy(&spec, current, state, self.segment_limits())?;
             if !strategy.id.is_empty() && strategy.id != id {
                 return Err(ValidationErrors::single(
                     "id",

@@ -6,13 +6,10 @@
 use super::{event_data, Actor, Plan, Service, ServiceError};
 use crate::domain::config_state::ConfigState;
 use crate::domain::event::EventKind;
-use crate::domain::segment::{strategies_using, Segment, SegmentSpec, ValidSegment};
+use crate::domain::segment::{strategies_using, Segment, SegmentSpec, ValidSegment, SEGMENT_IDS};
 use crate::domain::toggle::Toggle;
 use crate::domain::{DomainError, ValidationErrors};
 use crate::store::Collection;
-
-/// The id sequence of segments.
-const SEGMENT_IDS: &str = "segment";
 
 /// How many toggle names a refusal lists before it counts the rest.
 const NAMES_SHOWN: usize = 10;

@@ -19,7 +19,7 @@ use crate::domain::environment::FeatureEnvironment;
 use crate::domain::feature_strategy::{assign_ids, Strategy};
 use crate::domain::fields::{refuse_unsupported, ExtraFields};
 use crate::domain::project::{Project, DEFAULT_PROJECT};
-use crate::domain::segment::Segment;
+use crate::domain::segment::{Segment, SEGMENT_IDS};
 use crate::domain::text::Text;
 use crate::domain::toggle::{Override, Payload, Toggle, Variant, WeightType, DEFAULT_TYPE};
 use crate::domain::{DomainError, ValidationErrors};
@@ -27,9 +27,6 @@ use crate::domain::{DomainError, ValidationErrors};
 /// The top-level keys of a client document (`query` and `meta` are what Unleash adds; both
 /// are read and ignored).
 const KEYS: [&str; 5] = ["version", "features", "segments", "query", "meta"];
-
-/// The counter of segment ids (shared with the segments API).
-pub const SEGMENT_IDS: &str = "segment";
 
 /// Longest toggle name an import accepts (any UTF-8, as the client specification serves).
 const IMPORTED_NAME_MAX: usize = 255;

@@ -14,7 +14,7 @@ pub use apply::{
 };
 pub use client_shape::{
     apply_client_document, read_client_document, ClientDocument, ClientImportCounts,
-    ClientImportSummary, SEGMENT_IDS,
+    ClientImportSummary,
 };
 pub use document::{read_document, FeatureTagRef, ImportDocument, ImportedToggle};
 pub use format::{parse_document, DocumentFormat};

@@ -1,6 +1,6 @@
 //! Dependencies on a parent toggle, at Unleash 7's routes under `/api/admin/projects/{id}`
 //! (MODERN-MODEL §3). Path parameters are named as the project routes' (`{id}`) and the
-//! toggle routes' (`{name}`) so that all of them share one route tree.
+//! toggle routes' (`{feature}`) so that all of them share one route tree.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -41,7 +41,7 @@ struct ProjectTogglePath {
     /// The project's id
     id: String,
     /// The toggle's name
-    name: String,
+    feature: String,
 }
 
 /// A child's dependency on a parent.
@@ -51,7 +51,7 @@ struct DependencyPath {
     /// The project's id
     id: String,
     /// The child toggle's name
-    name: String,
+    feature: String,
     /// The parent toggle's name
     parent: String,
 }
@@ -64,7 +64,7 @@ struct DependencyPath {
 /// `enabled` is `true` when not sent; with `enabled: false` the `variants` are ignored.
 #[utoipa::path(
     post,
-    path = "/projects/{id}/features/{name}/dependencies",
+    path = "/projects/{id}/features/{feature}/dependencies",
     tag = "dependencies",
     params(ProjectTogglePath),
     request_body = DependencySpec,
@@ -77,7 +77,7 @@ struct DependencyPath {
 async fn add_dependency(
     State(service): State<Service>,
     actor: Actor,
-    AppPath(ProjectTogglePath { id, name }): AppPath<ProjectTogglePath>,
+    AppPath(ProjectTogglePath { id, feature: name }): AppPath<ProjectTogglePath>,
     AppJson(spec): AppJson<DependencySpec>,
 ) -> ApiResult<StatusCode> {
     service.add_dependency(&actor, &id, &name, spec).await?;
@@ -87,7 +87,7 @@ async fn add_dependency(
 /// Removes the toggle's dependency on one parent (200 also when it had none on it).
 #[utoipa::path(
     delete,
-    path = "/projects/{id}/features/{name}/dependencies/{parent}",
+    path = "/projects/{id}/features/{feature}/dependencies/{parent}",
     tag = "dependencies",
     params(DependencyPath),
     responses(
@@ -98,7 +98,11 @@ async fn add_dependency(
 async fn remove_dependency(
     State(service): State<Service>,
     actor: Actor,
-    AppPath(DependencyPath { id, name, parent }): AppPath<DependencyPath>,
+    AppPath(DependencyPath {
+        id,
+        feature: name,
+        parent,
+    }): AppPath<DependencyPath>,
 ) -> ApiResult<StatusCode> {
     service
         .remove_dependency(&actor, &id, &name, &parent)
@@ -109,7 +113,7 @@ async fn remove_dependency(
 /// Removes all of the toggle's dependencies.
 #[utoipa::path(
     delete,
-    path = "/projects/{id}/features/{name}/dependencies",
+    path = "/projects/{id}/features/{feature}/dependencies",
     tag = "dependencies",
     params(ProjectTogglePath),
     responses(
@@ -120,7 +124,7 @@ async fn remove_dependency(
 async fn remove_all_dependencies(
     State(service): State<Service>,
     actor: Actor,
-    AppPath(ProjectTogglePath { id, name }): AppPath<ProjectTogglePath>,
+    AppPath(ProjectTogglePath { id, feature: name }): AppPath<ProjectTogglePath>,
 ) -> ApiResult<StatusCode> {
     service.remove_all_dependencies(&actor, &id, &name).await?;
     Ok(StatusCode::OK)
@@ -130,7 +134,7 @@ async fn remove_all_dependencies(
 /// parent themselves, but itself, by name.
 #[utoipa::path(
     get,
-    path = "/projects/{id}/features/{name}/parents",
+    path = "/projects/{id}/features/{feature}/parents",
     tag = "dependencies",
     params(ProjectTogglePath),
     responses(
@@ -140,7 +144,7 @@ async fn remove_all_dependencies(
 )]
 async fn list_possible_parents(
     State(service): State<Service>,
-    AppPath(ProjectTogglePath { id, name }): AppPath<ProjectTogglePath>,
+    AppPath(ProjectTogglePath { id, feature: name }): AppPath<ProjectTogglePath>,
 ) -> ApiResult<Json<Vec<String>>> {
     Ok(Json(service.possible_parents(&id, &name)?))
 }
@@ -149,7 +153,7 @@ async fn list_possible_parents(
 /// toggle variants in every environment, once each, sorted.
 #[utoipa::path(
     get,
-    path = "/projects/{id}/features/{name}/parent-variants",
+    path = "/projects/{id}/features/{feature}/parent-variants",
     tag = "dependencies",
     params(ProjectTogglePath),
     responses(
@@ -159,7 +163,7 @@ async fn list_possible_parents(
 )]
 async fn list_parent_variants(
     State(service): State<Service>,
-    AppPath(ProjectTogglePath { id, name }): AppPath<ProjectTogglePath>,
+    AppPath(ProjectTogglePath { id, feature: name }): AppPath<ProjectTogglePath>,
 ) -> ApiResult<Json<Vec<String>>> {
     Ok(Json(service.parent_variants(&id, &name)?))
 }
