@@ -417,7 +417,18 @@ async fn the_client_document_serves_segments_by_reference(backend: &Backend) {
     )
     .await
     .expect(200);
-    let first = app.client_features("", None).await.expect(200);
+    app.settle().await;
+    // What Node (5.2.0) and Python (6.1.0) SDKs send: segments by reference.
+    let by_reference = |etag: Option<String>| {
+        let mut request = app
+            .anonymous(reqwest::Method::GET, "/api/client/features")
+            .header("Unleash-Client-Spec", "5.2.0");
+        if let Some(etag) = etag {
+            request = request.header("If-None-Match", etag);
+        }
+        crate::common::send(request)
+    };
+    let first = by_reference(None).await.expect(200);
     let toggle = &first.json["features"][0];
     assert_eq!(toggle["strategies"][0]["segments"], json!([id]));
     assert!(toggle["strategies"][0].get("constraints").is_none());
@@ -426,14 +437,15 @@ async fn the_client_document_serves_segments_by_reference(backend: &Backend) {
         json!([{"id": id, "name": "beta", "constraints": [
             {"contextName": "userId", "operator": "IN", "values": ["a", "b"]}]}])
     );
-    // What Node SDKs send gets the same form.
-    let spec = crate::common::send(
-        app.anonymous(reqwest::Method::GET, "/api/client/features")
-            .header("Unleash-Client-Spec", "5.2.0"),
-    )
-    .await
-    .expect(200);
-    assert_eq!(spec.json["segments"], first.json["segments"]);
+    // Without the header (older SDKs): the segment's constraints inlined, no `segments`.
+    let inline = app.client_features("", None).await.expect(200).json;
+    let strategy = &inline["features"][0]["strategies"][0];
+    assert!(strategy.get("segments").is_none(), "{inline}");
+    assert_eq!(
+        strategy["constraints"],
+        json!([{"contextName": "userId", "operator": "IN", "values": ["a", "b"]}])
+    );
+    assert!(inline.get("segments").is_none(), "{inline}");
     let etag = first.header("etag").expect("etag");
 
     app.put(
@@ -443,10 +455,15 @@ async fn the_client_document_serves_segments_by_reference(backend: &Backend) {
     )
     .await
     .expect(204);
-    let second = app.client_features("", Some(&etag)).await.expect(200);
+    let second = by_reference(Some(etag.clone())).await.expect(200);
     assert_ne!(second.header("etag"), Some(etag));
     assert_eq!(
         second.json["segments"][0]["constraints"][0]["values"],
+        json!(["c"])
+    );
+    let inline = app.client_features("", None).await.expect(200).json;
+    assert_eq!(
+        inline["features"][0]["strategies"][0]["constraints"][0]["values"],
         json!(["c"])
     );
     app.delete(&format!("/api/admin/segments/{id}"))

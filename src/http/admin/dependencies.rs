@@ -175,7 +175,7 @@ async fn list_parent_variants(
     tag = "dependencies",
     params(ProjectPath),
     responses(
-        (status = 200, description = "`true` when some toggle has a parent", body = bool),
+        (status = 200, description = "`true` when some toggle has a parent", body = bool, content_type = "application/json"),
         (status = 404, description = "No such project", body = ErrorBody),
     )
 )]
