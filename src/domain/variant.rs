@@ -146,17 +146,7 @@ pub fn validate_variants(specs: Vec<VariantSpec>, errors: &mut ValidationErrors)
                 0
             }
         };
-        let weight_type = match spec.weight_type.as_deref() {
-            None | Some("variable") => WeightType::Variable,
-            Some("fix") => WeightType::Fix,
-            Some(_) => {
-                errors.push(
-                    format!("{path}.weightType"),
-                    format!("\"{path}.weightType\" must be one of [variable, fix]"),
-                );
-                WeightType::Variable
-            }
-        };
+        let weight_type = read_weight_type(spec.weight_type.as_deref(), &path, errors);
         let payload = spec.payload.and_then(|p| {
             refuse_unsupported(&p.extra, &format!("{path}.payload"), &[], errors);
             match (p.kind, p.value) {
@@ -209,6 +199,22 @@ pub fn validate_variants(specs: Vec<VariantSpec>, errors: &mut ValidationErrors)
         }
     }
     out
+}
+
+/// A variant's `weightType` (`variable` when not sent); anything else is a problem at
+/// `{path}.weightType`.
+fn read_weight_type(value: Option<&str>, path: &str, errors: &mut ValidationErrors) -> WeightType {
+    match value {
+        None | Some("variable") => WeightType::Variable,
+        Some("fix") => WeightType::Fix,
+        Some(_) => {
+            errors.push(
+                format!("{path}.weightType"),
+                format!("\"{path}.weightType\" must be one of [variable, fix]"),
+            );
+            WeightType::Variable
+        }
+    }
 }
 
 /// The total weight variable and fixed variants share (Unleash's `fixVariantWeights`).
@@ -282,17 +288,7 @@ pub fn validate_strategy_variants(
                 format!("variant name \"{name}\" is used twice; names must be unique"),
             );
         }
-        let weight_type = match spec.weight_type.as_deref() {
-            None | Some("variable") => WeightType::Variable,
-            Some("fix") => WeightType::Fix,
-            Some(_) => {
-                errors.push(
-                    format!("{path}.weightType"),
-                    format!("\"{path}.weightType\" must be one of [variable, fix]"),
-                );
-                WeightType::Variable
-            }
-        };
+        let weight_type = read_weight_type(spec.weight_type.as_deref(), &path, errors);
         let weight = match spec.weight {
             Some(w) if (0.0..=1000.0).contains(&w) && w.fract() == 0.0 => w as u32,
             Some(_) => {
