@@ -164,6 +164,7 @@ async fn list_project_features(
     request_body = NewProjectFeature,
     responses(
         (status = 201, description = "Created", body = ProjectFeatureView),
+        (status = 400, description = "The body's problems, each with its path", body = ErrorBody),
         (status = 404, description = "No such project", body = ErrorBody),
         (status = 409, description = "The name is used by an active or archived toggle", body = ErrorBody),
     )
