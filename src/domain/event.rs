@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::tag::TagRef;
@@ -82,16 +83,21 @@ impl EventKind {
 }
 
 /// An event about to be recorded; the store assigns its id.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NewEvent {
     #[serde(rename = "type")]
     pub kind: EventKind,
     pub created_by: String,
     pub created_at: DateTime<Utc>,
-    pub data: Value,
+    /// Serialised already: an import's thousands of records are far smaller as text than as
+    /// values.
+    pub data: Box<RawValue>,
     /// The toggle's tags when the event happened; empty for other resources.
     pub tags: Vec<TagRef>,
+    /// The toggle the event is about, if any (read from `data` when the event was made).
+    #[serde(skip)]
+    pub toggle: Option<String>,
 }
 
 /// A recorded event with its monotonic id.
@@ -128,9 +134,29 @@ impl Event {
 }
 
 impl NewEvent {
+    /// An event of `kind` with `data`.
+    pub fn new(
+        kind: EventKind,
+        created_by: String,
+        created_at: DateTime<Utc>,
+        data: &Value,
+        tags: Vec<TagRef>,
+    ) -> Self {
+        let toggle = toggle_of(&kind.name(), data).map(str::to_string);
+        Self {
+            kind,
+            created_by,
+            created_at,
+            // A value always serialises (its map keys are strings).
+            data: serde_json::value::to_raw_value(data).unwrap_or_default(),
+            tags,
+            toggle,
+        }
+    }
+
     /// The toggle this event is about, if any (the key of the per-toggle event index).
     pub fn toggle_name(&self) -> Option<&str> {
-        toggle_of(&self.kind_name(), &self.data)
+        self.toggle.as_deref()
     }
 
     /// The event kind as recorded (`feature-created`).

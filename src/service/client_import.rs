@@ -5,12 +5,12 @@ use std::sync::{Arc, Mutex};
 
 use chrono::Utc;
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::import::{blocking, record_changes, same_base, same_records, IMPORTS};
 use super::{Actor, Plan, Service, ServiceError, COMMIT_ATTEMPTS};
 use crate::domain::event::EventKind;
-use crate::domain::import::{apply_client_document, read_client_document, ClientImportSummary};
+use crate::domain::import::{apply_client_document, ClientDocument, ClientImportSummary};
 
 /// What a client-shaped import answers.
 #[derive(Debug, Clone, Serialize)]
@@ -29,13 +29,13 @@ impl Service {
     pub async fn import_client_document(
         &self,
         actor: &Actor,
-        document: Value,
+        document: ClientDocument,
         environment: String,
         drop: bool,
         dry_run: bool,
     ) -> Result<ClientImportReport, ServiceError> {
         self.state()?;
-        let read = Arc::new(blocking(move || read_client_document(document)).await?);
+        let read = Arc::new(document);
         let environment = Arc::new(environment);
         let report = |summary, changed| ClientImportReport {
             dry_run,

@@ -148,13 +148,8 @@ impl<T> Plan<T> {
 
     /// Records an event in the same commit.
     pub fn event(&mut self, kind: EventKind, actor: &Actor, data: Value, tags: Vec<TagRef>) {
-        self.events.push(NewEvent {
-            kind,
-            created_by: actor.0.clone(),
-            created_at: self.now,
-            data,
-            tags,
-        });
+        self.events
+            .push(NewEvent::new(kind, actor.0.clone(), self.now, &data, tags));
     }
 }
 

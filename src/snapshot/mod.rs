@@ -44,6 +44,9 @@ pub struct Snapshot {
     /// When the snapshot last confirmed it matches the store.
     confirmed: std::sync::Mutex<std::time::Instant>,
     updates: UpdateCounters,
+    /// The head of an own commit a check found in the store before its committer installed
+    /// it: left to the committer once (see `check`).
+    deferred_own_commit: AtomicU64,
 }
 
 /// How often the snapshot moved to other replicas' writes, by where it read them.
@@ -81,6 +84,7 @@ impl Snapshot {
             store_reachable: AtomicBool::new(false),
             confirmed: std::sync::Mutex::new(std::time::Instant::now()),
             updates: UpdateCounters::default(),
+            deferred_own_commit: AtomicU64::new(0),
         }
     }
 
@@ -305,10 +309,12 @@ impl Snapshot {
             decode::apply_record(&mut state, *collection, key, Some(value))?;
         }
         let previous = self.current.load_full();
-        if self.is_loaded()
-            && (records.position.head != previous.head
-                || records.position.version < previous.version)
-        {
+        // Behind the snapshot, or at its version by another commit: a history other than the
+        // one served. (Ahead is what a reload is for: a change set too large for the log.)
+        let went_back = records.position.version < previous.version
+            || (records.position.version == previous.version
+                && records.position.head != previous.head);
+        if self.is_loaded() && went_back {
             tracing::error!(
                 had = ?position_of(&previous),
                 store = ?records.position,
@@ -401,6 +407,17 @@ impl Snapshot {
         let position = self.store.position().await;
         let result = match position {
             Ok(p) if self.is_loaded() && p == position_of(&self.state()) => Ok(()),
+            // This replica's own commit, which its committer is installing (the check ran
+            // between the store's reply and the install): reading it back would reload
+            // everything when its change set was too large for the log, as an import's is.
+            // Once: should the committer fail, the next check reads it.
+            Ok(p)
+                if p.version > self.state().version
+                    && self.store.is_own_commit(p.head)
+                    && self.deferred_own_commit.swap(p.head, Ordering::Relaxed) != p.head =>
+            {
+                Ok(())
+            }
             // Ahead: perhaps with its announcements already in hand.
             Ok(p) if p.version > self.state().version => return self.refresh_to(p).await,
             Ok(_) => return self.refresh().await,

@@ -2,6 +2,7 @@
 //! write transaction (records, version, change log and events together), made durable before
 //! it returns.
 
+use std::borrow::Cow;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,8 +12,9 @@ use redb::{Builder, Database, ReadableDatabase, ReadableTable, TableDefinition};
 use super::delivery::{self, embedded::EmbeddedDeliveries, NewDelivery};
 use super::redb_file::{failed, run_blocking, RECORDS};
 use super::{
-    decode_event, encode_event, random_id, Change, ChangeSet, Collection, CommitCheck,
-    CommitOutcome, Position, Records, StoreError, CHANGE_LOG_LENGTH, LOGGED_CHANGES_MAX,
+    changes_size, decode_event, encode_event, random_id, Change, ChangeSet, Collection,
+    CommitCheck, CommitOutcome, Position, Records, StoreError, CHANGE_LOG_LENGTH,
+    LOGGED_CHANGES_MAX,
 };
 use crate::config::DEFAULT_EMBEDDED_CACHE_MIB;
 use crate::domain::delivery::{delivery_id, DeliveryJob, DeliveryRecord};
@@ -39,10 +41,10 @@ pub struct EmbeddedStore {
 
 /// One change-log entry: the commit's id and its changes.
 #[derive(serde::Serialize, serde::Deserialize)]
-struct LoggedChanges {
+struct LoggedChanges<'a> {
     head: u64,
     /// `None` for a change set too large to log (`LOGGED_CHANGES_MAX`).
-    changes: Option<Vec<Change>>,
+    changes: Option<Cow<'a, [Change]>>,
 }
 
 /// The position recorded in the meta table.
@@ -196,7 +198,7 @@ impl EmbeddedStore {
                     sets.push(ChangeSet {
                         version: position.version,
                         head: position.head,
-                        changes,
+                        changes: changes.into_owned(),
                     });
                 }
                 last = position;
@@ -216,18 +218,12 @@ impl EmbeddedStore {
         deliveries: &[NewDelivery],
     ) -> Result<CommitOutcome, StoreError> {
         let head = random_id();
-        let mut logged = serde_json::to_string(&LoggedChanges {
+        let logged = serde_json::to_string(&LoggedChanges {
             head,
-            changes: Some(changes.to_vec()),
+            changes: (changes_size(changes) <= LOGGED_CHANGES_MAX)
+                .then_some(Cow::Borrowed(changes)),
         })
         .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        if logged.len() > LOGGED_CHANGES_MAX {
-            logged = serde_json::to_string(&LoggedChanges {
-                head,
-                changes: None,
-            })
-            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        }
         let events = events
             .iter()
             .map(|e| {

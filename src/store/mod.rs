@@ -260,6 +260,15 @@ impl Store {
         }
     }
 
+    /// Whether `head` is one of this replica's latest commits (its committer brings the
+    /// snapshot there itself).
+    pub fn is_own_commit(&self, head: u64) -> bool {
+        match self {
+            Store::Redis(s) => s.is_own_commit(head),
+            Store::Embedded(_) => false,
+        }
+    }
+
     /// Applies `changes`, bumps the version, logs the change set, appends `events` and queues
     /// their `deliveries`, all in one atomic step, provided `check` passes.
     pub async fn commit(
@@ -319,6 +328,15 @@ pub const CHANGE_LOG_LENGTH: u64 = 1000;
 /// changes, and replicas that meet it reload everything: the change log is bounded by
 /// entries, and entries of several MiB each would make it unbounded in bytes.
 pub const LOGGED_CHANGES_MAX: usize = 256 << 10;
+
+/// The bytes of a change set's keys and records, which decide whether it is logged (its JSON
+/// is a little larger): known before anything is serialised, and an import's set is megabytes.
+pub(crate) fn changes_size(changes: &[Change]) -> usize {
+    changes
+        .iter()
+        .map(|c| c.key.len() + c.value.as_ref().map_or(0, String::len))
+        .sum()
+}
 
 /// Serialises an event for storage, without its id (the store assigns it).
 pub(crate) fn encode_event(event: &NewEvent) -> Result<String, StoreError> {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use redis::streams::StreamRangeReply;
-use redis::{AsyncCommands, Script};
+use redis::{AsyncCommands, ErrorKind, RedisWrite, Script, ServerErrorKind};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -16,8 +16,8 @@ use super::delivery::{redis::RedisDeliveries, NewDelivery};
 use super::keys::Keys;
 use super::redis_conn::{Connector, RedisConn, RedisOptions};
 use super::{
-    decode_event, encode_event, random_id, Announcement, Change, ChangeSet, Collection,
-    CommitCheck, CommitOutcome, Position, Records, StoreError, CHANGE_LOG_LENGTH,
+    changes_size, decode_event, encode_event, random_id, Announcement, Change, ChangeSet,
+    Collection, CommitCheck, CommitOutcome, Position, Records, StoreError, CHANGE_LOG_LENGTH,
     LOGGED_CHANGES_MAX,
 };
 use crate::domain::event::{Event, NewEvent};
@@ -290,6 +290,10 @@ impl RedisStore {
         self.announced.between(from, to)
     }
 
+    pub(super) fn is_own_commit(&self, head: u64) -> bool {
+        self.own_commits.contains(head)
+    }
+
     pub(super) async fn commit(
         &self,
         check: &CommitCheck,
@@ -297,23 +301,21 @@ impl RedisStore {
         events: &[NewEvent],
         deliveries: &[NewDelivery],
     ) -> Result<CommitOutcome, StoreError> {
-        let changes_json =
-            serde_json::to_string(changes).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         // Per-toggle index lists and per-addon delivery logs are declared as keys after the
-        // collections (KEYS is 1-based: 7 fixed keys, then the collections).
+        // collections (KEYS is 1-based: 7 fixed keys, then the collections). A map from key to
+        // position: an import writes one index list per toggle, 10,000 of them.
         let mut extra_keys: Vec<String> = Vec::new();
+        let mut positions: HashMap<String, usize> = HashMap::new();
         let mut slot_of = |key: String| {
-            let position = match extra_keys.iter().position(|k| *k == key) {
-                Some(i) => i,
-                None => {
-                    extra_keys.push(key);
-                    extra_keys.len() - 1
-                }
-            };
+            let position = *positions.entry(key).or_insert_with_key(|key| {
+                extra_keys.push(key.clone());
+                extra_keys.len() - 1
+            });
             7 + Collection::ALL.len() + position + 1
         };
-        // Four arguments per event (see `commit.lua`).
-        let mut event_args = Vec::with_capacity(4 * events.len());
+        // Per event: its index list's slot and its deliveries' (addon, log slot, recent slot,
+        // traceparent).
+        let mut event_slots = Vec::with_capacity(events.len());
         for (i, event) in events.iter().enumerate() {
             let slot = event
                 .toggle_name()
@@ -330,19 +332,7 @@ impl RedisStore {
                     )
                 })
                 .collect();
-            let mut document = encode_event(event)?;
-            if !document.starts_with('{') {
-                return Err(StoreError::Corrupt("an event is not a JSON object".into()));
-            }
-            event_args.push(document.split_off(1));
-            event_args.push(slot.to_string());
-            event_args.push(event.kind_name());
-            event_args.push(match jobs.is_empty() {
-                true => String::new(),
-                false => {
-                    serde_json::to_string(&jobs).map_err(|e| StoreError::Corrupt(e.to_string()))?
-                }
-            });
+            event_slots.push((slot, jobs));
         }
         let mut keys = vec![
             self.keys.version(),
@@ -356,48 +346,74 @@ impl RedisStore {
         keys.extend(Collection::ALL.map(|c| self.keys.collection(c)));
         keys.extend(extra_keys);
         let now = chrono::Utc::now();
-        let log_changes = match changes_json.len() {
-            n if n > LOGGED_CHANGES_MAX => "0",
-            n if n > ANNOUNCED_CHANGES_MAX => "1",
-            _ => "2",
-        };
         let (expected_version, expected_head) = match check.expected {
             Some(p) => (p.version.to_string(), p.head.to_string()),
             None => ("-1".to_string(), String::new()),
         };
         let head = random_id();
         self.own_commits.record(head);
-        let mut args = vec![
-            expected_version,
-            expected_head,
-            changes_json,
-            events.len().to_string(),
-            CHANGE_LOG_LENGTH.to_string(),
-            self.keys.notify_channel(),
-            head.to_string(),
-            log_changes.to_string(),
-            now.timestamp_millis().to_string(),
-            now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            rebase_terms(check)?,
-        ];
-        args.extend(event_args);
-        args.extend(Collection::ALL.map(|c| c.as_str().to_string()));
-        let reply: CommitReply = match self.connector.wait() {
+        // The command is written argument by argument, the change set and the events
+        // serialised straight into it: an import's megabytes are held once, not three times.
+        let wait = self.connector.wait();
+        let mut command = redis::Cmd::new();
+        match wait {
+            None => command.arg("EVALSHA").arg(self.commit_script.get_hash()),
+            // `WAIT` goes in the same pipeline: no second round trip for a missing script.
+            Some(_) => command.arg("EVAL").arg(COMMIT_SCRIPT),
+        };
+        command
+            .arg(keys.len())
+            .arg(&keys)
+            .arg(expected_version)
+            .arg(expected_head);
+        serde_json::to_writer(command.writer_for_next_arg(), changes)
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let log_changes = match changes_size(changes) {
+            n if n > LOGGED_CHANGES_MAX => "0",
+            n if n > ANNOUNCED_CHANGES_MAX => "1",
+            _ => "2",
+        };
+        command
+            .arg(events.len())
+            .arg(CHANGE_LOG_LENGTH)
+            .arg(self.keys.notify_channel())
+            .arg(head)
+            .arg(log_changes)
+            .arg(now.timestamp_millis())
+            .arg(now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+            .arg(rebase_terms(check)?);
+        // Four arguments per event (see `commit.lua`); the script writes the id before the
+        // rest of the document, so each goes without its opening brace.
+        for (event, (slot, jobs)) in events.iter().zip(event_slots) {
+            let document = encode_event(event)?;
+            let Some(rest) = document.strip_prefix('{') else {
+                return Err(StoreError::Corrupt("an event is not a JSON object".into()));
+            };
+            command.arg(rest).arg(slot).arg(event.kind_name());
+            match jobs.is_empty() {
+                true => command.arg(""),
+                false => command.arg(
+                    serde_json::to_string(&jobs).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                ),
+            };
+        }
+        command.arg(&Collection::ALL.map(|c| c.as_str())[..]);
+        let reply: CommitReply = match wait {
             None => {
-                let mut invocation = self.commit_script.prepare_invoke();
-                for key in &keys {
-                    invocation.key(key);
-                }
-                for arg in &args {
-                    invocation.arg(arg);
-                }
                 let mut conn = self.conn.clone();
-                invocation
-                    .invoke_async(&mut conn)
-                    .await
-                    .map_err(commit_failure)?
+                match command.query_async(&mut conn).await {
+                    Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                        self.commit_script
+                            .load_async(&mut conn)
+                            .await
+                            .map_err(commit_failure)?;
+                        command.query_async(&mut conn).await
+                    }
+                    reply => reply,
+                }
+                .map_err(commit_failure)?
             }
-            Some(wait) => self.commit_and_wait(&keys, &args, wait).await?,
+            Some(wait) => self.commit_and_wait(command, wait).await?,
         };
         let (committed, version, head, rebased, previous_head) = reply;
         let position = Position { head, version };
@@ -421,17 +437,12 @@ impl RedisStore {
     /// that fewer replicas confirm in time is uncertain: a failover could still lose it.
     async fn commit_and_wait(
         &self,
-        keys: &[String],
-        args: &[String],
+        command: redis::Cmd,
         (replicas, timeout): (u32, Duration),
     ) -> Result<CommitReply, StoreError> {
         let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
         let mut pipe = redis::pipe();
-        pipe.cmd("EVAL")
-            .arg(COMMIT_SCRIPT)
-            .arg(keys.len())
-            .arg(keys)
-            .arg(args)
+        pipe.add_command(command)
             .cmd("WAIT")
             .arg(replicas)
             .arg(timeout_ms);

@@ -8,10 +8,13 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::document::parse_item;
+use super::format::{parse_document, parse_json_sections, raw_items, DocumentFormat};
 use crate::domain::config_state::ConfigState;
 use crate::domain::constraint::Constraint;
 use crate::domain::dependency::Dependency;
@@ -127,16 +130,108 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
+/// One list of a client document, its items still to be read: values, or unparsed JSON
+/// (a large document is read item by item, never held whole as values).
+enum Items<'a> {
+    Values(Vec<Value>),
+    Raw(Vec<&'a RawValue>),
+}
+
+impl<'a> Items<'a> {
+    /// Each item as a value, or what is wrong with it (a key twice).
+    fn into_values(self) -> Box<dyn Iterator<Item = Result<Value, DomainError>> + 'a> {
+        match self {
+            Items::Values(values) => Box::new(values.into_iter().map(Ok)),
+            Items::Raw(items) => Box::new(
+                items
+                    .into_iter()
+                    .map(|item| parse_document(item.get().as_bytes(), DocumentFormat::Json)),
+            ),
+        }
+    }
+}
+
+/// The top level of a client document: its keys, and its lists (`None`: not a list).
+struct Sections<'a> {
+    keys: Vec<String>,
+    features: Option<Items<'a>>,
+    segments: Option<Items<'a>>,
+}
+
+/// What a client document that is not an object is told.
+fn not_an_object() -> DomainError {
+    ValidationErrors::single(
+        "",
+        "a client document is an object: {\"version\", \"features\", \"segments\"}",
+    )
+}
+
 /// Reads `value` as a client document: every problem with its path.
 pub fn read_client_document(value: Value) -> Result<ClientDocument, DomainError> {
-    let mut errors = ValidationErrors::default();
     let Value::Object(sections) = value else {
-        return Err(ValidationErrors::single(
-            "",
-            "a client document is an object: {\"version\", \"features\", \"segments\"}",
-        ));
+        return Err(not_an_object());
     };
-    for key in sections.keys().filter(|k| !KEYS.contains(&k.as_str())) {
+    let mut read = Sections {
+        keys: Vec::new(),
+        features: Some(Items::Values(Vec::new())),
+        segments: Some(Items::Values(Vec::new())),
+    };
+    for (key, value) in sections {
+        let items = match value {
+            Value::Null => Some(Items::Values(Vec::new())),
+            Value::Array(items) => Some(Items::Values(items)),
+            _ => None,
+        };
+        match key.as_str() {
+            "features" => read.features = items,
+            "segments" => read.segments = items,
+            _ => {}
+        }
+        read.keys.push(key);
+    }
+    read_sections(read)
+}
+
+/// Reads `bytes`, written in `format`, as a client document: JSON item by item, YAML as one
+/// value. Every problem with its path.
+pub fn read_client_document_in(
+    bytes: &[u8],
+    format: DocumentFormat,
+) -> Result<ClientDocument, DomainError> {
+    match format.of(bytes) {
+        DocumentFormat::Yaml => read_client_document(parse_document(bytes, DocumentFormat::Yaml)?),
+        _ => read_client_document_json(bytes),
+    }
+}
+
+/// Reads the JSON `bytes` as a client document, item by item: every problem with its path.
+fn read_client_document_json(bytes: &[u8]) -> Result<ClientDocument, DomainError> {
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(not_an_object());
+    }
+    let mut read = Sections {
+        keys: Vec::new(),
+        features: Some(Items::Raw(Vec::new())),
+        segments: Some(Items::Raw(Vec::new())),
+    };
+    for (key, value) in parse_json_sections(bytes)? {
+        let items = match value.get() {
+            "null" => Some(Items::Raw(Vec::new())),
+            _ => raw_items(value).map(Items::Raw),
+        };
+        match key.as_str() {
+            "features" => read.features = items,
+            "segments" => read.segments = items,
+            _ => {}
+        }
+        read.keys.push(key);
+    }
+    read_sections(read)
+}
+
+fn read_sections<'a>(sections: Sections<'a>) -> Result<ClientDocument, DomainError> {
+    let mut errors = ValidationErrors::default();
+    for key in sections.keys.iter().filter(|k| !KEYS.contains(&k.as_str())) {
         errors.push(
             key.as_str(),
             format!(
@@ -145,20 +240,19 @@ pub fn read_client_document(value: Value) -> Result<ClientDocument, DomainError>
             ),
         );
     }
-    let mut document = ClientDocument::default();
-    let mut list = |key: &str| match sections.get(key) {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(items)) => items.iter().cloned().enumerate().collect(),
-        Some(_) => {
+    let mut list = |key: &str, items: Option<Items<'a>>| {
+        items.unwrap_or_else(|| {
             errors.push(key, format!("\"{key}\" must be a list"));
-            Vec::new()
-        }
+            Items::Values(Vec::new())
+        })
     };
-    let (features, segments) = (list("features"), list("segments"));
+    let features = list("features", sections.features);
+    let segments = list("segments", sections.segments);
+    let mut document = ClientDocument::default();
     let mut names = HashSet::new();
-    for (i, item) in features {
+    for (i, item) in features.into_values().enumerate() {
         let path = format!("features[{i}]");
-        let Some(feature) = parse_item::<ClientFeature>(item, &path, &mut errors) else {
+        let Some(feature) = read_item::<ClientFeature>(item, &path, &mut errors) else {
             continue;
         };
         refuse_unsupported(
@@ -182,9 +276,9 @@ pub fn read_client_document(value: Value) -> Result<ClientDocument, DomainError>
         document.features.push((i, feature));
     }
     let mut ids = HashSet::new();
-    for (i, item) in segments {
+    for (i, item) in segments.into_values().enumerate() {
         let path = format!("segments[{i}]");
-        let Some(segment) = parse_item::<ClientSegment>(item, &path, &mut errors) else {
+        let Some(segment) = read_item::<ClientSegment>(item, &path, &mut errors) else {
             continue;
         };
         if !ids.insert(segment.id) {
@@ -196,6 +290,21 @@ pub fn read_client_document(value: Value) -> Result<ClientDocument, DomainError>
         document.segments.push((i, segment));
     }
     errors.into_result(document)
+}
+
+/// An item as a `T`, or its problems recorded under `path`.
+fn read_item<T: DeserializeOwned>(
+    item: Result<Value, DomainError>,
+    path: &str,
+    errors: &mut ValidationErrors,
+) -> Option<T> {
+    match item {
+        Ok(value) => parse_item(value, path, errors),
+        Err(problem) => {
+            errors.push(path, problem.to_string());
+            None
+        }
+    }
 }
 
 /// `base` with `document` imported into `environment`: each listed toggle's configuration in
@@ -439,6 +548,32 @@ mod tests {
         );
         let document = read_client_document(json!({"features": []})).expect("reads");
         assert!(apply_client_document(&state(), &document, "nowhere", false, Utc::now()).is_err());
+    }
+
+    #[test]
+    fn json_is_read_item_by_item_as_values_are() {
+        let bytes = br#"{"version": 2, "features": [{"name": "a", "enabled": true},
+            {"name": "b", "name": "c"}, {"name": "d", "enabled": "yes"}], "segments": null}"#;
+        let DomainError::Invalid(errors) =
+            read_client_document_in(bytes, DocumentFormat::Sniff).unwrap_err()
+        else {
+            panic!("not a validation error")
+        };
+        let paths: Vec<_> = errors.0.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, ["features[1]", "features[2].enabled"]);
+        assert!(errors.0[0].message.contains("appears twice"), "{errors:?}");
+        let read = read_client_document_in(
+            br#"{"features": [{"name": "a", "enabled": true}]}"#,
+            DocumentFormat::Json,
+        )
+        .expect("reads");
+        assert_eq!(read.features[0].1.name, "a");
+        let yaml = read_client_document_in(b"features:\n  - name: a\n", DocumentFormat::Sniff)
+            .expect("reads YAML");
+        assert_eq!(yaml.features[0].1.name, "a");
+        for bad in [&b"[]"[..], b"{\"features\": 1}", b"{\"features\": []} x"] {
+            assert!(read_client_document_in(bad, DocumentFormat::Json).is_err());
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@ use std::cell::Cell;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::flow_depth::flow_depth_exceeds;
@@ -30,6 +31,18 @@ impl DocumentFormat {
             Self::Sniff
         }
     }
+
+    /// The format of `bytes`: this one, or for `Sniff` JSON when they start like JSON (`{` or
+    /// `[`), else YAML.
+    pub fn of(self, bytes: &[u8]) -> Self {
+        match self {
+            Self::Sniff => match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+                Some(b'{' | b'[') => Self::Json,
+                _ => Self::Yaml,
+            },
+            known => known,
+        }
+    }
 }
 
 /// Parses `bytes` as `format` into a JSON value. Both parsers bound nesting depth; on top,
@@ -38,13 +51,7 @@ impl DocumentFormat {
 /// (one anchor referenced many times), can cost more than the document's own size — and a
 /// key may not appear twice in one object (parsers would silently keep the last).
 pub fn parse_document(bytes: &[u8], format: DocumentFormat) -> Result<Value, DomainError> {
-    let format = match format {
-        DocumentFormat::Sniff => match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
-            Some(b'{' | b'[') => DocumentFormat::Json,
-            _ => DocumentFormat::Yaml,
-        },
-        known => known,
-    };
+    let format = format.of(bytes);
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ValidationErrors::single("", "the document is empty"));
     }
@@ -86,6 +93,52 @@ pub fn parse_document(bytes: &[u8], format: DocumentFormat) -> Result<Value, Dom
                 ValidationErrors::single("", format!("the document is not valid JSON: {e}"))
             })
         }
+    }
+}
+
+/// A JSON document's top-level object read one level deep: each key with its value unparsed
+/// (borrowed from `bytes`), so that a large document is read item by item and never held
+/// whole as a tree of values. A key may not appear twice.
+pub fn parse_json_sections(bytes: &[u8]) -> Result<Vec<(String, &RawValue)>, DomainError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ValidationErrors::single("", "the document is empty"));
+    }
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let sections = deserializer.deserialize_map(Sections).and_then(|sections| {
+        deserializer.end()?;
+        Ok(sections)
+    });
+    sections
+        .map_err(|e| ValidationErrors::single("", format!("the document is not valid JSON: {e}")))
+}
+
+/// The items of an unparsed JSON list (`None` when the value is not a list).
+pub fn raw_items(list: &RawValue) -> Option<Vec<&RawValue>> {
+    serde_json::from_str(list.get()).ok()
+}
+
+/// Reads one level of a JSON object into its keys and unparsed values.
+struct Sections;
+
+impl<'de> Visitor<'de> for Sections {
+    type Value = Vec<(String, &'de RawValue)>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut sections: Self::Value = Vec::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if sections.iter().any(|(k, _)| *k == key) {
+                return Err(de::Error::custom(format!(
+                    "the key \"{key}\" appears twice"
+                )));
+            }
+            let value = map.next_value()?;
+            sections.push((key, value));
+        }
+        Ok(sections)
     }
 }
 
@@ -212,6 +265,20 @@ mod tests {
         let json = parse_document(br#"{"version": 1, "features": []}"#, DocumentFormat::Sniff);
         let yaml = parse_document(b"version: 1\nfeatures: []\n", DocumentFormat::Sniff);
         assert_eq!(json.expect("json"), yaml.expect("yaml"));
+    }
+
+    #[test]
+    fn sections_are_read_one_level_deep() {
+        let bytes = br#"{"version": 2, "features": [{"name": "a"}, {"name": "b"}]}"#;
+        let sections = parse_json_sections(bytes).expect("sections");
+        let keys: Vec<_> = sections.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["version", "features"]);
+        let items = raw_items(sections[1].1).expect("a list");
+        assert_eq!(items[1].get(), r#"{"name": "b"}"#);
+        assert!(raw_items(sections[0].1).is_none());
+        for bad in [&b"[]"[..], b"{\"a\": 1, \"a\": 2}", b"{} x", b"  "] {
+            assert!(parse_json_sections(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -13,8 +13,8 @@ pub use apply::{
     ToggleChange, ToggleCounts,
 };
 pub use client_shape::{
-    apply_client_document, read_client_document, ClientDocument, ClientImportCounts,
-    ClientImportSummary,
+    apply_client_document, read_client_document, read_client_document_in, ClientDocument,
+    ClientImportCounts, ClientImportSummary,
 };
 pub use document::{read_document, FeatureTagRef, ImportDocument, ImportedToggle};
 pub use format::{parse_document, DocumentFormat};

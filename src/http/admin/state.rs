@@ -9,7 +9,10 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::domain::export::{export, export_environment, ExportSections};
-use crate::domain::import::{parse_document, DocumentFormat, ImportOptions};
+use crate::domain::import::{
+    parse_document, read_client_document_in, DocumentFormat, ImportOptions,
+};
+use crate::domain::DomainError;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::extract::QueryFlags;
 use crate::service::{Actor, Service};
@@ -136,15 +139,13 @@ async fn import_state(
     };
     let dry_run = query.flag("dryRun", false);
     let (bytes, format) = read_body(request).await?;
-    // Parsing megabytes is CPU work: off the runtime's workers.
-    let document = tokio::task::spawn_blocking(move || parse_document(&bytes, format))
-        .await
-        .map_err(|e| ApiError::Internal(format!("parsing an import: {e}")))??;
     let status = match dry_run {
         true => StatusCode::OK,
         false => StatusCode::ACCEPTED,
     };
+    // Parsing megabytes is CPU work: off the runtime's workers.
     if let Some(environment) = query.get("environment") {
+        let document = off_the_workers(move || read_client_document_in(&bytes, format)).await?;
         let report = service
             .import_client_document(
                 &actor,
@@ -156,10 +157,21 @@ async fn import_state(
             .await?;
         return Ok((status, Json(report)).into_response());
     }
+    let document = off_the_workers(move || parse_document(&bytes, format)).await?;
     let report = service
         .import_state(&actor, document, options, dry_run)
         .await?;
     Ok((status, Json(report)).into_response())
+}
+
+/// Runs `parse` on a blocking thread.
+async fn off_the_workers<T: Send + 'static>(
+    parse: impl FnOnce() -> Result<T, DomainError> + Send + 'static,
+) -> ApiResult<T> {
+    tokio::task::spawn_blocking(parse)
+        .await
+        .map_err(|e| ApiError::Internal(format!("parsing an import: {e}")))?
+        .map_err(ApiError::from)
 }
 
 /// The document's bytes and what they are written in: a multipart `file` part (its file
