@@ -111,6 +111,10 @@ pub struct Settings {
     #[command(flatten)]
     pub segments: SegmentSettings,
 
+    /// SSE streaming and its stream log.
+    #[command(flatten)]
+    pub streaming: crate::streaming::StreamingSettings,
+
     /// Logs, traces and metrics.
     #[command(flatten)]
     pub telemetry: TelemetrySettings,

@@ -16,6 +16,7 @@ pub mod service;
 pub mod snapshot;
 pub mod state;
 pub mod store;
+pub mod streaming;
 pub mod telemetry;
 pub mod usage;
 
@@ -81,7 +82,9 @@ pub async fn run(
     requested: CancellationToken,
 ) -> Result<(), RunError> {
     settings.check().map_err(RunError::Settings)?;
-    let store = open_store(&settings.store).await?;
+    let store = open_store(&settings.store)
+        .await?
+        .with_stream_log_retention(settings.streaming.retention());
     tracing::info!(backend = store.backend_name(), "store opened");
     let snapshot = Arc::new(Snapshot::new(store.clone()));
     let readiness = Arc::new(health::Readiness::new(
@@ -128,6 +131,17 @@ pub async fn run(
     ));
 
     workers.spawn(snapshot.clone().run_client_builder(shutdown.clone()));
+    if settings.streaming.enabled {
+        streaming::open_files::raise_open_files_limit();
+    }
+    let streams = streaming::StreamHub::new(
+        snapshot.clone(),
+        store.clone(),
+        settings.streaming.limits(),
+    );
+    // Streams end when the drain is over (`shutdown`), or the graceful shutdown would wait
+    // for them forever.
+    workers.spawn(streams.clone().run(shutdown.clone()));
 
     if settings.delivery.enabled {
         let worker = delivery::DeliveryWorker::new(
@@ -214,6 +228,8 @@ pub async fn run(
         metrics,
         usage,
         forwarding,
+        streams,
+        fetch_mode_header: settings.streaming.fetch_mode_header,
         trust_proxy: settings.server.trust_proxy,
         edge: state::EdgeSettings::from_settings(&settings.server, &settings.telemetry),
     }));

@@ -1,0 +1,399 @@
+//! `StreamHub`: the streams of one replica, grouped by what they show (`View`), and the task
+//! that follows the snapshot and fans each new version out.
+//!
+//! For each new configuration the hub computes what changed once (`Update`), renders each
+//! changed toggle once per environment, encodes one frame per group and hands every stream of
+//! the group a reference to it. Streams take frames from small bounded queues: a stream whose
+//! queue is full is a slow reader and is ended (its client reconnects with its Last-Event-ID
+//! and resumes), so it never holds the others back. The same task sends heartbeats and ends
+//! streams at their lifetime and at shutdown.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio_util::sync::CancellationToken;
+
+use super::events::{hydration_document, replay, Update, View};
+use super::frame;
+use super::queue::{FrameQueue, PushError};
+use crate::domain::config_state::ConfigState;
+use crate::snapshot::Snapshot;
+use crate::store::Store;
+
+/// What the hub allows and how often it acts (from `StreamingSettings`).
+#[derive(Debug, Clone)]
+pub struct StreamLimits {
+    /// Whether streams are served at all.
+    pub enabled: bool,
+    /// Open streams this replica holds at most; more are refused with 429.
+    pub max_connections: usize,
+    /// Frames a stream may have waiting before it counts as a slow reader.
+    pub queue_frames: usize,
+    /// Interval of the heartbeat comments.
+    pub heartbeat: Duration,
+    /// How long a stream lasts at most (each stream up to a fifth less, at random).
+    pub max_lifetime: Duration,
+    /// The `retry:` delay sent with a stream's last frame, in milliseconds.
+    pub reconnect_ms: u64,
+}
+
+/// Why a stream was not opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Streaming is turned off (`--streaming false`).
+    Disabled,
+    /// The replica holds `max_connections` streams.
+    Full,
+    /// The replica is shutting down.
+    Stopping,
+}
+
+/// Counts since the replica started, for the metrics and the tests.
+#[derive(Debug, Default)]
+pub struct StreamCounters {
+    pub opened: AtomicU64,
+    pub refused: AtomicU64,
+    /// Streams ended because their reader fell behind.
+    pub slow: AtomicU64,
+    /// Streams ended at their lifetime.
+    pub expired: AtomicU64,
+    /// Frames queued to streams (heartbeats not counted).
+    pub frames: AtomicU64,
+}
+
+/// The streams of one replica.
+pub struct StreamHub {
+    snapshot: Arc<Snapshot>,
+    store: Store,
+    limits: StreamLimits,
+    registry: Mutex<Registry>,
+    open: AtomicUsize,
+    next_id: AtomicU64,
+    stopping: AtomicBool,
+    pub counters: StreamCounters,
+}
+
+/// The groups, and the configuration they were last sent (new streams start from it).
+struct Registry {
+    published: Arc<ConfigState>,
+    groups: HashMap<View, Arc<Group>>,
+}
+
+/// The streams that show one view.
+struct Group {
+    view: View,
+    subscribers: Mutex<HashMap<u64, Subscriber>>,
+    /// The view's hydration document at one version, shared by the streams that start then.
+    hydration: Mutex<Option<(u64, Bytes)>>,
+}
+
+struct Subscriber {
+    queue: Arc<FrameQueue>,
+    ends_at: Instant,
+}
+
+/// One open stream's membership of its group; leaving happens on drop.
+pub struct Subscription {
+    hub: Arc<StreamHub>,
+    group: Arc<Group>,
+    id: u64,
+    queue: Arc<FrameQueue>,
+    /// The configuration the stream starts from: later frames carry what came after it.
+    published: Arc<ConfigState>,
+}
+
+impl Subscription {
+    /// The stream's queue.
+    pub fn queue(&self) -> &FrameQueue {
+        &self.queue
+    }
+
+    /// The version the stream starts at.
+    pub fn version(&self) -> u64 {
+        self.published.version
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.queue.close_with(None);
+        self.hub.leave(&self.group, self.id);
+        self.hub.open.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding one of these locks leaves plain data behind: keep using it.
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl StreamHub {
+    /// A hub following `snapshot`, resuming streams from `store`'s stream log.
+    pub fn new(snapshot: Arc<Snapshot>, store: Store, limits: StreamLimits) -> Arc<Self> {
+        Arc::new(Self {
+            registry: Mutex::new(Registry {
+                published: snapshot.state(),
+                groups: HashMap::new(),
+            }),
+            snapshot,
+            store,
+            limits,
+            open: AtomicUsize::new(0),
+            next_id: AtomicU64::new(0),
+            stopping: AtomicBool::new(false),
+            counters: StreamCounters::default(),
+        })
+    }
+
+    /// The hub's limits.
+    pub fn limits(&self) -> &StreamLimits {
+        &self.limits
+    }
+
+    /// How many streams are open.
+    pub fn open_streams(&self) -> usize {
+        self.open.load(Ordering::Acquire)
+    }
+
+    /// How many groups (distinct views) the open streams form.
+    pub fn groups(&self) -> usize {
+        lock(&self.registry).groups.len()
+    }
+
+    /// Opens a stream of `view`, unless streaming is off, the replica is full or stopping.
+    pub fn subscribe(self: &Arc<Self>, view: View) -> Result<Subscription, Refusal> {
+        if !self.limits.enabled {
+            return Err(Refusal::Disabled);
+        }
+        if self.stopping.load(Ordering::Acquire) {
+            return Err(Refusal::Stopping);
+        }
+        if self.open.fetch_add(1, Ordering::AcqRel) >= self.limits.max_connections {
+            self.open.fetch_sub(1, Ordering::AcqRel);
+            self.counters.refused.fetch_add(1, Ordering::Relaxed);
+            return Err(Refusal::Full);
+        }
+        let queue = Arc::new(FrameQueue::new(self.limits.queue_frames));
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut registry = lock(&self.registry);
+        // Whatever the snapshot holds now is where the stream starts.
+        self.advance(&mut registry);
+        let group = registry
+            .groups
+            .entry(view.clone())
+            .or_insert_with(|| {
+                Arc::new(Group {
+                    view,
+                    subscribers: Mutex::new(HashMap::new()),
+                    hydration: Mutex::new(None),
+                })
+            })
+            .clone();
+        lock(&group.subscribers).insert(
+            id,
+            Subscriber {
+                queue: queue.clone(),
+                ends_at: Instant::now() + self.lifetime(),
+            },
+        );
+        let published = registry.published.clone();
+        drop(registry);
+        self.counters.opened.fetch_add(1, Ordering::Relaxed);
+        Ok(Subscription {
+            hub: self.clone(),
+            group,
+            id,
+            queue,
+            published,
+        })
+    }
+
+    /// A stream's lifetime: the maximum, less up to a fifth at random, so streams opened
+    /// together do not all end together.
+    fn lifetime(&self) -> Duration {
+        let fraction = (crate::store::random_id() % 1000) as f64 / 5000.0;
+        self.limits.max_lifetime.mul_f64(1.0 - fraction)
+    }
+
+    fn leave(&self, group: &Arc<Group>, id: u64) {
+        let mut registry = lock(&self.registry);
+        let mut subscribers = lock(&group.subscribers);
+        subscribers.remove(&id);
+        if subscribers.is_empty() {
+            if let Some(current) = registry.groups.get(&group.view) {
+                if Arc::ptr_eq(current, group) {
+                    registry.groups.remove(&group.view);
+                }
+            }
+        }
+    }
+
+    /// The first frame of `subscription`'s stream: `unleash-connected` with a hydration, or,
+    /// when `last_event_id` names a version the stream log still covers, the events since.
+    /// An id ahead of the configuration, unknown or unreadable gets a hydration.
+    pub async fn first_frame(&self, subscription: &Subscription, last_event_id: Option<u64>) -> Bytes {
+        let state = &subscription.published;
+        let version = state.version;
+        let data = match self.catch_up(state, &subscription.group.view, last_event_id).await {
+            Some(events) => Bytes::from(events),
+            None => self.hydration(&subscription.group, state),
+        };
+        frame::event(frame::CONNECTED, version, &data)
+    }
+
+    /// The events a client of `view` at version `last` missed up to `state` (a document,
+    /// possibly of no event), when the stream log can tell them: `None` when only a hydration
+    /// will do.
+    pub async fn catch_up(
+        &self,
+        state: &ConfigState,
+        view: &View,
+        last: impl Into<Option<u64>>,
+    ) -> Option<Vec<u8>> {
+        let last = last.into()?;
+        let version = state.version;
+        if last == version {
+            return Some(br#"{"events":[]}"#.to_vec());
+        }
+        if last > version {
+            return None;
+        }
+        match self.store.stream_log(last, version).await {
+            Ok(Some(entries)) => replay(state, view, &entries),
+            Ok(None) => None,
+            Err(e) => {
+                tracing::warn!(error = %e, "stream log unreadable; the stream starts with a hydration");
+                None
+            }
+        }
+    }
+
+    /// The hydration document of `group` at `state`, built once per version.
+    fn hydration(&self, group: &Group, state: &ConfigState) -> Bytes {
+        let mut cached = lock(&group.hydration);
+        if let Some((version, document)) = &*cached {
+            if *version == state.version {
+                return document.clone();
+            }
+        }
+        let document = Bytes::from(hydration_document(state, &group.view));
+        *cached = Some((state.version, document.clone()));
+        document
+    }
+
+    /// Publishes the snapshot's configuration, if newer than the last published.
+    fn advance(&self, registry: &mut Registry) {
+        let after = self.snapshot.state();
+        let before = registry.published.clone();
+        if Arc::ptr_eq(&before, &after) {
+            return;
+        }
+        registry.published = after.clone();
+        if after.version < before.version {
+            // The store went back (flushed, restored): ids clients hold mean nothing now.
+            tracing::warn!(
+                from = before.version,
+                to = after.version,
+                "configuration version went back; ending every stream"
+            );
+            self.end_streams(registry, "configuration reloaded");
+            return;
+        }
+        let mut update = Update::between(before, after.clone());
+        if update.is_empty() {
+            return;
+        }
+        for group in registry.groups.values() {
+            let data = match update.events_for(&group.view) {
+                None => self.hydration(group, &after),
+                Some(list) if list.is_empty() => continue,
+                Some(list) => Bytes::from(list.finish()),
+            };
+            let event = frame::event(frame::UPDATED, after.version, &data);
+            self.fan_out(group, |_| Some(event.clone()), true);
+        }
+    }
+
+    /// Offers each stream of `group` the frame `frame_for` gives it (`None`: end the stream
+    /// after a farewell); ends the streams whose queue is full.
+    fn fan_out(&self, group: &Group, mut frame_for: impl FnMut(&Subscriber) -> Option<Bytes>, counted: bool) {
+        let mut subscribers = lock(&group.subscribers);
+        subscribers.retain(|_, subscriber| match frame_for(subscriber) {
+            Some(frame) => match subscriber.queue.push(frame) {
+                Ok(()) => {
+                    if counted {
+                        self.counters.frames.fetch_add(1, Ordering::Relaxed);
+                    }
+                    true
+                }
+                Err(PushError::Full) => {
+                    self.counters.slow.fetch_add(1, Ordering::Relaxed);
+                    subscriber
+                        .queue
+                        .close_with(Some(frame::farewell("too slow", self.limits.reconnect_ms)));
+                    false
+                }
+                Err(PushError::Closed) => false,
+            },
+            None => {
+                self.counters.expired.fetch_add(1, Ordering::Relaxed);
+                subscriber
+                    .queue
+                    .close_with(Some(frame::farewell("lifetime reached", self.limits.reconnect_ms)));
+                false
+            }
+        });
+    }
+
+    /// Heartbeats to every stream; streams past their lifetime end instead.
+    fn sweep(&self) {
+        let mut registry = lock(&self.registry);
+        self.advance(&mut registry);
+        let now = Instant::now();
+        let beat = frame::heartbeat();
+        for group in registry.groups.values() {
+            self.fan_out(
+                group,
+                |subscriber| (subscriber.ends_at > now).then(|| beat.clone()),
+                false,
+            );
+        }
+    }
+
+    fn end_streams(&self, registry: &mut Registry, reason: &str) {
+        let farewell = frame::farewell(reason, self.limits.reconnect_ms);
+        for group in registry.groups.values() {
+            for (_, subscriber) in lock(&group.subscribers).drain() {
+                subscriber.queue.close_with(Some(farewell.clone()));
+            }
+        }
+        registry.groups.clear();
+    }
+
+    /// Follows the snapshot and fans out each new configuration, sends heartbeats and ends
+    /// streams at their lifetime, until `stop`; then ends every stream with a hint to
+    /// reconnect (to another replica: this one no longer accepts connections).
+    pub async fn run(self: Arc<Self>, stop: CancellationToken) {
+        let mut installed = self.snapshot.installed();
+        let mut beat = tokio::time::interval(self.limits.heartbeat);
+        beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                changed = installed.changed() => {
+                    if changed.is_err() {
+                        break;
+                    }
+                    self.advance(&mut lock(&self.registry));
+                }
+                _ = beat.tick() => self.sweep(),
+            }
+        }
+        self.stopping.store(true, Ordering::Release);
+        let mut registry = lock(&self.registry);
+        self.end_streams(&mut registry, "shutting down");
+    }
+}
