@@ -84,7 +84,9 @@ pub async fn run(
     settings.check().map_err(RunError::Settings)?;
     let store = open_store(&settings.store)
         .await?
-        .with_stream_log_retention(settings.streaming.retention());
+        .with_stream_log_retention(store::stream_log::StreamLogRetention::from_settings(
+            &settings.streaming,
+        ));
     tracing::info!(backend = store.backend_name(), "store opened");
     let snapshot = Arc::new(Snapshot::new(store.clone()));
     let readiness = Arc::new(health::Readiness::new(
@@ -137,7 +139,7 @@ pub async fn run(
     let streams = streaming::StreamHub::new(
         snapshot.clone(),
         store.clone(),
-        settings.streaming.limits(),
+        streaming::StreamLimits::from_settings(&settings.streaming),
     );
     // Streams end when the drain is over (`shutdown`), or the graceful shutdown would wait
     // for them forever.

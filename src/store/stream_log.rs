@@ -33,6 +33,16 @@ impl Default for StreamLogRetention {
     }
 }
 
+impl StreamLogRetention {
+    /// The retention the settings ask for.
+    pub fn from_settings(settings: &crate::config::StreamingSettings) -> Self {
+        Self {
+            max_entries: settings.stream_log_max_entries,
+            max_age: Duration::from_secs(settings.stream_log_max_age_secs),
+        }
+    }
+}
+
 /// A commit touching more toggles than this is logged as touching everything (resuming past
 /// it is a hydration): a large import would otherwise make one entry as large as its names.
 pub const TOUCHED_NAMES_MAX: usize = 1000;

@@ -23,7 +23,7 @@ use crate::domain::config_state::ConfigState;
 use crate::snapshot::Snapshot;
 use crate::store::Store;
 
-/// What the hub allows and how often it acts (from `StreamingSettings`).
+/// What the hub allows and how often it acts (from `config::StreamingSettings`).
 #[derive(Debug, Clone)]
 pub struct StreamLimits {
     /// Whether streams are served at all.
@@ -38,6 +38,21 @@ pub struct StreamLimits {
     pub max_lifetime: Duration,
     /// The `retry:` delay sent with a stream's last frame, in milliseconds.
     pub reconnect_ms: u64,
+}
+
+impl StreamLimits {
+    /// The limits the settings ask for.
+    pub fn from_settings(settings: &crate::config::StreamingSettings) -> Self {
+        Self {
+            enabled: settings.enabled,
+            max_connections: usize::try_from(settings.streaming_max_connections)
+                .unwrap_or(usize::MAX),
+            queue_frames: usize::try_from(settings.streaming_queue_frames).unwrap_or(16),
+            heartbeat: Duration::from_millis(settings.streaming_heartbeat_ms),
+            max_lifetime: Duration::from_millis(settings.streaming_max_lifetime_ms),
+            reconnect_ms: settings.streaming_reconnect_ms,
+        }
+    }
 }
 
 /// Why a stream was not opened.

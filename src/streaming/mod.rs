@@ -13,9 +13,7 @@ pub mod frame;
 pub mod hub;
 pub mod open_files;
 pub mod queue;
-pub mod settings;
 
 pub use events::View;
 pub use hub::{Refusal, StreamHub, StreamLimits, Subscription};
 pub use queue::EventStream;
-pub use settings::StreamingSettings;

@@ -1,11 +1,6 @@
 //! The streaming settings (`--help` shows them under "Streaming").
 
-use std::time::Duration;
-
 use clap::Args;
-
-use super::hub::StreamLimits;
-use crate::store::stream_log::StreamLogRetention;
 
 /// SSE streaming to SDKs, the stream log it resumes from, and the polling API's `fetch-mode`.
 #[derive(Debug, Clone, Args)]
@@ -53,26 +48,4 @@ pub struct StreamingSettings {
     /// streaming (docs/operations.md).
     #[arg(long, env = "FLAGPOLE_FETCH_MODE_HEADER", default_value_t = false, action = clap::ArgAction::Set)]
     pub fetch_mode_header: bool,
-}
-
-impl StreamingSettings {
-    /// The hub's limits.
-    pub fn limits(&self) -> StreamLimits {
-        StreamLimits {
-            enabled: self.enabled,
-            max_connections: usize::try_from(self.streaming_max_connections).unwrap_or(usize::MAX),
-            queue_frames: usize::try_from(self.streaming_queue_frames).unwrap_or(16),
-            heartbeat: Duration::from_millis(self.streaming_heartbeat_ms),
-            max_lifetime: Duration::from_millis(self.streaming_max_lifetime_ms),
-            reconnect_ms: self.streaming_reconnect_ms,
-        }
-    }
-
-    /// What the store keeps of the stream log.
-    pub fn retention(&self) -> StreamLogRetention {
-        StreamLogRetention {
-            max_entries: self.stream_log_max_entries,
-            max_age: Duration::from_secs(self.stream_log_max_age_secs),
-        }
-    }
 }
