@@ -140,6 +140,7 @@ pub async fn run(
         snapshot.clone(),
         store.clone(),
         streaming::StreamLimits::from_settings(&settings.streaming),
+        metrics.streams.clone(),
     );
     // Streams end when the drain is over (`shutdown`), or the graceful shutdown would wait
     // for them forever.

@@ -13,7 +13,7 @@ use crate::domain::filter::FeatureFilter;
 use crate::domain::segment::Segment;
 use crate::domain::toggle::Toggle;
 use crate::domain::views::{ClientSegment, ClientToggle, SegmentForm};
-use crate::store::stream_log::StreamLogEntry;
+use crate::store::stream_log::{StreamLogEntry, Touched, TOUCHED_NAMES_MAX};
 
 /// What one stream shows: an environment and the toggles a filter (with the token's projects
 /// folded in) selects. Streams with equal views receive the same bytes.
@@ -173,7 +173,7 @@ fn project_of<'a>(state: &'a ConfigState, name: &str) -> &'a str {
         .features
         .get(name)
         .or_else(|| state.archive.get(name))
-        .map_or("default", |t| &t.project)
+        .map_or("default", |t| t.project.as_str())
 }
 
 /// What to send a stream of `view` that holds the configuration up to version `after` and is
@@ -260,6 +260,17 @@ impl Update {
             segments,
             environments,
             rendered: HashMap::new(),
+        }
+    }
+
+    /// What the update touched, as a stream-log entry would say it.
+    pub fn touched(&self) -> Touched {
+        let everything = self.features.len() > TOUCHED_NAMES_MAX;
+        Touched {
+            features: if everything { Vec::new() } else { self.features.clone() },
+            segments: self.segments.clone(),
+            environments: self.environments.clone(),
+            everything,
         }
     }
 

@@ -8,7 +8,7 @@
 //! and resumes), so it never holds the others back. The same task sends heartbeats and ends
 //! streams at their lifetime and at shutdown.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -21,7 +21,9 @@ use super::frame;
 use super::queue::{FrameQueue, PushError};
 use crate::domain::config_state::ConfigState;
 use crate::snapshot::Snapshot;
+use crate::store::stream_log::StreamLogEntry;
 use crate::store::Store;
+use crate::telemetry::stream_metrics::StreamMetrics;
 
 /// What the hub allows and how often it acts (from `config::StreamingSettings`).
 #[derive(Debug, Clone)]
@@ -66,19 +68,6 @@ pub enum Refusal {
     Stopping,
 }
 
-/// Counts since the replica started, for the metrics and the tests.
-#[derive(Debug, Default)]
-pub struct StreamCounters {
-    pub opened: AtomicU64,
-    pub refused: AtomicU64,
-    /// Streams ended because their reader fell behind.
-    pub slow: AtomicU64,
-    /// Streams ended at their lifetime.
-    pub expired: AtomicU64,
-    /// Frames queued to streams (heartbeats not counted).
-    pub frames: AtomicU64,
-}
-
 /// The streams of one replica.
 pub struct StreamHub {
     snapshot: Arc<Snapshot>,
@@ -88,14 +77,29 @@ pub struct StreamHub {
     open: AtomicUsize,
     next_id: AtomicU64,
     stopping: AtomicBool,
-    pub counters: StreamCounters,
+    metrics: StreamMetrics,
 }
 
 /// The groups, and the configuration they were last sent (new streams start from it).
 struct Registry {
     published: Arc<ConfigState>,
     groups: HashMap<View, Arc<Group>>,
+    /// What the latest publications touched, oldest first: resumptions within it are answered
+    /// without reading the store's stream log.
+    recent: VecDeque<Publication>,
+    /// Whether `published` is a configuration read from the store (the first one the hub
+    /// sees is the empty one before the first load: what follows it is no change).
+    loaded: bool,
 }
+
+/// One publication: from version `from` (exclusive) to `to`, what it touched.
+struct Publication {
+    from: u64,
+    entry: StreamLogEntry,
+}
+
+/// How many publications the hub remembers.
+const RECENT_PUBLICATIONS: usize = 1024;
 
 /// The streams that show one view.
 struct Group {
@@ -137,6 +141,7 @@ impl Drop for Subscription {
         self.queue.close_with(None);
         self.hub.leave(&self.group, self.id);
         self.hub.open.fetch_sub(1, Ordering::AcqRel);
+        self.hub.metrics.open.dec();
     }
 }
 
@@ -147,11 +152,19 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl StreamHub {
     /// A hub following `snapshot`, resuming streams from `store`'s stream log.
-    pub fn new(snapshot: Arc<Snapshot>, store: Store, limits: StreamLimits) -> Arc<Self> {
+    pub fn new(
+        snapshot: Arc<Snapshot>,
+        store: Store,
+        limits: StreamLimits,
+        metrics: StreamMetrics,
+    ) -> Arc<Self> {
+        let loaded = snapshot.is_loaded();
         Arc::new(Self {
             registry: Mutex::new(Registry {
                 published: snapshot.state(),
                 groups: HashMap::new(),
+                recent: VecDeque::new(),
+                loaded,
             }),
             snapshot,
             store,
@@ -159,7 +172,7 @@ impl StreamHub {
             open: AtomicUsize::new(0),
             next_id: AtomicU64::new(0),
             stopping: AtomicBool::new(false),
-            counters: StreamCounters::default(),
+            metrics,
         })
     }
 
@@ -188,7 +201,7 @@ impl StreamHub {
         }
         if self.open.fetch_add(1, Ordering::AcqRel) >= self.limits.max_connections {
             self.open.fetch_sub(1, Ordering::AcqRel);
-            self.counters.refused.fetch_add(1, Ordering::Relaxed);
+            self.metrics.refused.inc();
             return Err(Refusal::Full);
         }
         let queue = Arc::new(FrameQueue::new(self.limits.queue_frames));
@@ -215,8 +228,10 @@ impl StreamHub {
             },
         );
         let published = registry.published.clone();
+        self.metrics.groups.set(registry.groups.len() as i64);
         drop(registry);
-        self.counters.opened.fetch_add(1, Ordering::Relaxed);
+        self.metrics.opened.inc();
+        self.metrics.open.inc();
         Ok(Subscription {
             hub: self.clone(),
             group,
@@ -241,6 +256,7 @@ impl StreamHub {
             if let Some(current) = registry.groups.get(&group.view) {
                 if Arc::ptr_eq(current, group) {
                     registry.groups.remove(&group.view);
+                    self.metrics.groups.set(registry.groups.len() as i64);
                 }
             }
         }
@@ -276,6 +292,9 @@ impl StreamHub {
         if last > version {
             return None;
         }
+        if let Some(entries) = self.remembered(last, version) {
+            return replay(state, view, &entries);
+        }
         match self.store.stream_log(last, version).await {
             Ok(Some(entries)) => replay(state, view, &entries),
             Ok(None) => None,
@@ -284,6 +303,31 @@ impl StreamHub {
                 None
             }
         }
+    }
+
+    /// The configuration the hub last published (brought up to the snapshot's first).
+    pub fn published(&self) -> Arc<ConfigState> {
+        let mut registry = lock(&self.registry);
+        self.advance(&mut registry);
+        registry.published.clone()
+    }
+
+    /// What the publications after version `after` up to `upto` touched, when the hub still
+    /// remembers all of them (each as one entry, with the version it published).
+    fn remembered(&self, after: u64, upto: u64) -> Option<Vec<StreamLogEntry>> {
+        let registry = lock(&self.registry);
+        let (first, last) = (registry.recent.front()?, registry.recent.back()?);
+        if first.from > after || last.entry.version != upto {
+            return None;
+        }
+        Some(
+            registry
+                .recent
+                .iter()
+                .filter(|p| p.entry.version > after)
+                .map(|p| p.entry.clone())
+                .collect(),
+        )
     }
 
     /// The hydration document of `group` at `state`, built once per version.
@@ -315,9 +359,23 @@ impl StreamHub {
                 "configuration version went back; ending every stream"
             );
             self.end_streams(registry, "configuration reloaded");
+            registry.recent.clear();
             return;
         }
-        let mut update = Update::between(before, after.clone());
+        if !std::mem::replace(&mut registry.loaded, true) {
+            return;
+        }
+        let mut update = Update::between(before.clone(), after.clone());
+        if registry.recent.len() == RECENT_PUBLICATIONS {
+            registry.recent.pop_front();
+        }
+        registry.recent.push_back(Publication {
+            from: before.version,
+            entry: StreamLogEntry {
+                version: after.version,
+                touched: update.touched(),
+            },
+        });
         if update.is_empty() {
             return;
         }
@@ -336,16 +394,16 @@ impl StreamHub {
     /// after a farewell); ends the streams whose queue is full.
     fn fan_out(&self, group: &Group, mut frame_for: impl FnMut(&Subscriber) -> Option<Bytes>, counted: bool) {
         let mut subscribers = lock(&group.subscribers);
-        subscribers.retain(|_, subscriber| match frame_for(subscriber) {
+        subscribers.retain(|_, subscriber| match frame_for(&*subscriber) {
             Some(frame) => match subscriber.queue.push(frame) {
                 Ok(()) => {
                     if counted {
-                        self.counters.frames.fetch_add(1, Ordering::Relaxed);
+                        self.metrics.frames.inc();
                     }
                     true
                 }
                 Err(PushError::Full) => {
-                    self.counters.slow.fetch_add(1, Ordering::Relaxed);
+                    self.metrics.ended("slow");
                     subscriber
                         .queue
                         .close_with(Some(frame::farewell("too slow", self.limits.reconnect_ms)));
@@ -354,7 +412,7 @@ impl StreamHub {
                 Err(PushError::Closed) => false,
             },
             None => {
-                self.counters.expired.fetch_add(1, Ordering::Relaxed);
+                self.metrics.ended("lifetime");
                 subscriber
                     .queue
                     .close_with(Some(frame::farewell("lifetime reached", self.limits.reconnect_ms)));
@@ -383,9 +441,11 @@ impl StreamHub {
         for group in registry.groups.values() {
             for (_, subscriber) in lock(&group.subscribers).drain() {
                 subscriber.queue.close_with(Some(farewell.clone()));
+                self.metrics.ended("shutdown");
             }
         }
         registry.groups.clear();
+        self.metrics.groups.set(0);
     }
 
     /// Follows the snapshot and fans out each new configuration, sends heartbeats and ends

@@ -136,7 +136,7 @@ pub async fn delta_client_features(
     req: Request,
 ) -> ApiResult<Response<Body>> {
     let view = view_of(&api, &req)?;
-    let state = api.snapshot.state();
+    let state = api.streams.published();
     let version = state.version;
     let etag = HeaderValue::from_str(&format!("\"{version}\""))
         .map_err(|e| ApiError::Internal(e.to_string()))?;
