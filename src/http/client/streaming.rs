@@ -136,11 +136,19 @@ pub async fn delta_client_features(
     req: Request,
 ) -> ApiResult<Response<Body>> {
     let view = view_of(&api, &req)?;
+    let known = version_in(req.headers(), &header::IF_NONE_MATCH);
+    let etag_of = |version: u64| {
+        HeaderValue::from_str(&format!("\"{version}\""))
+            .map_err(|e| ApiError::Internal(e.to_string()))
+    };
+    // The common case, nothing new, is answered from the snapshot alone.
+    let current = api.snapshot.peek(|state| state.version);
+    if known == Some(current) {
+        return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag_of(current)?)]).into_response());
+    }
     let state = api.streams.published();
     let version = state.version;
-    let etag = HeaderValue::from_str(&format!("\"{version}\""))
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
-    let known = version_in(req.headers(), &header::IF_NONE_MATCH);
+    let etag = etag_of(version)?;
     if known == Some(version) {
         return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response());
     }

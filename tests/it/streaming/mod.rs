@@ -164,6 +164,8 @@ async fn the_connection_cap_answers_429_and_frees_with_closed_streams() {
     let backend = Backend::embedded();
     let mut settings = backend.settings();
     settings.streaming.streaming_max_connections = 2;
+    // The server notices a closed connection when it next writes to it.
+    settings.streaming.streaming_heartbeat_ms = 200;
     let app = TestApp::spawn_with(settings).await;
     let mut first = Sse::connect(&app, None).await;
     first.next_event(WAIT).await.expect("hydration");
@@ -173,8 +175,7 @@ async fn the_connection_cap_answers_429_and_frees_with_closed_streams() {
     assert!(refused.header("retry-after").is_some());
     assert!(!refused.error_message().is_empty());
     drop(second);
-    // The server notices the closed connection on its next write (a heartbeat at the latest).
-    let reopened = crate::common::eventually(Duration::from_secs(20), || async {
+    let reopened = crate::common::eventually(Duration::from_secs(5), || async {
         Sse::open(&app, "", None).await.is_ok()
     })
     .await;
