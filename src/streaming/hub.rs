@@ -40,6 +40,9 @@ pub struct StreamLimits {
     pub max_lifetime: Duration,
     /// The `retry:` delay sent with a stream's last frame, in milliseconds.
     pub reconnect_ms: u64,
+    /// How long a version stays resumable (the stream log's age limit, which the hub's memory
+    /// of its publications keeps too).
+    pub resumable_for: Duration,
 }
 
 impl StreamLimits {
@@ -53,6 +56,7 @@ impl StreamLimits {
             heartbeat: Duration::from_millis(settings.streaming_heartbeat_ms),
             max_lifetime: Duration::from_millis(settings.streaming_max_lifetime_ms),
             reconnect_ms: settings.streaming_reconnect_ms,
+            resumable_for: Duration::from_secs(settings.stream_log_max_age_secs),
         }
     }
 }
@@ -92,10 +96,11 @@ struct Registry {
     loaded: bool,
 }
 
-/// One publication: from version `from` (exclusive) to `to`, what it touched.
+/// One publication: from version `from` (exclusive) to `entry.version`, what it touched.
 struct Publication {
     from: u64,
     entry: StreamLogEntry,
+    at: Instant,
 }
 
 /// How many publications the hub remembers.
@@ -320,6 +325,11 @@ impl StreamHub {
         if first.from > after || last.entry.version != upto {
             return None;
         }
+        // As the stream log, forget versions past their age.
+        let missed = registry.recent.iter().find(|p| p.entry.version > after)?;
+        if missed.at.elapsed() > self.limits.resumable_for {
+            return None;
+        }
         Some(
             registry
                 .recent
@@ -370,6 +380,7 @@ impl StreamHub {
             registry.recent.pop_front();
         }
         registry.recent.push_back(Publication {
+            at: Instant::now(),
             from: before.version,
             entry: StreamLogEntry {
                 version: after.version,

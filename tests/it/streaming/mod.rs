@@ -16,6 +16,14 @@ use sse::{delta, Sse};
 
 const WAIT: Duration = Duration::from_secs(5);
 
+/// Creates toggle `name`, switched on (toggles are created off).
+async fn create_on(app: &TestApp, name: &str) {
+    app.create_toggle(name).await;
+    app.post_empty(&format!("/api/admin/features/{name}/toggle/on"))
+        .await
+        .expect(200);
+}
+
 fn backends() -> [Backend; 2] {
     [Backend::redis(), Backend::embedded()]
 }
@@ -36,7 +44,7 @@ fn hydrated_names(frame: &sse::Frame) -> Vec<String> {
 async fn a_stream_hydrates_then_carries_each_change() {
     for backend in backends() {
         let app = TestApp::spawn(&backend).await;
-        app.create_toggle("streamed").await;
+        create_on(&app, "streamed").await;
         let mut stream = Sse::connect(&app, None).await;
         let first = stream.next_event(WAIT).await.expect("first event");
         assert_eq!(first.event.as_deref(), Some("unleash-connected"));
@@ -72,7 +80,7 @@ async fn a_stream_hydrates_then_carries_each_change() {
 async fn last_event_id_replays_exactly_what_was_missed() {
     for backend in backends() {
         let app = TestApp::spawn(&backend).await;
-        app.create_toggle("kept").await;
+        create_on(&app, "kept").await;
         app.create_toggle("gone").await;
         let mut stream = Sse::connect(&app, None).await;
         let id = stream.next_event(WAIT).await.expect("hydration").id.expect("id");
@@ -129,10 +137,10 @@ async fn unknown_ahead_garbage_and_trimmed_ids_get_a_hydration() {
             assert_eq!(hydrated_names(&first), ["one"], "Last-Event-ID {last:?}");
             assert_eq!(first.id, Some(id));
         }
-        // Older than the log keeps (one second): a hydration.
-        tokio::time::sleep(Duration::from_millis(1200)).await;
+        // A missed version older than the log keeps (one second; trimmed by the next
+        // commit): a hydration.
         app.create_toggle("two").await;
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(Duration::from_millis(1200)).await;
         app.create_toggle("three").await;
         let mut stream = Sse::connect(&app, Some(&id.to_string())).await;
         let first = stream.next_event(WAIT).await.expect("first");
@@ -230,7 +238,7 @@ async fn a_reader_that_falls_behind_is_disconnected_and_resumes() {
     settings.streaming.streaming_queue_frames = 1;
     let app = TestApp::spawn_with(settings).await;
     // Large frames, so the socket buffers fill quickly: a constraint of many long values.
-    let values: Vec<String> = (0..400).map(|i| format!("{i:0>200}")).collect();
+    let values: Vec<String> = (0..1000).map(|i| format!("{i:0>90}")).collect();
     app.post(
         "/api/admin/features",
         json!({"name": "big", "strategies": [{"name": "default",
@@ -269,7 +277,7 @@ async fn a_client_resumes_on_another_replica_after_its_replica_is_killed() {
     let backend = Backend::redis();
     let a = TestApp::spawn(&backend).await;
     let b = TestApp::spawn(&backend).await;
-    a.create_toggle("shared").await;
+    create_on(&a, "shared").await;
     let mut on_a = Sse::connect(&a, None).await;
     let mut on_b = Sse::connect(&b, None).await;
     let at_a = on_a.next_event(WAIT).await.expect("hydration").id.expect("id");
@@ -309,8 +317,8 @@ async fn a_client_resumes_on_another_replica_after_its_replica_is_killed() {
 async fn filters_narrow_a_stream_and_bad_ones_are_refused() {
     let backend = Backend::embedded();
     let app = TestApp::spawn(&backend).await;
-    app.create_toggle("web.a").await;
-    app.create_toggle("api.a").await;
+    create_on(&app, "web.a").await;
+    create_on(&app, "api.a").await;
     let mut stream = Sse::open(&app, "?namePrefix=web.", None).await.expect("stream");
     let first = stream.next_event(WAIT).await.expect("hydration");
     assert_eq!(hydrated_names(&first), ["web.a"]);
@@ -335,7 +343,7 @@ async fn filters_narrow_a_stream_and_bad_ones_are_refused() {
 async fn delta_polls_the_same_events_with_the_version_as_etag() {
     for backend in backends() {
         let app = TestApp::spawn(&backend).await;
-        app.create_toggle("polled").await;
+        create_on(&app, "polled").await;
         let first = delta(&app, "", None).await.expect(200);
         let etag = first.header("etag").expect("etag");
         assert_eq!(first.json["events"][0]["type"], "hydration");

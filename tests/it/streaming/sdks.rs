@@ -15,6 +15,9 @@ use crate::common::{Backend, TestApp};
 /// the script says `ready` and returns the script's last line.
 async fn flip_through_the_stream(app: &TestApp, mut command: tokio::process::Command) -> serde_json::Value {
     app.create_toggle("live").await;
+    app.post_empty("/api/admin/features/live/toggle/on")
+        .await
+        .expect(200);
     let mut child = command
         .arg(&app.base)
         .arg("live")
