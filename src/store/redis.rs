@@ -167,9 +167,9 @@ impl RedisStore {
                     .next()
                     .and_then(|v| v.parse::<u64>().ok())
                     .ok_or_else(|| StoreError::Corrupt(format!("stream log id {}", entry.id)))?;
-                let raw: String = entry
-                    .get("touched")
-                    .ok_or_else(|| StoreError::Corrupt("stream log entry without touched".into()))?;
+                let raw: String = entry.get("touched").ok_or_else(|| {
+                    StoreError::Corrupt("stream log entry without touched".into())
+                })?;
                 Ok(StreamLogEntry {
                     version,
                     touched: Touched::decode(&raw)?,

@@ -267,7 +267,11 @@ impl Update {
     pub fn touched(&self) -> Touched {
         let everything = self.features.len() > TOUCHED_NAMES_MAX;
         Touched {
-            features: if everything { Vec::new() } else { self.features.clone() },
+            features: if everything {
+                Vec::new()
+            } else {
+                self.features.clone()
+            },
             segments: self.segments.clone(),
             environments: self.environments.clone(),
             everything,

@@ -152,7 +152,9 @@ impl Drop for Subscription {
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding one of these locks leaves plain data behind: keep using it.
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl StreamHub {
@@ -270,10 +272,17 @@ impl StreamHub {
     /// The first frame of `subscription`'s stream: `unleash-connected` with a hydration, or,
     /// when `last_event_id` names a version the stream log still covers, the events since.
     /// An id ahead of the configuration, unknown or unreadable gets a hydration.
-    pub async fn first_frame(&self, subscription: &Subscription, last_event_id: Option<u64>) -> Bytes {
+    pub async fn first_frame(
+        &self,
+        subscription: &Subscription,
+        last_event_id: Option<u64>,
+    ) -> Bytes {
         let state = &subscription.published;
         let version = state.version;
-        let data = match self.catch_up(state, &subscription.group.view, last_event_id).await {
+        let data = match self
+            .catch_up(state, &subscription.group.view, last_event_id)
+            .await
+        {
             Some(events) => Bytes::from(events),
             None => self.hydration(&subscription.group, state),
         };
@@ -403,7 +412,12 @@ impl StreamHub {
 
     /// Offers each stream of `group` the frame `frame_for` gives it (`None`: end the stream
     /// after a farewell); ends the streams whose queue is full.
-    fn fan_out(&self, group: &Group, mut frame_for: impl FnMut(&Subscriber) -> Option<Bytes>, counted: bool) {
+    fn fan_out(
+        &self,
+        group: &Group,
+        mut frame_for: impl FnMut(&Subscriber) -> Option<Bytes>,
+        counted: bool,
+    ) {
         let mut subscribers = lock(&group.subscribers);
         subscribers.retain(|_, subscriber| match frame_for(&*subscriber) {
             Some(frame) => match subscriber.queue.push(frame) {
@@ -424,9 +438,10 @@ impl StreamHub {
             },
             None => {
                 self.metrics.ended("lifetime");
-                subscriber
-                    .queue
-                    .close_with(Some(frame::farewell("lifetime reached", self.limits.reconnect_ms)));
+                subscriber.queue.close_with(Some(frame::farewell(
+                    "lifetime reached",
+                    self.limits.reconnect_ms,
+                )));
                 false
             }
         });

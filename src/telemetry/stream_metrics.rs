@@ -40,7 +40,11 @@ impl StreamMetrics {
             "Groups of open streams (distinct environment and filter)",
             metrics.groups.clone(),
         );
-        registry.register("streams_opened", "SSE streams opened", metrics.opened.clone());
+        registry.register(
+            "streams_opened",
+            "SSE streams opened",
+            metrics.opened.clone(),
+        );
         registry.register(
             "streams_refused",
             "SSE streams refused at --streaming-max-connections (429)",

@@ -183,7 +183,10 @@ pub async fn list_client_features(
     } else {
         record_poll(&api, headers, &poll_query(&form, query), &response);
     }
-    advertise(&api, respond(&response, headers, &api.metrics.client_counts))
+    advertise(
+        &api,
+        respond(&response, headers, &api.metrics.client_counts),
+    )
 }
 
 /// The header that moves Node SDKs (6.7 and later) between polling and streaming.

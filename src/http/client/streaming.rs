@@ -85,13 +85,16 @@ pub async fn stream_client_features(
     req: Request,
 ) -> ApiResult<Response<Body>> {
     let view = view_of(&api, &req)?;
-    let subscription = api.streams.subscribe(view).map_err(|refusal| match refusal {
-        Refusal::Disabled => ApiError::NotImplemented(
-            "Streaming is turned off on this installation; poll /api/client/features".into(),
-        ),
-        Refusal::Full => ApiError::TooManyRequests(std::time::Duration::from_secs(60)),
-        Refusal::Stopping => ApiError::Unavailable("This replica is shutting down".into()),
-    })?;
+    let subscription = api
+        .streams
+        .subscribe(view)
+        .map_err(|refusal| match refusal {
+            Refusal::Disabled => ApiError::NotImplemented(
+                "Streaming is turned off on this installation; poll /api/client/features".into(),
+            ),
+            Refusal::Full => ApiError::TooManyRequests(std::time::Duration::from_secs(60)),
+            Refusal::Stopping => ApiError::Unavailable("This replica is shutting down".into()),
+        })?;
     let first = api
         .streams
         .first_frame(&subscription, version_in(req.headers(), &LAST_EVENT_ID))
@@ -144,7 +147,11 @@ pub async fn delta_client_features(
     // The common case, nothing new, is answered from the snapshot alone.
     let current = api.snapshot.peek(|state| state.version);
     if known == Some(current) {
-        return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag_of(current)?)]).into_response());
+        return Ok((
+            StatusCode::NOT_MODIFIED,
+            [(header::ETAG, etag_of(current)?)],
+        )
+            .into_response());
     }
     let state = api.streams.published();
     let version = state.version;

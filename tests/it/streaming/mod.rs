@@ -83,7 +83,12 @@ async fn last_event_id_replays_exactly_what_was_missed() {
         create_on(&app, "kept").await;
         app.create_toggle("gone").await;
         let mut stream = Sse::connect(&app, None).await;
-        let id = stream.next_event(WAIT).await.expect("hydration").id.expect("id");
+        let id = stream
+            .next_event(WAIT)
+            .await
+            .expect("hydration")
+            .id
+            .expect("id");
         drop(stream);
         app.post_empty("/api/admin/features/kept/toggle/off")
             .await
@@ -106,8 +111,14 @@ async fn last_event_id_replays_exactly_what_was_missed() {
         assert_eq!(events[1]["featureName"], "gone");
         assert_eq!(events[2]["feature"]["name"], "new");
         // Ids ascend and the frame's id is the newest version.
-        let ids: Vec<u64> = events.iter().map(|e| e["eventId"].as_u64().expect("id")).collect();
-        assert!(ids.windows(2).all(|w| w[0] < w[1]) && ids[0] > id, "{ids:?}");
+        let ids: Vec<u64> = events
+            .iter()
+            .map(|e| e["eventId"].as_u64().expect("id"))
+            .collect();
+        assert!(
+            ids.windows(2).all(|w| w[0] < w[1]) && ids[0] > id,
+            "{ids:?}"
+        );
         let newest = first.id.expect("id");
         assert_eq!(newest, ids[2]);
 
@@ -130,8 +141,18 @@ async fn unknown_ahead_garbage_and_trimmed_ids_get_a_hydration() {
         let app = TestApp::spawn_with(settings).await;
         app.create_toggle("one").await;
         let mut stream = Sse::connect(&app, None).await;
-        let id = stream.next_event(WAIT).await.expect("hydration").id.expect("id");
-        for last in [format!("{}", id + 1000), "banana".into(), "-3".into(), String::new()] {
+        let id = stream
+            .next_event(WAIT)
+            .await
+            .expect("hydration")
+            .id
+            .expect("id");
+        for last in [
+            format!("{}", id + 1000),
+            "banana".into(),
+            "-3".into(),
+            String::new(),
+        ] {
             let mut stream = Sse::connect(&app, Some(&last)).await;
             let first = stream.next_event(WAIT).await.expect("first");
             assert_eq!(hydrated_names(&first), ["one"], "Last-Event-ID {last:?}");
@@ -159,7 +180,10 @@ async fn heartbeats_keep_an_idle_stream_alive() {
     stream.next_event(WAIT).await.expect("hydration");
     let mut beats = 0;
     while beats < 3 {
-        let frame = stream.next(Duration::from_secs(1)).await.expect("a heartbeat within 1 s");
+        let frame = stream
+            .next(Duration::from_secs(1))
+            .await
+            .expect("a heartbeat within 1 s");
         assert!(frame.event.is_none());
         assert_eq!(frame.comments, ["keep-alive"]);
         beats += 1;
@@ -207,7 +231,10 @@ async fn streams_end_at_their_lifetime_and_at_shutdown_with_a_reconnect_hint() {
         last = Some(frame);
     }
     let lasted = started.elapsed();
-    assert!(lasted >= Duration::from_millis(700) && lasted < Duration::from_secs(3), "{lasted:?}");
+    assert!(
+        lasted >= Duration::from_millis(700) && lasted < Duration::from_secs(3),
+        "{lasted:?}"
+    );
     let last = last.expect("a last frame");
     assert_eq!(last.comments, ["lifetime reached; reconnect"]);
     assert_eq!(last.retry, Some(250));
@@ -224,7 +251,10 @@ async fn streams_end_at_their_lifetime_and_at_shutdown_with_a_reconnect_hint() {
     while let Some(frame) = stream.next(WAIT).await {
         last = Some(frame);
     }
-    assert_eq!(last.expect("farewell").comments, ["shutting down; reconnect"]);
+    assert_eq!(
+        last.expect("farewell").comments,
+        ["shutting down; reconnect"]
+    );
     tokio::time::timeout(WAIT, stopping)
         .await
         .expect("the replica stopped with a stream open")
@@ -247,7 +277,12 @@ async fn a_reader_that_falls_behind_is_disconnected_and_resumes() {
     .await
     .expect(200);
     let mut stream = Sse::connect(&app, None).await;
-    let id = stream.next_event(WAIT).await.expect("hydration").id.expect("id");
+    let id = stream
+        .next_event(WAIT)
+        .await
+        .expect("hydration")
+        .id
+        .expect("id");
     // The reader stops reading while the toggle flips many times.
     for i in 0..120 {
         let state = if i % 2 == 0 { "off" } else { "on" };
@@ -280,8 +315,18 @@ async fn a_client_resumes_on_another_replica_after_its_replica_is_killed() {
     create_on(&a, "shared").await;
     let mut on_a = Sse::connect(&a, None).await;
     let mut on_b = Sse::connect(&b, None).await;
-    let at_a = on_a.next_event(WAIT).await.expect("hydration").id.expect("id");
-    let at_b = on_b.next_event(WAIT).await.expect("hydration").id.expect("id");
+    let at_a = on_a
+        .next_event(WAIT)
+        .await
+        .expect("hydration")
+        .id
+        .expect("id");
+    let at_b = on_b
+        .next_event(WAIT)
+        .await
+        .expect("hydration")
+        .id
+        .expect("id");
     // Ids are store versions: the same on every replica.
     assert_eq!(at_a, at_b);
     a.stop().await;
@@ -289,7 +334,9 @@ async fn a_client_resumes_on_another_replica_after_its_replica_is_killed() {
     for i in 0..5 {
         b.create_toggle(&format!("while-down-{i}")).await;
     }
-    b.post_empty("/api/admin/features/shared/toggle/off").await.expect(200);
+    b.post_empty("/api/admin/features/shared/toggle/off")
+        .await
+        .expect(200);
     // Replica b's own stream saw every write, in order.
     let mut seen = Vec::new();
     while seen.len() < 6 {
@@ -307,7 +354,14 @@ async fn a_client_resumes_on_another_replica_after_its_replica_is_killed() {
         .collect();
     assert_eq!(
         names,
-        ["while-down-0", "while-down-1", "while-down-2", "while-down-3", "while-down-4", "shared"]
+        [
+            "while-down-0",
+            "while-down-1",
+            "while-down-2",
+            "while-down-3",
+            "while-down-4",
+            "shared"
+        ]
     );
     assert_eq!(first.id, seen.last().copied());
     b.stop().await;
@@ -319,22 +373,33 @@ async fn filters_narrow_a_stream_and_bad_ones_are_refused() {
     let app = TestApp::spawn(&backend).await;
     create_on(&app, "web.a").await;
     create_on(&app, "api.a").await;
-    let mut stream = Sse::open(&app, "?namePrefix=web.", None).await.expect("stream");
+    let mut stream = Sse::open(&app, "?namePrefix=web.", None)
+        .await
+        .expect("stream");
     let first = stream.next_event(WAIT).await.expect("hydration");
     assert_eq!(hydrated_names(&first), ["web.a"]);
     // A change outside the view is not sent; the next one inside is.
-    app.post_empty("/api/admin/features/api.a/toggle/off").await.expect(200);
-    app.post_empty("/api/admin/features/web.a/toggle/off").await.expect(200);
+    app.post_empty("/api/admin/features/api.a/toggle/off")
+        .await
+        .expect(200);
+    app.post_empty("/api/admin/features/web.a/toggle/off")
+        .await
+        .expect(200);
     let update = stream.next_event(WAIT).await.expect("update");
     assert_eq!(update.events()[0]["feature"]["name"], "web.a");
     // A write to another environment does not reach a `default` stream either.
     app.post_empty("/api/admin/projects/default/features/web.a/environments/development/on")
         .await
         .expect(200);
-    app.post_empty("/api/admin/features/web.a/toggle/on").await.expect(200);
+    app.post_empty("/api/admin/features/web.a/toggle/on")
+        .await
+        .expect(200);
     let update = stream.next_event(WAIT).await.expect("update");
     assert_eq!(update.events()[0]["feature"]["enabled"], true);
-    let refused = Sse::open(&app, "?tag=nocolon", None).await.err().expect("refused");
+    let refused = Sse::open(&app, "?tag=nocolon", None)
+        .await
+        .err()
+        .expect("refused");
     assert!(!refused.expect(400).error_message().is_empty());
     app.stop().await;
 }
@@ -355,7 +420,9 @@ async fn delta_polls_the_same_events_with_the_version_as_etag() {
             let reply = delta(&app, "", Some(&tag)).await.expect(304);
             assert_eq!(reply.header("etag").as_deref(), Some(etag.as_str()));
         }
-        app.post_empty("/api/admin/features/polled/toggle/off").await.expect(200);
+        app.post_empty("/api/admin/features/polled/toggle/off")
+            .await
+            .expect(200);
         let next = delta(&app, "", Some(&etag)).await.expect(200);
         assert_eq!(next.json["events"][0]["type"], "feature-updated");
         assert_eq!(next.json["events"][0]["feature"]["enabled"], false);

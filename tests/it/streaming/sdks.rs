@@ -13,7 +13,10 @@ use crate::common::{Backend, TestApp};
 
 /// Runs `command` (an SDK script) against a replica holding `live` (on); turns it off once
 /// the script says `ready` and returns the script's last line.
-async fn flip_through_the_stream(app: &TestApp, mut command: tokio::process::Command) -> serde_json::Value {
+async fn flip_through_the_stream(
+    app: &TestApp,
+    mut command: tokio::process::Command,
+) -> serde_json::Value {
     app.create_toggle("live").await;
     app.post_empty("/api/admin/features/live/toggle/on")
         .await
@@ -71,7 +74,12 @@ async fn the_node_sdk_sees_a_toggle_flip_through_the_stream() {
             .env("NODE_PATH", PathBuf::from(&installed).join("node_modules"));
         let report = flip_through_the_stream(&app, command).await;
         assert_eq!(report["sdk"], "node", "{report}");
-        assert!(report["disabledAfterMs"].as_u64().is_some_and(|ms| ms < 5000), "{report}");
+        assert!(
+            report["disabledAfterMs"]
+                .as_u64()
+                .is_some_and(|ms| ms < 5000),
+            "{report}"
+        );
         app.stop().await;
     }
 }
@@ -91,7 +99,12 @@ async fn the_python_sdk_sees_a_toggle_flip_through_the_stream() {
             .env("PYTHONDONTWRITEBYTECODE", "1");
         let report = flip_through_the_stream(&app, command).await;
         assert_eq!(report["sdk"], "python", "{report}");
-        assert!(report["disabledAfterMs"].as_u64().is_some_and(|ms| ms < 5000), "{report}");
+        assert!(
+            report["disabledAfterMs"]
+                .as_u64()
+                .is_some_and(|ms| ms < 5000),
+            "{report}"
+        );
         app.stop().await;
     }
 }

@@ -40,7 +40,11 @@ pub struct Sse {
 
 impl Sse {
     /// Opens `/api/client/streaming{query}`; the reply when it is not a stream.
-    pub async fn open(app: &TestApp, query: &str, last_event_id: Option<&str>) -> Result<Sse, Reply> {
+    pub async fn open(
+        app: &TestApp,
+        query: &str,
+        last_event_id: Option<&str>,
+    ) -> Result<Sse, Reply> {
         let mut request = app
             .anonymous(Method::GET, &format!("/api/client/streaming{query}"))
             .header("Accept", "text/event-stream");
