@@ -221,6 +221,9 @@ pub fn replay(state: &ConfigState, view: &View, entries: &[StreamLogEntry]) -> O
     Some(list.finish())
 }
 
+/// A changed toggle's client JSON before and after a change (`None`: absent).
+type Rendered = (Option<Bytes>, Option<Bytes>);
+
 /// What changed between two configurations, with each changed toggle's client JSON per
 /// environment computed once (however many views show that environment).
 pub struct Update {
@@ -229,8 +232,8 @@ pub struct Update {
     features: Vec<String>,
     segments: Vec<String>,
     environments: Vec<String>,
-    /// Per shown environment, per changed toggle: its JSON before and after (`None`: absent).
-    rendered: HashMap<String, Vec<(Option<Bytes>, Option<Bytes>)>>,
+    /// Per shown environment, per changed toggle: its JSON before and after.
+    rendered: HashMap<String, Vec<Rendered>>,
 }
 
 impl Update {
