@@ -22,7 +22,7 @@ pub struct StreamingSettings {
 
     /// How long a stream lasts at most, in milliseconds (each up to a fifth less, at random):
     /// clients then reconnect, so a load balancer spreads them over new replicas.
-    #[arg(long, env = "FLAGPOLE_STREAMING_MAX_LIFETIME_MS", default_value_t = 1_800_000, value_parser = clap::value_parser!(u64).range(1_000..=86_400_000))]
+    #[arg(long, env = "FLAGPOLE_STREAMING_MAX_LIFETIME_MS", default_value_t = 1_800_000, value_parser = clap::value_parser!(u64).range(100..=86_400_000))]
     pub streaming_max_lifetime_ms: u64,
 
     /// Frames a stream may have waiting; a reader that falls further behind is disconnected
