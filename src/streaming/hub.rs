@@ -119,6 +119,16 @@ struct Subscriber {
     ends_at: Instant,
 }
 
+/// What the fan-out does with one stream.
+enum Offer {
+    /// Queue this frame.
+    Frame(Bytes),
+    /// Leave it as it is.
+    Nothing,
+    /// End it (its lifetime is over) after a farewell.
+    End,
+}
+
 /// One open stream's membership of its group; leaving happens on drop.
 pub struct Subscription {
     hub: Arc<StreamHub>,
@@ -406,21 +416,16 @@ impl StreamHub {
                 Some(list) => Bytes::from(list.finish()),
             };
             let event = frame::event(frame::UPDATED, after.version, &data);
-            self.fan_out(group, |_| Some(event.clone()), true);
+            self.fan_out(group, |_| Offer::Frame(event.clone()), true);
         }
     }
 
-    /// Offers each stream of `group` the frame `frame_for` gives it (`None`: end the stream
-    /// after a farewell); ends the streams whose queue is full.
-    fn fan_out(
-        &self,
-        group: &Group,
-        mut frame_for: impl FnMut(&Subscriber) -> Option<Bytes>,
-        counted: bool,
-    ) {
+    /// Offers each stream of `group` what `offer` says; ends the streams whose queue is full.
+    fn fan_out(&self, group: &Group, mut offer: impl FnMut(&Subscriber) -> Offer, counted: bool) {
         let mut subscribers = lock(&group.subscribers);
-        subscribers.retain(|_, subscriber| match frame_for(&*subscriber) {
-            Some(frame) => match subscriber.queue.push(frame) {
+        subscribers.retain(|_, subscriber| match offer(&*subscriber) {
+            Offer::Nothing => true,
+            Offer::Frame(frame) => match subscriber.queue.push(frame) {
                 Ok(()) => {
                     if counted {
                         self.metrics.frames.inc();
@@ -436,7 +441,7 @@ impl StreamHub {
                 }
                 Err(PushError::Closed) => false,
             },
-            None => {
+            Offer::End => {
                 self.metrics.ended("lifetime");
                 subscriber.queue.close_with(Some(frame::farewell(
                     "lifetime reached",
@@ -447,16 +452,20 @@ impl StreamHub {
         });
     }
 
-    /// Heartbeats to every stream; streams past their lifetime end instead.
-    fn sweep(&self) {
+    /// Ends the streams past their lifetime; with `beat`, sends the others a heartbeat.
+    fn sweep(&self, beat: bool) {
         let mut registry = lock(&self.registry);
         self.advance(&mut registry);
         let now = Instant::now();
-        let beat = frame::heartbeat();
+        let heartbeat = frame::heartbeat();
         for group in registry.groups.values() {
             self.fan_out(
                 group,
-                |subscriber| (subscriber.ends_at > now).then(|| beat.clone()),
+                |subscriber| match (subscriber.ends_at > now, beat) {
+                    (true, true) => Offer::Frame(heartbeat.clone()),
+                    (true, false) => Offer::Nothing,
+                    (false, _) => Offer::End,
+                },
                 false,
             );
         }
@@ -479,8 +488,12 @@ impl StreamHub {
     /// reconnect (to another replica: this one no longer accepts connections).
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
         let mut installed = self.snapshot.installed();
-        let mut beat = tokio::time::interval(self.limits.heartbeat);
-        beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // Lifetimes are checked a few times per lifetime at least, heartbeats sent at their
+        // interval.
+        let tick = self.limits.heartbeat.min(self.limits.max_lifetime / 5);
+        let mut ticks = tokio::time::interval(tick);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut last_beat = Instant::now();
         loop {
             tokio::select! {
                 _ = stop.cancelled() => break,
@@ -490,7 +503,13 @@ impl StreamHub {
                     }
                     self.advance(&mut lock(&self.registry));
                 }
-                _ = beat.tick() => self.sweep(),
+                _ = ticks.tick() => {
+                    let beat = last_beat.elapsed() + tick / 2 >= self.limits.heartbeat;
+                    if beat {
+                        last_beat = Instant::now();
+                    }
+                    self.sweep(beat);
+                }
             }
         }
         self.stopping.store(true, Ordering::Release);

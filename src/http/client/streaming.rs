@@ -17,6 +17,31 @@ use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::streaming::events::{hydration_document, View};
 use crate::streaming::{EventStream, Refusal};
 
+/// `{"events":[…]}`: the data of every stream event and the body of a delta answer
+/// (documentation only: the bytes are written by `streaming::events`).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub(crate) struct DeltaEvents {
+    /// `hydration` (`features`, `segments`), `feature-updated` (`feature`), `feature-removed`
+    /// (`featureName`, `project`), `segment-updated` (`segment`) or `segment-removed`
+    /// (`segmentId`) events, each with its `type` and `eventId` (a store version).
+    #[schema(value_type = Vec<Object>)]
+    events: Vec<serde_json::Value>,
+}
+
+/// One server-sent event of the stream, as SSE parsers present it (documentation only).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub(crate) struct StreamEvent {
+    /// `unleash-connected` (the first) or `unleash-updated`; absent on the last frame of a
+    /// stream the replica ends, which carries a `retry:` delay only.
+    event: Option<String>,
+    /// The store version the stream holds after this event.
+    id: Option<String>,
+    /// `DeltaEvents` as JSON text.
+    data: Option<String>,
+}
+
 /// The header SSE clients name the last event id they hold in.
 const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 
@@ -71,7 +96,7 @@ fn version_in(headers: &HeaderMap, name: &HeaderName) -> Option<u64> {
         ("namePrefix" = Option<String>, Query, description = "Only toggles whose name starts with this"),
     ),
     responses(
-        (status = 200, description = "The event stream (`text/event-stream`): `event: unleash-connected|unleash-updated`, `id: <version>`, `data: {\"events\":[…]}`", content_type = "text/event-stream", body = String),
+        (status = 200, description = "The event stream (`text/event-stream`): `event: unleash-connected|unleash-updated`, `id: <version>`, `data: {\"events\":[…]}`", content_type = "text/event-stream", body = StreamEvent),
         (status = 400, description = "A malformed filter", body = ErrorBody),
         (status = 401, description = "No valid token", body = ErrorBody),
         (status = 403, description = "Not a client token, or a filter outside the token's projects", body = ErrorBody),
@@ -124,7 +149,7 @@ pub async fn stream_client_features(
         ("namePrefix" = Option<String>, Query, description = "Only toggles whose name starts with this"),
     ),
     responses(
-        (status = 200, description = "`{\"events\":[…]}`: a hydration, or the events since the client's version (possibly none)", body = Object,
+        (status = 200, description = "`{\"events\":[…]}`: a hydration, or the events since the client's version (possibly none)", body = DeltaEvents,
             headers(("ETag" = String, description = "The store version, quoted"))),
         (status = 304, description = "Nothing is newer than the client's version",
             headers(("ETag" = String, description = "The store version, quoted"))),
