@@ -130,7 +130,8 @@ async def main():
                     kibPerConnection=round((after - before) / args.connections, 2))
     print(json.dumps({"measure": "held", **held}), flush=True)
 
-    on = False
+    # The toggle is created off: the first write switches it on.
+    on = True
     if args.rate <= 0:
         for _ in range(args.writes):
             marks = [len(s.ids) for s in streams]
@@ -142,6 +143,9 @@ async def main():
             delays = sorted(
                 (s.arrivals[s.ids[m]] - acknowledged) * 1000 for s, m in zip(streams, marks) if len(s.ids) > m
             )
+            if not delays:
+                print(json.dumps({"measure": "one-write", "received": 0, "of": len(streams)}), flush=True)
+                continue
             print(json.dumps({
                 "measure": "one-write", "received": len(delays), "of": len(streams),
                 "p50Ms": round(percentile(delays, 0.5), 1), "p99Ms": round(percentile(delays, 0.99), 1),
