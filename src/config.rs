@@ -5,6 +5,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, ValueEnum};
 
+mod streaming;
+pub use streaming::StreamingSettings;
+
 /// The memory, in MiB, redb may hold of the file's pages (`--embedded-cache-mib`). redb's own
 /// default is 1 GiB, which a replica under writes fills with pages of the ever-growing event
 /// log (86–90 MiB peak after two 8 s write rounds at 100 toggles, against 40–44 with 16 MiB).
@@ -110,6 +113,10 @@ pub struct Settings {
     /// The limits on segments.
     #[command(flatten)]
     pub segments: SegmentSettings,
+
+    /// SSE streaming and its stream log.
+    #[command(flatten)]
+    pub streaming: StreamingSettings,
 
     /// Logs, traces and metrics.
     #[command(flatten)]

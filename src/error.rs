@@ -69,6 +69,9 @@ pub enum ApiError {
     /// 421: a write forwarded to a replica that is not the one it was meant for.
     #[error("{0}")]
     Misdirected(String),
+    /// 501: a capability this installation has turned off (SDKs fall back to polling).
+    #[error("{0}")]
+    NotImplemented(String),
 }
 
 /// How a 401 asks the caller to identify itself.
@@ -142,6 +145,7 @@ impl ApiError {
             Self::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::TimedOut(_) => StatusCode::GATEWAY_TIMEOUT,
             Self::Misdirected(_) => StatusCode::MISDIRECTED_REQUEST,
+            Self::NotImplemented(_) => StatusCode::NOT_IMPLEMENTED,
         }
     }
 }

@@ -16,6 +16,7 @@ pub mod service;
 pub mod snapshot;
 pub mod state;
 pub mod store;
+pub mod streaming;
 pub mod telemetry;
 pub mod usage;
 
@@ -81,7 +82,11 @@ pub async fn run(
     requested: CancellationToken,
 ) -> Result<(), RunError> {
     settings.check().map_err(RunError::Settings)?;
-    let store = open_store(&settings.store).await?;
+    let store = open_store(&settings.store)
+        .await?
+        .with_stream_log_retention(store::stream_log::StreamLogRetention::from_settings(
+            &settings.streaming,
+        ));
     tracing::info!(backend = store.backend_name(), "store opened");
     let snapshot = Arc::new(Snapshot::new(store.clone()));
     let readiness = Arc::new(health::Readiness::new(
@@ -128,6 +133,18 @@ pub async fn run(
     ));
 
     workers.spawn(snapshot.clone().run_client_builder(shutdown.clone()));
+    if settings.streaming.enabled {
+        streaming::open_files::raise_open_files_limit();
+    }
+    let streams = streaming::StreamHub::new(
+        snapshot.clone(),
+        store.clone(),
+        streaming::StreamLimits::from_settings(&settings.streaming),
+        metrics.streams.clone(),
+    );
+    // Streams end when the drain is over (`shutdown`), or the graceful shutdown would wait
+    // for them forever.
+    workers.spawn(streams.clone().run(shutdown.clone()));
 
     if settings.delivery.enabled {
         let worker = delivery::DeliveryWorker::new(
@@ -214,6 +231,8 @@ pub async fn run(
         metrics,
         usage,
         forwarding,
+        streams,
+        fetch_mode_header: settings.streaming.fetch_mode_header,
         trust_proxy: settings.server.trust_proxy,
         edge: state::EdgeSettings::from_settings(&settings.server, &settings.telemetry),
     }));

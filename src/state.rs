@@ -45,6 +45,10 @@ pub struct AppStateParts {
     pub usage: Arc<UsageRecorder>,
     /// Where admin writes go to be committed (Redis store; `None` with the embedded one).
     pub forwarding: Option<Arc<crate::forwarding::WriteForwarding>>,
+    /// The SSE streams of this replica.
+    pub streams: Arc<crate::streaming::StreamHub>,
+    /// Whether polling responses carry `fetch-mode: streaming` (`--fetch-mode-header`).
+    pub fetch_mode_header: bool,
     /// Whether `X-Forwarded-For` names the client (`--trust-proxy`).
     pub trust_proxy: bool,
     /// Body and time limits, CORS.

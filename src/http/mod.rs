@@ -68,6 +68,8 @@ pub fn app(state: AppState) -> client::FeaturesFirst<NormalizePath<Router>> {
         auth: state.auth.clone(),
         limiter: state.limiter.clone(),
         body_timeout: state.edge.request_timeout,
+        streams: state.streams.clone(),
+        fetch_mode_header: state.fetch_mode_header,
     });
     let (routes, mut api) = OpenApiRouter::with_openapi(openapi::base())
         .merge(index::router())

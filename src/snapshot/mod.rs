@@ -47,6 +47,8 @@ pub struct Snapshot {
     /// The head of an own commit a check found in the store before its committer installed
     /// it: left to the committer once (see `check`).
     deferred_own_commit: AtomicU64,
+    /// The version of each installed configuration, for those who follow it (streaming).
+    installed: tokio::sync::watch::Sender<u64>,
 }
 
 /// How often the snapshot moved to other replicas' writes, by where it read them.
@@ -85,6 +87,7 @@ impl Snapshot {
             confirmed: std::sync::Mutex::new(std::time::Instant::now()),
             updates: UpdateCounters::default(),
             deferred_own_commit: AtomicU64::new(0),
+            installed: tokio::sync::watch::Sender::new(0),
         }
     }
 
@@ -111,6 +114,12 @@ impl Snapshot {
     /// a reference count every core bumps costs more than the read).
     pub fn peek<R>(&self, read: impl FnOnce(&ConfigState) -> R) -> R {
         read(&self.current.load())
+    }
+
+    /// Follows the configuration: changes whenever the snapshot installs a new one (its
+    /// version; a reload may install the same version again).
+    pub fn installed(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.installed.subscribe()
     }
 
     /// The client documents built from the configuration (they may be one build behind it).
@@ -398,8 +407,10 @@ impl Snapshot {
     fn install(&self, state: ConfigState) {
         self.has_segments
             .store(!state.segments.is_empty(), Ordering::Release);
+        let version = state.version;
         self.current.store(Arc::new(state));
         self.client.configuration_moved();
+        self.installed.send_replace(version);
     }
 
     /// A cheap position check, followed by a refresh only when the store moved.

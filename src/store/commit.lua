@@ -6,7 +6,7 @@
 -- <previous head>', followed by ' <changes>' when small enough: see `store::announced`).
 -- KEYS[1] version, KEYS[2] changes stream, KEYS[3] events stream, KEYS[4] event id sequence,
 -- KEYS[5] head (latest commit id), KEYS[6] deliveries stream, KEYS[7] commit marks,
--- KEYS[8 .. 7+n] the n collection hashes, named in order by the last n arguments (after the
+-- KEYS[8] stream log, KEYS[9 .. 8+n] the n collection hashes, named in order by the last n arguments (after the
 -- events' arguments, below), then the per-toggle event index lists and the per-addon delivery
 -- logs and recent sets the events refer to.
 -- ARGV[1] expected version ('-1': no fast path, rebase only), ARGV[2] expected head ('0' for
@@ -16,7 +16,9 @@
 -- large ('null': replicas reload everything), ARGV[9] now in epoch ms, ARGV[10] now in
 -- RFC 3339, ARGV[11] the rebase terms ('' for none): JSON {"seen": [version, head], "own":
 -- [version, ...] oldest first, "own_head": head of the newest own commit or '', "toggles":
--- [name, ...]}, every number as a string; then four arguments per event, ARGV[12 .. 11+4e]:
+-- [name, ...]}, every number as a string; ARGV[12] what the commit touched (the stream-log
+-- entry, JSON), ARGV[13] the stream log's length and ARGV[14] its age in ms (it is trimmed to
+-- both); then four arguments per event, ARGV[15 .. 14+4e]:
 -- its document without the id and without its opening brace, the KEYS index of its toggle's
 -- index list or '0', its kind, and its deliveries ('' for none) as a JSON array of [addon id,
 -- KEYS index of the addon's log hash, KEYS index of its recent set, the write's W3C
@@ -104,7 +106,7 @@ end
 local event_count = tonumber(ARGV[4])
 -- Where the arguments of event i (0-based) start.
 local function event_args(i)
-  return 12 + 4 * i
+  return 15 + 4 * i
 end
 if event_count == nil or event_count < 0 or event_count % 1 ~= 0
     or event_args(event_count) > #ARGV then
@@ -113,7 +115,7 @@ end
 local collections_from = event_args(event_count)
 local hashes = {}
 for i = collections_from, #ARGV do
-  hashes[ARGV[i]] = KEYS[8 + i - collections_from]
+  hashes[ARGV[i]] = KEYS[9 + i - collections_from]
 end
 local marks_type = redis.call('TYPE', marks).ok
 if marks_type ~= 'hash' and marks_type ~= 'none' then
@@ -217,6 +219,21 @@ if ARGV[8] == '0' then
   logged = 'null'
 end
 redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], version .. '-0', 'head', ARGV[7], 'changes', logged)
+-- The stream log: one entry per version, trimmed by length and by age (a few of the oldest
+-- entries per commit: each commit adds one).
+redis.call('XADD', KEYS[8], 'MAXLEN', '~', ARGV[13], version .. '-0', 'at', ARGV[9], 'touched', ARGV[12])
+local cutoff = tonumber(ARGV[9]) - tonumber(ARGV[14])
+local aged = nil
+for _, entry in ipairs(redis.call('XRANGE', KEYS[8], '-', '+', 'COUNT', 8)) do
+  if tonumber(entry[2][2]) >= cutoff then
+    break
+  end
+  aged = entry[1]
+end
+if aged ~= nil then
+  local aged_version = tonumber(string.match(aged, '^(%d+)-'))
+  redis.call('XTRIM', KEYS[8], 'MINID', (aged_version + 1) .. '-0')
+end
 local indexed = {}
 local indexes = {}
 if event_count > 0 then

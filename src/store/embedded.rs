@@ -11,6 +11,7 @@ use redb::{Builder, Database, ReadableDatabase, ReadableTable, TableDefinition};
 
 use super::delivery::{self, embedded::EmbeddedDeliveries, NewDelivery};
 use super::redb_file::{failed, run_blocking, RECORDS};
+use super::stream_log::{covering, StreamLogEntry, StreamLogRetention, Touched};
 use super::{
     changes_size, decode_event, encode_event, random_id, Change, ChangeSet, Collection,
     CommitCheck, CommitOutcome, Position, Records, StoreError, CHANGE_LOG_LENGTH,
@@ -26,6 +27,8 @@ const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 const CHANGES: TableDefinition<u64, &str> = TableDefinition::new("changes");
 /// event id → JSON event record.
 const EVENTS: TableDefinition<u64, &str> = TableDefinition::new("events");
+/// version → (epoch ms of the commit, JSON `stream_log::Touched`): the stream log.
+const STREAM_LOG: TableDefinition<u64, (u64, &str)> = TableDefinition::new("stream_log");
 /// (toggle name, event id) → (): the events about each toggle.
 const TOGGLE_EVENTS: TableDefinition<(&str, u64), ()> = TableDefinition::new("toggle_events");
 
@@ -37,6 +40,8 @@ const LOCK_WAIT: Duration = Duration::from_secs(5);
 pub struct EmbeddedStore {
     db: Arc<Database>,
     deliveries: EmbeddedDeliveries,
+    /// What commits keep of the stream log.
+    stream_log: StreamLogRetention,
 }
 
 /// One change-log entry: the commit's id and its changes.
@@ -102,6 +107,7 @@ impl EmbeddedStore {
             txn.open_table(CHANGES).map_err(failed)?;
             txn.open_table(EVENTS).map_err(failed)?;
             txn.open_table(TOGGLE_EVENTS).map_err(failed)?;
+            txn.open_table(STREAM_LOG).map_err(failed)?;
         }
         super::usage::embedded::create_tables(&txn)?;
         super::delivery::embedded::create_tables(&txn)?;
@@ -110,7 +116,38 @@ impl EmbeddedStore {
         Ok(Self {
             deliveries: EmbeddedDeliveries::new(db.clone()),
             db,
+            stream_log: StreamLogRetention::default(),
         })
+    }
+
+    /// This store with commits keeping `retention` of the stream log.
+    pub fn with_stream_log_retention(mut self, retention: StreamLogRetention) -> Self {
+        self.stream_log = retention;
+        self
+    }
+
+    pub(super) async fn stream_log(
+        &self,
+        after: u64,
+        upto: u64,
+    ) -> Result<Option<Vec<StreamLogEntry>>, StoreError> {
+        self.blocking(move |db| {
+            let txn = db.begin_read().map_err(failed)?;
+            let table = txn.open_table(STREAM_LOG).map_err(failed)?;
+            let rows = table.range(after + 1..=upto).map_err(failed)?;
+            covering(
+                after,
+                upto,
+                rows.map(|row| {
+                    let (version, value) = row.map_err(failed)?;
+                    Ok(StreamLogEntry {
+                        version: version.value(),
+                        touched: Touched::decode(value.value().1)?,
+                    })
+                }),
+            )
+        })
+        .await
     }
 
     /// Runs blocking redb work off the async runtime.
@@ -231,6 +268,8 @@ impl EmbeddedStore {
                 Ok((encode_event(e)?, toggle, e.kind_name()))
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
+        let touched = Touched::of(changes).encode()?;
+        let retention = self.stream_log;
         let changes = changes.to_vec();
         let deliveries = deliveries.to_vec();
         let queues_jobs = !deliveries.is_empty();
@@ -265,6 +304,8 @@ impl EmbeddedStore {
                         let cutoff = version - CHANGE_LOG_LENGTH;
                         log.retain_in(..cutoff, |_, _| false).map_err(failed)?;
                     }
+                    let now_ms = u64::try_from(chrono::Utc::now().timestamp_millis()).unwrap_or(0);
+                    append_stream_log(&txn, version, now_ms, &touched, retention)?;
                     let mut seq = meta
                         .get("event_seq")
                         .map_err(failed)?
@@ -358,6 +399,34 @@ impl EmbeddedStore {
         })
         .await
     }
+}
+
+/// Appends version `version`'s stream-log entry and trims the log to `retention`.
+fn append_stream_log(
+    txn: &redb::WriteTransaction,
+    version: u64,
+    now_ms: u64,
+    touched: &str,
+    retention: StreamLogRetention,
+) -> Result<(), StoreError> {
+    let mut log = txn.open_table(STREAM_LOG).map_err(failed)?;
+    log.insert(version, (now_ms, touched)).map_err(failed)?;
+    let by_length = version.saturating_sub(retention.max_entries.max(1)) + 1;
+    let cutoff = now_ms.saturating_sub(u64::try_from(retention.max_age.as_millis()).unwrap_or(0));
+    // The first version younger than the age limit, among the oldest few (each commit adds
+    // one entry, so trimming a few per commit keeps up).
+    let mut by_age = version;
+    for row in log.range(..version).map_err(failed)?.take(64) {
+        let (v, value) = row.map_err(failed)?;
+        if value.value().0 >= cutoff {
+            by_age = v.value();
+            break;
+        }
+        by_age = v.value() + 1;
+    }
+    let keep_from = by_length.max(by_age);
+    log.retain_in(..keep_from, |_, _| false).map_err(failed)?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -83,6 +83,14 @@ impl Keys {
         format!("{}:events", self.tag)
     }
 
+    /// Stream, entry id `<version>-0`, fields `at` = epoch ms of the commit and `touched` = JSON
+    /// `stream_log::Touched` (the toggles, segments and environments the version wrote);
+    /// appended by the commit script, trimmed by it to about `StreamLogRetention::max_entries`
+    /// entries and `max_age`; read by streaming clients' resumption (`Last-Event-ID`).
+    pub fn stream_log(&self) -> String {
+        format!("{}:stream-log", self.tag)
+    }
+
     /// List, the ids of the events about toggle `name`, oldest first; no TTL; RPUSH by the
     /// commit script.
     pub fn toggle_events(&self, name: &str) -> String {

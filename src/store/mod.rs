@@ -12,6 +12,7 @@ pub mod rate_limit;
 mod redb_file;
 pub mod redis;
 pub mod redis_conn;
+pub mod stream_log;
 pub mod usage;
 
 use serde::{Deserialize, Serialize};
@@ -269,8 +270,9 @@ impl Store {
         }
     }
 
-    /// Applies `changes`, bumps the version, logs the change set, appends `events` and queues
-    /// their `deliveries`, all in one atomic step, provided `check` passes.
+    /// Applies `changes`, bumps the version, logs the change set and what it touched (the stream
+    /// log), appends `events` and queues their `deliveries`, all in one atomic step, provided
+    /// `check` passes.
     pub async fn commit(
         &self,
         check: &CommitCheck,
@@ -281,6 +283,30 @@ impl Store {
         match self {
             Store::Redis(s) => s.commit(check, changes, events, deliveries).await,
             Store::Embedded(s) => s.commit(check, changes, events, deliveries).await,
+        }
+    }
+
+    /// The stream-log entries of versions `after + 1 ..= upto`, oldest first; `None` when the
+    /// log does not reach back that far (see `stream_log`).
+    pub async fn stream_log(
+        &self,
+        after: u64,
+        upto: u64,
+    ) -> Result<Option<Vec<stream_log::StreamLogEntry>>, StoreError> {
+        if after >= upto {
+            return Ok(Some(Vec::new()));
+        }
+        match self {
+            Store::Redis(s) => s.stream_log(after, upto).await,
+            Store::Embedded(s) => s.stream_log(after, upto).await,
+        }
+    }
+
+    /// The store with commits keeping `retention` of the stream log.
+    pub fn with_stream_log_retention(self, retention: stream_log::StreamLogRetention) -> Self {
+        match self {
+            Store::Redis(s) => Store::Redis(s.with_stream_log_retention(retention)),
+            Store::Embedded(s) => Store::Embedded(s.with_stream_log_retention(retention)),
         }
     }
 

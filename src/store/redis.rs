@@ -15,6 +15,7 @@ use super::announced::{AnnouncedChanges, ANNOUNCED_CHANGES_MAX};
 use super::delivery::{redis::RedisDeliveries, NewDelivery};
 use super::keys::Keys;
 use super::redis_conn::{Connector, RedisConn, RedisOptions};
+use super::stream_log::{covering, StreamLogEntry, StreamLogRetention, Touched};
 use super::{
     changes_size, decode_event, encode_event, random_id, Announcement, Change, ChangeSet,
     Collection, CommitCheck, CommitOutcome, Position, Records, StoreError, CHANGE_LOG_LENGTH,
@@ -31,6 +32,8 @@ pub struct RedisStore {
     commit_script: Arc<Script>,
     own_commits: Arc<OwnCommits>,
     announced: Arc<AnnouncedChanges>,
+    /// What commits keep of the stream log.
+    stream_log: StreamLogRetention,
 }
 
 /// The ids of this replica's latest commits. Their announcements are not passed on: the
@@ -130,7 +133,49 @@ impl RedisStore {
             commit_script: Arc::new(Script::new(COMMIT_SCRIPT)),
             own_commits: Arc::default(),
             announced: Arc::default(),
+            stream_log: StreamLogRetention::default(),
         })
+    }
+
+    /// This store with commits keeping `retention` of the stream log.
+    pub fn with_stream_log_retention(mut self, retention: StreamLogRetention) -> Self {
+        self.stream_log = retention;
+        self
+    }
+
+    pub(super) async fn stream_log(
+        &self,
+        after: u64,
+        upto: u64,
+    ) -> Result<Option<Vec<StreamLogEntry>>, StoreError> {
+        let mut conn = self.conn.clone();
+        let reply: StreamRangeReply = conn
+            .xrange(
+                self.keys.stream_log(),
+                format!("{}-0", after + 1),
+                format!("{upto}-0"),
+            )
+            .await
+            .map_err(unavailable)?;
+        covering(
+            after,
+            upto,
+            reply.ids.iter().map(|entry| {
+                let version = entry
+                    .id
+                    .split('-')
+                    .next()
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .ok_or_else(|| StoreError::Corrupt(format!("stream log id {}", entry.id)))?;
+                let raw: String = entry.get("touched").ok_or_else(|| {
+                    StoreError::Corrupt("stream log entry without touched".into())
+                })?;
+                Ok(StreamLogEntry {
+                    version,
+                    touched: Touched::decode(&raw)?,
+                })
+            }),
+        )
     }
 
     /// The shared rate-limit buckets of this installation.
@@ -302,7 +347,7 @@ impl RedisStore {
         deliveries: &[NewDelivery],
     ) -> Result<CommitOutcome, StoreError> {
         // Per-toggle index lists and per-addon delivery logs are declared as keys after the
-        // collections (KEYS is 1-based: 7 fixed keys, then the collections). A map from key to
+        // collections (KEYS is 1-based: 8 fixed keys, then the collections). A map from key to
         // position: an import writes one index list per toggle, 10,000 of them.
         let mut extra_keys: Vec<String> = Vec::new();
         let mut positions: HashMap<String, usize> = HashMap::new();
@@ -311,7 +356,7 @@ impl RedisStore {
                 extra_keys.push(key.clone());
                 extra_keys.len() - 1
             });
-            7 + Collection::ALL.len() + position + 1
+            8 + Collection::ALL.len() + position + 1
         };
         // Per event: its index list's slot and its deliveries' (addon, log slot, recent slot,
         // traceparent).
@@ -342,6 +387,7 @@ impl RedisStore {
             self.keys.head(),
             self.keys.deliveries(),
             self.keys.commit_marks(),
+            self.keys.stream_log(),
         ];
         keys.extend(Collection::ALL.map(|c| self.keys.collection(c)));
         keys.extend(extra_keys);
@@ -381,7 +427,10 @@ impl RedisStore {
             .arg(log_changes)
             .arg(now.timestamp_millis())
             .arg(now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
-            .arg(rebase_terms(check)?);
+            .arg(rebase_terms(check)?)
+            .arg(Touched::of(changes).encode()?)
+            .arg(self.stream_log.max_entries)
+            .arg(self.stream_log.max_age.as_millis().to_string());
         // Four arguments per event (see `commit.lua`); the script writes the id before the
         // rest of the document, so each goes without its opening brace.
         for (event, (slot, jobs)) in events.iter().zip(event_slots) {

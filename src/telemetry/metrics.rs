@@ -113,6 +113,8 @@ pub struct Metrics {
     pub writes: WriteMetrics,
     /// Addon deliveries.
     pub deliveries: DeliveryMetrics,
+    /// SSE streams.
+    pub streams: super::stream_metrics::StreamMetrics,
 }
 
 fn http_histogram() -> Histogram {
@@ -200,8 +202,10 @@ impl Metrics {
         let usage = UsageMetrics::register(&mut registry, toggle_usage_series);
         let writes = WriteMetrics::register(&mut registry);
         let deliveries = DeliveryMetrics::register(&mut registry);
+        let streams = super::stream_metrics::StreamMetrics::register(&mut registry);
         Self {
             registry,
+            streams,
             writes,
             deliveries,
             snapshot_staleness,

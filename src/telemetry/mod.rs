@@ -4,6 +4,7 @@
 pub mod delivery_metrics;
 pub mod exposition;
 pub mod metrics;
+pub mod stream_metrics;
 pub mod traces;
 pub mod usage_metrics;
 pub mod write_metrics;

@@ -32,6 +32,7 @@ mod state;
 mod store_upgrade;
 mod strategies;
 mod strategy_variants;
+mod streaming;
 mod tags;
 mod toggles;
 mod traces;

@@ -146,7 +146,7 @@ pub async fn list_client_features(
     {
         if let Some(response) = &*snapshot.client().unfiltered() {
             record_poll(&api, headers, "", response);
-            return respond(response, headers, &api.metrics.client_counts);
+            return advertise(&api, respond(response, headers, &api.metrics.client_counts));
         }
     }
     let query = query.as_deref().unwrap_or("");
@@ -183,7 +183,25 @@ pub async fn list_client_features(
     } else {
         record_poll(&api, headers, &poll_query(&form, query), &response);
     }
-    respond(&response, headers, &api.metrics.client_counts)
+    advertise(
+        &api,
+        respond(&response, headers, &api.metrics.client_counts),
+    )
+}
+
+/// The header that moves Node SDKs (6.7 and later) between polling and streaming.
+const FETCH_MODE: HeaderName = HeaderName::from_static("fetch-mode");
+
+/// Adds `fetch-mode: streaming` to a 200 when the operator asked for it
+/// (`--fetch-mode-header`): every Node SDK that sees it switches to streaming, so it is never
+/// sent otherwise.
+fn advertise(api: &ClientApi, mut response: Response<Body>) -> Response<Body> {
+    if api.fetch_mode_header && response.status() == StatusCode::OK {
+        response
+            .headers_mut()
+            .insert(FETCH_MODE, HeaderValue::from_static("streaming"));
+    }
+    response
 }
 
 /// The header in which SDKs name the client specification they implement.
@@ -211,7 +229,7 @@ struct EnvironmentParam {
 
 /// The environment a caller is served: its token's, else the first `?environment=` (admin
 /// tokens and open client access, as Unleash 7), else `default`.
-fn environment_of(caller: &ClientCaller, query: &str) -> String {
+pub(super) fn environment_of(caller: &ClientCaller, query: &str) -> String {
     if let Some(environment) = &caller.environment {
         return environment.clone();
     }

@@ -5,6 +5,7 @@
 
 mod features;
 mod features_first;
+mod streaming;
 mod usage;
 
 pub use features_first::FeaturesFirst;
@@ -36,6 +37,10 @@ pub struct ClientApi {
     pub limiter: Arc<RateLimiter>,
     /// Longest a client may take to send a report's body (`--request-timeout-ms`).
     pub body_timeout: std::time::Duration,
+    /// The SSE streams of this replica.
+    pub streams: Arc<crate::streaming::StreamHub>,
+    /// Whether `GET /api/client/features` answers carry `fetch-mode: streaming`.
+    pub fetch_mode_header: bool,
 }
 
 impl ClientApi {
@@ -68,6 +73,8 @@ pub fn router(api: Arc<ClientApi>) -> (Router, utoipa::openapi::OpenApi) {
     let (router, document) = OpenApiRouter::<Arc<ClientApi>>::default()
         .routes(routes!(features::list_client_features))
         .routes(routes!(features::get_client_feature))
+        .routes(routes!(streaming::stream_client_features))
+        .routes(routes!(streaming::delta_client_features))
         .routes(routes!(usage::register_client))
         .routes(routes!(usage::record_client_metrics))
         .split_for_parts();
