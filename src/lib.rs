@@ -7,6 +7,7 @@ pub mod config;
 pub mod delivery;
 pub mod domain;
 pub mod error;
+pub mod evaluation;
 pub mod forwarding;
 #[cfg(test)]
 mod fuzz;
@@ -128,6 +129,9 @@ pub async fn run(
     ));
 
     workers.spawn(snapshot.clone().run_client_builder(shutdown.clone()));
+    let evaluator = Arc::new(evaluation::Evaluator::new(snapshot.clone()));
+    snapshot.follow(evaluator.settled());
+    workers.spawn(evaluator.clone().run(shutdown.clone()));
 
     if settings.delivery.enabled {
         let worker = delivery::DeliveryWorker::new(
@@ -214,6 +218,7 @@ pub async fn run(
         metrics,
         usage,
         forwarding,
+        evaluator,
         trust_proxy: settings.server.trust_proxy,
         edge: state::EdgeSettings::from_settings(&settings.server, &settings.telemetry),
     }));

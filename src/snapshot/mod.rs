@@ -16,7 +16,7 @@ use std::sync::Arc;
 use tracing::Instrument;
 
 use arc_swap::ArcSwap;
-use tokio::sync::Mutex;
+use tokio::sync::{watch, Mutex};
 use tokio_util::sync::CancellationToken;
 
 pub use client_document::{
@@ -44,7 +44,17 @@ pub struct Snapshot {
     /// When the snapshot last confirmed it matches the store.
     confirmed: std::sync::Mutex<std::time::Instant>,
     updates: UpdateCounters,
+    /// The version of each configuration installed (what builders outside the snapshot,
+    /// such as the evaluation engines, follow).
+    installed: watch::Sender<u64>,
+    /// The built versions of those builders: a writer waits for them as for the client
+    /// documents (read-your-writes).
+    followers: std::sync::Mutex<Vec<watch::Receiver<u64>>>,
 }
+
+/// How long a writer waits for a follower to build its write (only a follower that stopped,
+/// at shutdown, takes that long).
+const FOLLOWER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// How often the snapshot moved to other replicas' writes, by where it read them.
 #[derive(Default)]
@@ -81,6 +91,21 @@ impl Snapshot {
             store_reachable: AtomicBool::new(false),
             confirmed: std::sync::Mutex::new(std::time::Instant::now()),
             updates: UpdateCounters::default(),
+            installed: watch::Sender::new(0),
+            followers: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The version of the configuration, each time another is installed.
+    pub fn watch_versions(&self) -> watch::Receiver<u64> {
+        self.installed.subscribe()
+    }
+
+    /// Makes writers also wait for `built` (the version a builder outside the snapshot has
+    /// built from) to reach their write before they are answered.
+    pub fn follow(&self, built: watch::Receiver<u64>) {
+        if let Ok(mut followers) = self.followers.lock() {
+            followers.push(built);
         }
     }
 
@@ -125,6 +150,14 @@ impl Snapshot {
     pub async fn client_documents_current(&self) {
         let version = self.current.load().version;
         self.client.reach(version).await;
+        let followers = self
+            .followers
+            .lock()
+            .map(|f| f.clone())
+            .unwrap_or_default();
+        for mut built in followers {
+            let _ = tokio::time::timeout(FOLLOWER_WAIT, built.wait_for(|v| *v >= version)).await;
+        }
     }
 
     /// Builds the client documents of every new version until `stop`.
@@ -392,8 +425,10 @@ impl Snapshot {
     fn install(&self, state: ConfigState) {
         self.has_segments
             .store(!state.segments.is_empty(), Ordering::Release);
+        let version = state.version;
         self.current.store(Arc::new(state));
         self.client.configuration_moved();
+        self.installed.send_replace(version);
     }
 
     /// A cheap position check, followed by a refresh only when the store moved.

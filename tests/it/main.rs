@@ -18,6 +18,7 @@ mod embedded_store;
 mod environments;
 mod events;
 mod forwarding;
+mod frontend;
 mod openapi;
 mod probes;
 mod projects;

@@ -8,6 +8,7 @@ mod features_first;
 mod usage;
 
 pub use features_first::FeaturesFirst;
+pub(crate) use usage::{client_identity, ClientMetrics, ClientRegistration};
 
 use std::sync::Arc;
 
