@@ -39,23 +39,18 @@ impl EvaluationMetrics {
             "Frontend API and OFREP answers by interface and kind (304: not evaluated)",
             family.clone(),
         );
-        let counts = |api| AnswerCounts {
-            evaluated: HotCounter::new(
-                family
-                    .get_or_create(&AnswerLabels {
-                        api,
-                        response: "200",
-                    })
-                    .clone(),
-            ),
-            not_modified: HotCounter::new(
-                family
-                    .get_or_create(&AnswerLabels {
-                        api,
-                        response: "304",
-                    })
-                    .clone(),
-            ),
+        // One guard of the family at a time: `get_or_create` holds its lock until dropped.
+        let counter = |api, response| {
+            let counter = family.get_or_create(&AnswerLabels { api, response }).clone();
+            HotCounter::new(counter)
+        };
+        let counts = |api| {
+            let evaluated = counter(api, "200");
+            let not_modified = counter(api, "304");
+            AnswerCounts {
+                evaluated,
+                not_modified,
+            }
         };
         Self {
             frontend: counts("frontend"),

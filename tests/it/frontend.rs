@@ -64,6 +64,11 @@ async fn start(backend: &Backend) -> (TestApp, String) {
     (app, token)
 }
 
+/// An admin request with the bootstrap admin token.
+async fn admin(app: &TestApp, method: Method, path: &str, body: Option<Value>) -> Reply {
+    with_token(app, method, path, Some(ADMIN_TOKEN), body).await
+}
+
 /// `GET {path}` with `token` and optional headers.
 async fn get(app: &TestApp, path: &str, token: Option<&str>, headers: &[(&str, &str)]) -> Reply {
     let mut request = app.anonymous(Method::GET, path);
@@ -229,11 +234,11 @@ async fn frontend_etag_names_the_context_and_configuration(backend: &Backend) {
 
 async fn frontend_tokens_choose_environment_and_projects(backend: &Backend) {
     let (app, _) = start(backend).await;
-    let admin = |method, path: &str, body| with_token(&app, method, path, Some(ADMIN_TOKEN), body);
-    admin(Method::POST, "/api/admin/projects", Some(json!({"id": "shop", "name": "Shop"})))
+    admin(&app, Method::POST, "/api/admin/projects", Some(json!({"id": "shop", "name": "Shop"})))
         .await
         .expect(201);
     admin(
+        &app,
         Method::POST,
         "/api/admin/projects/shop/features",
         Some(json!({"name": "shop.only"})),
@@ -241,6 +246,7 @@ async fn frontend_tokens_choose_environment_and_projects(backend: &Backend) {
     .await
     .expect(201);
     admin(
+        &app,
         Method::POST,
         "/api/admin/projects/shop/features/shop.only/environments/development/strategies",
         Some(json!({"name": "default"})),
@@ -248,6 +254,7 @@ async fn frontend_tokens_choose_environment_and_projects(backend: &Backend) {
     .await
     .expect(200);
     admin(
+        &app,
         Method::POST,
         "/api/admin/projects/shop/features/shop.only/environments/development/on",
         None,
