@@ -19,6 +19,7 @@ conformance!(
     ofrep_evaluates_one_flag_and_all_flags,
     ofrep_errors_carry_key_code_and_details,
     playground_explains_each_strategy_constraint_and_segment,
+    frontend_fills_remote_address_from_the_caller,
 );
 
 /// Toggles for these tests, in the client format (imported as written into `default`).
@@ -503,4 +504,42 @@ async fn playground_explains_each_strategy_constraint_and_segment(backend: &Back
     )
     .await
     .expect(400);
+}
+
+async fn frontend_fills_remote_address_from_the_caller(backend: &Backend) {
+    let mut settings = settings(backend, AuthMode::Token, ClientAuth::Token);
+    settings.server.trust_proxy = true;
+    let app = TestApp::spawn_with(settings).await;
+    let document = json!({"version": 2, "features": [
+        {"name": "fe.local", "enabled": true,
+         "strategies": [{"name": "remoteAddress", "parameters": {"IPs": "127.0.0.1"}}]}]});
+    admin(
+        &app,
+        Method::POST,
+        "/api/admin/state/import?environment=default&drop=true",
+        Some(document),
+    )
+    .await
+    .expect(202);
+    let token = create_token(&app, json!({"tokenName": "web", "type": "frontend"})).await;
+    let local = get(&app, "/api/frontend", Some(&token), &[]).await.expect(200);
+    assert_eq!(names(&local.json), ["fe.local"], "the connection's address");
+    let proxied = get(&app, "/api/frontend", Some(&token), &[("X-Forwarded-For", "10.1.2.3")])
+        .await
+        .expect(200);
+    assert_eq!(names(&proxied.json), Vec::<String>::new(), "the proxy's entry");
+    assert_ne!(local.header("etag"), proxied.header("etag"));
+    let given = get(
+        &app,
+        "/api/frontend?remoteAddress=10.0.0.9",
+        Some(&token),
+        &[("X-Forwarded-For", "127.0.0.1")],
+    )
+    .await
+    .expect(200);
+    assert_eq!(names(&given.json), Vec::<String>::new(), "the context's own");
+    let bulk = post_raw(&app, "/ofrep/v1/evaluate/flags/fe.local", Some(&token), "{}", &[])
+        .await
+        .expect(200);
+    assert_eq!(bulk.json["value"], true);
 }

@@ -9,6 +9,11 @@
 //! - OFREP: on is `metadata.enabled`; the variant is `variant` (enabled unless `disabled`),
 //!   its payload `metadata.payloadType`/`payloadValue`; an unknown flag (404
 //!   `FLAG_NOT_FOUND`) is off with the `disabled` variant.
+//!
+//! Requests come from 127.0.0.2: both interfaces take the caller's address as `remoteAddress`
+//! when the context has none (as Unleash's frontend API and Edge do), and the case "should not
+//! be enabled for missing remoteAddress" of file 06 lists 127.0.0.1, the address a test
+//! client would otherwise have. `tests/it/frontend.rs` checks the filling itself.
 
 use serde_json::{json, Value};
 
@@ -114,7 +119,10 @@ async fn client_spec_through_the_frontend_api_and_ofrep() {
         .collect();
     let mut server = FlagpoleServer::default();
     let served = server.serve_all(&documents).await;
-    let http = reqwest::Client::new();
+    let http = reqwest::Client::builder()
+        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
+        .build()
+        .expect("an HTTP client on 127.0.0.2");
     let mut failures = Vec::new();
     let mut total = 0;
     for (file, served) in files.iter().zip(&served) {
