@@ -237,7 +237,7 @@ impl Authenticator {
 
     /// The caller of the frontend API (`accept_backend` false) or OFREP (true) with `secret`:
     /// a frontend token (or, for OFREP, a client or backend token) gives its environment and
-    /// projects; 401 when a token is required and missing, unknown or expired; 403 for a
+    /// projects, an admin token `default` and every project; 401 when a token is required and missing, unknown or expired; 403 for a
     /// token of another type. Where no token is required (`--auth` other than `token`, or
     /// `--client-auth open`), a caller without one is served `default` and every project, and
     /// a token that is not one of these is ignored.
@@ -267,6 +267,8 @@ impl Authenticator {
         let (scope, environment) = match credential {
             Credential::Frontend { scope, environment } => (scope, environment),
             Credential::Client { scope, environment } if accept_backend => (scope, environment),
+            // As on the client API: `default`, every project.
+            Credential::Admin(_) => (None, DEFAULT_ENVIRONMENT.to_string()),
             _ if !required => return Ok(open()),
             _ => return Err(ApiError::Forbidden(WRONG_TOKEN_TYPE.into())),
         };

@@ -88,7 +88,9 @@ impl EvaluationContext {
         let body: Value =
             serde_json::from_slice(bytes).map_err(|e| ContextError::Parse(e.to_string()))?;
         let Value::Object(mut body) = body else {
-            return Err(ContextError::Invalid("the body must be a JSON object".into()));
+            return Err(ContextError::Invalid(
+                "the body must be a JSON object".into(),
+            ));
         };
         let object = match body.remove("context") {
             Some(Value::Object(context)) => context,

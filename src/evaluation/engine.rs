@@ -179,9 +179,12 @@ impl ToggleFacts {
             impression_data: toggle.impression_data.unwrap_or(false),
             on_in_environment: config.enabled,
             has_payloads: strategy_payloads || config.variants.iter().any(|v| v.payload.is_some()),
-            static_rollout: toggle.dependencies.is_empty() && enabled_strategies.clone().all(|s| {
-                s.name.as_str() == "default" && s.constraints.is_empty() && s.segments.is_empty()
-            }),
+            static_rollout: toggle.dependencies.is_empty()
+                && enabled_strategies.clone().all(|s| {
+                    s.name.as_str() == "default"
+                        && s.constraints.is_empty()
+                        && s.segments.is_empty()
+                }),
         }
     }
 }

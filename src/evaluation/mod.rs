@@ -15,7 +15,6 @@ pub mod frontend;
 pub mod ofrep;
 pub mod playground;
 
-
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -163,7 +162,10 @@ impl Evaluator {
         let mut next = HashMap::clone(&current);
         let mut totals = BuildTotals::default();
         for name in wanted {
-            if current.get(&name).is_some_and(|b| b.version >= state.version) {
+            if current
+                .get(&name)
+                .is_some_and(|b| b.version >= state.version)
+            {
                 continue;
             }
             let started = std::time::Instant::now();
@@ -175,11 +177,22 @@ impl Evaluator {
                     built.engine.clone()
                 }
                 _ => {
-                    let started = std::time::Instant::now();
+                    let input_seconds = started.elapsed().as_secs_f64();
+                    let input_bytes = input.json.len();
                     match EnvironmentEngine::build(&name, state, input) {
                         Ok(engine) => {
+                            let seconds = started.elapsed().as_secs_f64() - input_seconds;
                             totals.compiled += 1;
-                            totals.compile_seconds += started.elapsed().as_secs_f64();
+                            totals.compile_seconds += seconds;
+                            tracing::info!(
+                                environment = %name,
+                                version = state.version,
+                                toggles = state.features.len(),
+                                input_bytes,
+                                input_ms = (input_seconds * 1000.0).round(),
+                                compile_ms = (seconds * 1000.0).round(),
+                                "evaluation engine built"
+                            );
                             Arc::new(engine)
                         }
                         Err(e) => {

@@ -70,7 +70,11 @@ pub struct OfrepBulk {
 }
 
 /// Evaluates the toggle `facts` names for `context`, as OFREP answers it.
-pub fn evaluate(engine: &EnvironmentEngine, facts: &ToggleFacts, context: &Context) -> OfrepEvaluation {
+pub fn evaluate(
+    engine: &EnvironmentEngine,
+    facts: &ToggleFacts,
+    context: &Context,
+) -> OfrepEvaluation {
     let evaluation = engine.evaluate(&facts.name, context);
     let variant = evaluation.variant;
     let mut metadata = Map::new();

@@ -136,7 +136,12 @@ fn constraint_result(name: &str, constraint: &Value, context: &Context) -> Const
     }
 }
 
-fn explain_segment(name: &str, id: u32, segment: Option<&Segment>, context: &Context) -> SegmentResult {
+fn explain_segment(
+    name: &str,
+    id: u32,
+    segment: Option<&Segment>,
+    context: &Context,
+) -> SegmentResult {
     let Some(segment) = segment else {
         return SegmentResult {
             id,
@@ -182,9 +187,17 @@ fn explain_strategy(
     let segment_results: Vec<SegmentResult> = strategy
         .segments
         .iter()
-        .map(|id| explain_segment(&toggle.name, *id, state.segments.get(&id.to_string()).map(|s| &**s), context))
+        .map(|id| {
+            explain_segment(
+                &toggle.name,
+                *id,
+                state.segments.get(&id.to_string()).map(|s| &**s),
+                context,
+            )
+        })
         .collect();
-    let enabled = !strategy.disabled && probe(&toggle.name, vec![client.clone()], segments, context);
+    let enabled =
+        !strategy.disabled && probe(&toggle.name, vec![client.clone()], segments, context);
     PlaygroundStrategy {
         id: strategy.id.to_string(),
         name: strategy.name.to_string(),

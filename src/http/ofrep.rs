@@ -1,7 +1,8 @@
 //! OFREP 0.3.0, OpenFeature's remote evaluation protocol: `POST /ofrep/v1/evaluate/flags/{key}`
 //! and the bulk `POST /ofrep/v1/evaluate/flags` (with ETag and 304). The token comes as
 //! `Authorization: Bearer <token>`, a bare `Authorization: <token>`, or `X-API-Key`: a
-//! frontend, client or backend token, whose environment and projects apply. The body is
+//! frontend, client or backend token, whose environment and projects apply (an admin token:
+//! `default`, every project). The body is
 //! `{"context": {…}}` (`targetingKey` is the Unleash `userId`), `{}` or nothing; JSON with or
 //! without `; charset=utf-8`. Every error body is `{key, errorCode, errorDetails}`. How
 //! Unleash answers map to OFREP's is in `evaluation::ofrep`.
@@ -122,7 +123,6 @@ async fn prepare(
         (status = 200, description = "The evaluation", body = OfrepEvaluation),
         (status = 400, description = "`PARSE_ERROR` (not JSON) or `INVALID_CONTEXT`", body = OfrepFailure),
         (status = 401, description = "No token, or an unknown or expired one", body = OfrepFailure),
-        (status = 403, description = "An admin token", body = OfrepFailure),
         (status = 404, description = "`FLAG_NOT_FOUND`: no such toggle in the token's projects", body = OfrepFailure),
         (status = 408, description = "The body did not arrive in time", body = OfrepFailure),
         (status = 413, description = "The body is larger than allowed", body = OfrepFailure),
@@ -161,8 +161,9 @@ pub async fn evaluate_flag(
             );
             response
         }
-        Err(e) => OfrepError::of(&key, ApiError::Internal(format!("OFREP answer: {e}")))
-            .into_response(),
+        Err(e) => {
+            OfrepError::of(&key, ApiError::Internal(format!("OFREP answer: {e}"))).into_response()
+        }
     }
 }
 
@@ -180,7 +181,6 @@ pub async fn evaluate_flag(
         (status = 304, description = "The answer the caller holds is current (nothing was evaluated)"),
         (status = 400, description = "`PARSE_ERROR` (not JSON) or `INVALID_CONTEXT`", body = OfrepFailure),
         (status = 401, description = "No token, or an unknown or expired one", body = OfrepFailure),
-        (status = 403, description = "An admin token", body = OfrepFailure),
         (status = 408, description = "The body did not arrive in time", body = OfrepFailure),
         (status = 413, description = "The body is larger than allowed", body = OfrepFailure),
         (status = 429, description = "The rate limit is used up; `Retry-After` says when to retry", body = OfrepFailure),

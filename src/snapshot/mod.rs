@@ -150,11 +150,7 @@ impl Snapshot {
     pub async fn client_documents_current(&self) {
         let version = self.current.load().version;
         self.client.reach(version).await;
-        let followers = self
-            .followers
-            .lock()
-            .map(|f| f.clone())
-            .unwrap_or_default();
+        let followers = self.followers.lock().map(|f| f.clone()).unwrap_or_default();
         for mut built in followers {
             let _ = tokio::time::timeout(FOLLOWER_WAIT, built.wait_for(|v| *v >= version)).await;
         }

@@ -41,7 +41,9 @@ impl EvaluationMetrics {
         );
         // One guard of the family at a time: `get_or_create` holds its lock until dropped.
         let counter = |api, response| {
-            let counter = family.get_or_create(&AnswerLabels { api, response }).clone();
+            let counter = family
+                .get_or_create(&AnswerLabels { api, response })
+                .clone();
             HotCounter::new(counter)
         };
         let counts = |api| {

@@ -112,7 +112,9 @@ fn names(answer: &Value) -> Vec<String> {
 
 async fn frontend_lists_the_toggles_on_for_the_context(backend: &Backend) {
     let (app, token) = start(backend).await;
-    let reply = get(&app, "/api/frontend?userId=u9", Some(&token), &[]).await.expect(200);
+    let reply = get(&app, "/api/frontend?userId=u9", Some(&token), &[])
+        .await
+        .expect(200);
     assert_eq!(
         names(&reply.json),
         ["fe.number", "fe.on", "fe.variant"],
@@ -121,11 +123,17 @@ async fn frontend_lists_the_toggles_on_for_the_context(backend: &Backend) {
     let on = &reply.json["toggles"][1];
     assert_eq!(on["enabled"], true);
     assert_eq!(on["impressionData"], true);
-    assert_eq!(on["variant"], json!({"name": "disabled", "enabled": false,
-        "feature_enabled": true, "featureEnabled": true}));
+    assert_eq!(
+        on["variant"],
+        json!({"name": "disabled", "enabled": false,
+        "feature_enabled": true, "featureEnabled": true})
+    );
     let variant = &reply.json["toggles"][2]["variant"];
     assert_eq!(variant["name"], "blue");
-    assert_eq!(variant["payload"], json!({"type": "json", "value": "{\"color\":\"blue\"}"}));
+    assert_eq!(
+        variant["payload"],
+        json!({"type": "json", "value": "{\"color\":\"blue\"}"})
+    );
 
     let reply = get(
         &app,
@@ -137,16 +145,27 @@ async fn frontend_lists_the_toggles_on_for_the_context(backend: &Backend) {
     .expect(200);
     assert_eq!(
         names(&reply.json),
-        ["fe.number", "fe.on", "fe.plan", "fe.segment", "fe.user", "fe.variant"]
+        [
+            "fe.number",
+            "fe.on",
+            "fe.plan",
+            "fe.segment",
+            "fe.user",
+            "fe.variant"
+        ]
     );
     // The body, wrapped or bare; unknown top-level fields are properties.
     for body in [
         json!({"context": {"userId": "u2", "properties": {"plan": "pro"}}}),
         json!({"userId": "u2", "plan": "pro"}),
     ] {
-        let reply = post_raw(&app, "/api/frontend", Some(&token), &body.to_string(), &[
-            ("Content-Type", "application/json"),
-        ])
+        let reply = post_raw(
+            &app,
+            "/api/frontend",
+            Some(&token),
+            &body.to_string(),
+            &[("Content-Type", "application/json")],
+        )
         .await
         .expect(200);
         assert_eq!(
@@ -156,9 +175,13 @@ async fn frontend_lists_the_toggles_on_for_the_context(backend: &Backend) {
         );
     }
     // The old proxy's path.
-    let reply = get(&app, "/api/proxy?userId=u1", Some(&token), &[]).await.expect(200);
+    let reply = get(&app, "/api/proxy?userId=u1", Some(&token), &[])
+        .await
+        .expect(200);
     assert!(names(&reply.json).contains(&"fe.user".to_string()));
-    let reply = post_raw(&app, "/api/proxy", Some(&token), "", &[]).await.expect(200);
+    let reply = post_raw(&app, "/api/proxy", Some(&token), "", &[])
+        .await
+        .expect(200);
     assert_eq!(names(&reply.json), ["fe.number", "fe.on", "fe.variant"]);
 
     // A change reaches the answers as soon as the write is answered.
@@ -171,18 +194,31 @@ async fn frontend_lists_the_toggles_on_for_the_context(backend: &Backend) {
     )
     .await
     .expect(200);
-    let reply = get(&app, "/api/frontend", Some(&token), &[]).await.expect(200);
-    assert!(names(&reply.json).contains(&"fe.off".to_string()), "{}", reply.json);
+    let reply = get(&app, "/api/frontend", Some(&token), &[])
+        .await
+        .expect(200);
+    assert!(
+        names(&reply.json).contains(&"fe.off".to_string()),
+        "{}",
+        reply.json
+    );
 }
 
 async fn frontend_etag_names_the_context_and_configuration(backend: &Backend) {
     let (app, token) = start(backend).await;
-    let first = get(&app, "/api/frontend?userId=u1", Some(&token), &[]).await.expect(200);
+    let first = get(&app, "/api/frontend?userId=u1", Some(&token), &[])
+        .await
+        .expect(200);
     let etag = first.header("etag").expect("an ETag");
     assert_eq!(first.header("cache-control").as_deref(), Some("no-cache"));
-    let again = get(&app, "/api/frontend?userId=u1", Some(&token), &[("If-None-Match", &etag)])
-        .await
-        .expect(304);
+    let again = get(
+        &app,
+        "/api/frontend?userId=u1",
+        Some(&token),
+        &[("If-None-Match", &etag)],
+    )
+    .await
+    .expect(304);
     assert_eq!(again.header("etag"), Some(etag.clone()));
     // The same context in another order or form is the same answer.
     let post = post_raw(
@@ -195,9 +231,14 @@ async fn frontend_etag_names_the_context_and_configuration(backend: &Backend) {
     .await;
     assert_eq!(post.status, 304);
     // Another context, another tag.
-    let other = get(&app, "/api/frontend?userId=u2", Some(&token), &[("If-None-Match", &etag)])
-        .await
-        .expect(200);
+    let other = get(
+        &app,
+        "/api/frontend?userId=u2",
+        Some(&token),
+        &[("If-None-Match", &etag)],
+    )
+    .await
+    .expect(200);
     assert_ne!(other.header("etag"), Some(etag.clone()));
     // A change of configuration, another tag.
     with_token(
@@ -209,9 +250,14 @@ async fn frontend_etag_names_the_context_and_configuration(backend: &Backend) {
     )
     .await
     .expect(200);
-    let changed = get(&app, "/api/frontend?userId=u1", Some(&token), &[("If-None-Match", &etag)])
-        .await
-        .expect(200);
+    let changed = get(
+        &app,
+        "/api/frontend?userId=u1",
+        Some(&token),
+        &[("If-None-Match", &etag)],
+    )
+    .await
+    .expect(200);
     assert_ne!(changed.header("etag"), Some(etag));
     // A write that changes nothing evaluated keeps the tag (a tag type).
     let etag = changed.header("etag").expect("an ETag");
@@ -224,9 +270,14 @@ async fn frontend_etag_names_the_context_and_configuration(backend: &Backend) {
     )
     .await
     .expect(201);
-    get(&app, "/api/frontend?userId=u1", Some(&token), &[("If-None-Match", &etag)])
-        .await
-        .expect(304);
+    get(
+        &app,
+        "/api/frontend?userId=u1",
+        Some(&token),
+        &[("If-None-Match", &etag)],
+    )
+    .await
+    .expect(304);
     let counted = app
         .metric("flagpole_evaluation_responses_total{api=\"frontend\",response=\"304\"}")
         .await;
@@ -235,9 +286,14 @@ async fn frontend_etag_names_the_context_and_configuration(backend: &Backend) {
 
 async fn frontend_tokens_choose_environment_and_projects(backend: &Backend) {
     let (app, _) = start(backend).await;
-    admin(&app, Method::POST, "/api/admin/projects", Some(json!({"id": "shop", "name": "Shop"})))
-        .await
-        .expect(201);
+    admin(
+        &app,
+        Method::POST,
+        "/api/admin/projects",
+        Some(json!({"id": "shop", "name": "Shop"})),
+    )
+    .await
+    .expect(201);
     admin(
         &app,
         Method::POST,
@@ -267,40 +323,87 @@ async fn frontend_tokens_choose_environment_and_projects(backend: &Backend) {
         json!({"tokenName": "dev", "type": "frontend", "environment": "development"}),
     )
     .await;
-    let reply = get(&app, "/api/frontend", Some(&development), &[]).await.expect(200);
-    assert_eq!(names(&reply.json), ["shop.only"], "development's toggles only");
+    let reply = get(&app, "/api/frontend", Some(&development), &[])
+        .await
+        .expect(200);
+    assert_eq!(
+        names(&reply.json),
+        ["shop.only"],
+        "development's toggles only"
+    );
     let scoped = create_token(
         &app,
         json!({"tokenName": "dev-default", "type": "frontend", "environment": "development",
                "projects": ["default"]}),
     )
     .await;
-    let reply = get(&app, "/api/frontend", Some(&scoped), &[]).await.expect(200);
-    assert_eq!(names(&reply.json), Vec::<String>::new(), "its projects only");
-    // OFREP with the same token: the toggle of another project is not found.
-    let reply = post_raw(&app, "/ofrep/v1/evaluate/flags/shop.only", Some(&scoped), "{}", &[]).await;
-    assert_eq!(reply.status, 404);
-    let reply = post_raw(&app, "/ofrep/v1/evaluate/flags/shop.only", Some(&development), "{}", &[])
+    let reply = get(&app, "/api/frontend", Some(&scoped), &[])
         .await
         .expect(200);
+    assert_eq!(
+        names(&reply.json),
+        Vec::<String>::new(),
+        "its projects only"
+    );
+    // OFREP with the same token: the toggle of another project is not found.
+    let reply = post_raw(
+        &app,
+        "/ofrep/v1/evaluate/flags/shop.only",
+        Some(&scoped),
+        "{}",
+        &[],
+    )
+    .await;
+    assert_eq!(reply.status, 404);
+    let reply = post_raw(
+        &app,
+        "/ofrep/v1/evaluate/flags/shop.only",
+        Some(&development),
+        "{}",
+        &[],
+    )
+    .await
+    .expect(200);
     assert_eq!(reply.json["value"], true);
 }
 
 async fn frontend_refuses_bad_contexts_and_wrong_tokens(backend: &Backend) {
     let (app, token) = start(backend).await;
-    for body in ["{", "[1]", r#"{"context": 3}"#, r#"{"userId": {"a": 1}}"#, r#"{"properties": [1]}"#] {
-        let reply = post_raw(&app, "/api/frontend", Some(&token), body, &[]).await.expect(400);
+    for body in [
+        "{",
+        "[1]",
+        r#"{"context": 3}"#,
+        r#"{"userId": {"a": 1}}"#,
+        r#"{"properties": [1]}"#,
+    ] {
+        let reply = post_raw(&app, "/api/frontend", Some(&token), body, &[])
+            .await
+            .expect(400);
         assert!(reply.json["message"].is_string(), "{body}: {}", reply.json);
     }
     get(&app, "/api/frontend", None, &[]).await.expect(401);
-    get(&app, "/api/frontend", Some("nonsense"), &[]).await.expect(401);
+    get(&app, "/api/frontend", Some("nonsense"), &[])
+        .await
+        .expect(401);
     let client = create_token(&app, json!({"tokenName": "sdk", "type": "client"})).await;
-    get(&app, "/api/frontend", Some(&client), &[]).await.expect(403);
-    get(&app, "/api/frontend", Some(ADMIN_TOKEN), &[]).await.expect(403);
-    // OFREP takes server tokens too.
-    post_raw(&app, "/ofrep/v1/evaluate/flags/fe.on", Some(&client), "", &[])
+    get(&app, "/api/frontend", Some(&client), &[])
+        .await
+        .expect(403);
+    // An admin token is served `default`, every project (as on the client API).
+    let reply = get(&app, "/api/frontend", Some(ADMIN_TOKEN), &[])
         .await
         .expect(200);
+    assert_eq!(names(&reply.json), ["fe.number", "fe.on", "fe.variant"]);
+    // OFREP takes server tokens too.
+    post_raw(
+        &app,
+        "/ofrep/v1/evaluate/flags/fe.on",
+        Some(&client),
+        "",
+        &[],
+    )
+    .await
+    .expect(200);
 }
 
 async fn frontend_cors_preflight_and_usage_reports(backend: &Backend) {
@@ -315,11 +418,23 @@ async fn frontend_cors_preflight_and_usage_reports(backend: &Backend) {
             ),
     )
     .await;
-    assert!(preflight.status.as_u16() < 300, "preflight: {}", preflight.status);
-    assert_eq!(preflight.header("access-control-allow-origin").as_deref(), Some("*"));
-    let reply = get(&app, "/api/frontend", Some(&token), &[("Origin", "https://shop.example")])
-        .await
-        .expect(200);
+    assert!(
+        preflight.status.as_u16() < 300,
+        "preflight: {}",
+        preflight.status
+    );
+    assert_eq!(
+        preflight.header("access-control-allow-origin").as_deref(),
+        Some("*")
+    );
+    let reply = get(
+        &app,
+        "/api/frontend",
+        Some(&token),
+        &[("Origin", "https://shop.example")],
+    )
+    .await
+    .expect(200);
     assert!(reply
         .header("access-control-expose-headers")
         .is_some_and(|h| h.to_ascii_lowercase().contains("etag")));
@@ -339,9 +454,15 @@ async fn frontend_cors_preflight_and_usage_reports(backend: &Backend) {
     )
     .await
     .expect(200);
-    post_raw(&app, "/api/frontend/client/metrics", Some(&token), "{}", &[])
-        .await
-        .expect(400);
+    post_raw(
+        &app,
+        "/api/frontend/client/metrics",
+        Some(&token),
+        "{}",
+        &[],
+    )
+    .await
+    .expect(400);
     post_raw(
         &app,
         "/api/proxy/client/register",
@@ -383,30 +504,52 @@ async fn ofrep_evaluates_one_flag_and_all_flags(backend: &Backend) {
             .await
         }
     };
-    let reply = flag("fe.on", r#"{"context":{"targetingKey":"u1"}}"#, ("Authorization", bearer.clone()))
-        .await
-        .expect(200);
+    let reply = flag(
+        "fe.on",
+        r#"{"context":{"targetingKey":"u1"}}"#,
+        ("Authorization", bearer.clone()),
+    )
+    .await
+    .expect(200);
     assert_eq!(reply.json["key"], "fe.on");
     assert_eq!(reply.json["value"], true);
     assert_eq!(reply.json["variant"], "disabled");
     assert_eq!(reply.json["reason"], "STATIC");
     assert_eq!(reply.json["metadata"]["enabled"], true);
     // targetingKey is the userId.
-    let reply = flag("fe.user", r#"{"context":{"targetingKey":"u1"}}"#, ("X-API-Key", token.clone()))
+    let reply = flag(
+        "fe.user",
+        r#"{"context":{"targetingKey":"u1"}}"#,
+        ("X-API-Key", token.clone()),
+    )
+    .await
+    .expect(200);
+    assert_eq!(
+        (reply.json["value"].clone(), reply.json["reason"].clone()),
+        (json!(true), json!("TARGETING_MATCH"))
+    );
+    let reply = flag("fe.user", "", ("Authorization", token.clone()))
         .await
         .expect(200);
-    assert_eq!((reply.json["value"].clone(), reply.json["reason"].clone()), (json!(true), json!("TARGETING_MATCH")));
-    let reply = flag("fe.user", "", ("Authorization", token.clone())).await.expect(200);
     assert_eq!(reply.json["value"], false);
-    let reply = flag("fe.off", "{}", ("Authorization", token.clone())).await.expect(200);
-    assert_eq!((reply.json["value"].clone(), reply.json["reason"].clone()), (json!(false), json!("DISABLED")));
+    let reply = flag("fe.off", "{}", ("Authorization", token.clone()))
+        .await
+        .expect(200);
+    assert_eq!(
+        (reply.json["value"].clone(), reply.json["reason"].clone()),
+        (json!(false), json!("DISABLED"))
+    );
     // Payloads typed.
-    let reply = flag("fe.variant", "{}", ("Authorization", token.clone())).await.expect(200);
+    let reply = flag("fe.variant", "{}", ("Authorization", token.clone()))
+        .await
+        .expect(200);
     assert_eq!(reply.json["value"], json!({"color": "blue"}));
     assert_eq!(reply.json["variant"], "blue");
     assert_eq!(reply.json["reason"], "SPLIT");
     assert_eq!(reply.json["metadata"]["payloadType"], "json");
-    let reply = flag("fe.number", "{}", ("Authorization", token.clone())).await.expect(200);
+    let reply = flag("fe.number", "{}", ("Authorization", token.clone()))
+        .await
+        .expect(200);
     assert_eq!(reply.json["value"], 10);
 
     // Bulk, with its ETag.
@@ -424,7 +567,9 @@ async fn ofrep_evaluates_one_flag_and_all_flags(backend: &Backend) {
     let reply = bulk(None).await.expect(200);
     let flags = reply.json["flags"].as_array().expect("flags");
     assert_eq!(flags.len(), 7, "every flag, on or off");
-    assert!(flags.iter().all(|f| f["variant"].is_string() && f["reason"].is_string()));
+    assert!(flags
+        .iter()
+        .all(|f| f["variant"].is_string() && f["reason"].is_string()));
     let etag = reply.header("etag").expect("an ETag");
     bulk(Some(etag)).await.expect(304);
 }
@@ -438,17 +583,40 @@ async fn ofrep_errors_carry_key_code_and_details(backend: &Backend) {
         assert!(reply.json["errorDetails"].is_string(), "{}", reply.json);
     };
     let path = "/ofrep/v1/evaluate/flags/nope";
-    check(&post_raw(&app, path, Some(&token), "{}", &[]).await, 404, "nope", "FLAG_NOT_FOUND");
+    check(
+        &post_raw(&app, path, Some(&token), "{}", &[]).await,
+        404,
+        "nope",
+        "FLAG_NOT_FOUND",
+    );
     let path = "/ofrep/v1/evaluate/flags/fe.on";
-    check(&post_raw(&app, path, Some(&token), "{", &[]).await, 400, "fe.on", "PARSE_ERROR");
+    check(
+        &post_raw(&app, path, Some(&token), "{", &[]).await,
+        400,
+        "fe.on",
+        "PARSE_ERROR",
+    );
     check(
         &post_raw(&app, path, Some(&token), r#"{"context": 1}"#, &[]).await,
         400,
         "fe.on",
         "INVALID_CONTEXT",
     );
-    check(&post_raw(&app, path, None, "{}", &[]).await, 401, "fe.on", "GENERAL");
-    check(&post_raw(&app, path, Some(ADMIN_TOKEN), "{}", &[]).await, 403, "fe.on", "GENERAL");
+    check(
+        &post_raw(&app, path, None, "{}", &[]).await,
+        401,
+        "fe.on",
+        "GENERAL",
+    );
+    let development = create_token(
+        &app,
+        json!({"tokenName": "dev", "type": "frontend", "environment": "development"}),
+    )
+    .await;
+    let reply = post_raw(&app, path, Some(&development), "{}", &[])
+        .await
+        .expect(200);
+    assert_eq!(reply.json["reason"], "DISABLED", "off in development");
     let bulk = post_raw(&app, "/ofrep/v1/evaluate/flags", Some(&token), "[", &[]).await;
     check(&bulk, 400, "", "PARSE_ERROR");
 }
@@ -481,7 +649,10 @@ async fn playground_explains_each_strategy_constraint_and_segment(backend: &Back
     let segmented = feature("fe.segment");
     assert_eq!(segmented["isEnabled"], false);
     let segment = &segmented["strategies"]["data"][0]["segments"][0];
-    assert_eq!((segment["id"].clone(), segment["result"].clone()), (json!(7), json!(false)));
+    assert_eq!(
+        (segment["id"].clone(), segment["result"].clone()),
+        (json!(7), json!(false))
+    );
     assert_eq!(segment["constraints"][0]["result"], false);
     assert_eq!(feature("fe.off")["isEnabledInCurrentEnvironment"], false);
     assert_eq!(feature("fe.variant")["variant"]["name"], "blue");
@@ -522,12 +693,23 @@ async fn frontend_fills_remote_address_from_the_caller(backend: &Backend) {
     .await
     .expect(202);
     let token = create_token(&app, json!({"tokenName": "web", "type": "frontend"})).await;
-    let local = get(&app, "/api/frontend", Some(&token), &[]).await.expect(200);
-    assert_eq!(names(&local.json), ["fe.local"], "the connection's address");
-    let proxied = get(&app, "/api/frontend", Some(&token), &[("X-Forwarded-For", "10.1.2.3")])
+    let local = get(&app, "/api/frontend", Some(&token), &[])
         .await
         .expect(200);
-    assert_eq!(names(&proxied.json), Vec::<String>::new(), "the proxy's entry");
+    assert_eq!(names(&local.json), ["fe.local"], "the connection's address");
+    let proxied = get(
+        &app,
+        "/api/frontend",
+        Some(&token),
+        &[("X-Forwarded-For", "10.1.2.3")],
+    )
+    .await
+    .expect(200);
+    assert_eq!(
+        names(&proxied.json),
+        Vec::<String>::new(),
+        "the proxy's entry"
+    );
     assert_ne!(local.header("etag"), proxied.header("etag"));
     let given = get(
         &app,
@@ -537,9 +719,19 @@ async fn frontend_fills_remote_address_from_the_caller(backend: &Backend) {
     )
     .await
     .expect(200);
-    assert_eq!(names(&given.json), Vec::<String>::new(), "the context's own");
-    let bulk = post_raw(&app, "/ofrep/v1/evaluate/flags/fe.local", Some(&token), "{}", &[])
-        .await
-        .expect(200);
+    assert_eq!(
+        names(&given.json),
+        Vec::<String>::new(),
+        "the context's own"
+    );
+    let bulk = post_raw(
+        &app,
+        "/ofrep/v1/evaluate/flags/fe.local",
+        Some(&token),
+        "{}",
+        &[],
+    )
+    .await
+    .expect(200);
     assert_eq!(bulk.json["value"], true);
 }

@@ -79,7 +79,9 @@ fn scripts() -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn frontend_js_sdk_and_the_node_ofrep_provider() {
-    let Some(node_dir) = std::env::var("FLAGPOLE_SDK_NODE_DIR").ok().filter(|d| !d.is_empty())
+    let Some(node_dir) = std::env::var("FLAGPOLE_SDK_NODE_DIR")
+        .ok()
+        .filter(|d| !d.is_empty())
     else {
         eprintln!("skipping: FLAGPOLE_SDK_NODE_DIR not set");
         return;
@@ -103,7 +105,12 @@ async fn frontend_js_sdk_and_the_node_ofrep_provider() {
     assert_eq!(frontend["variant"]["payload"]["value"], "b", "{report}");
     let ofrep = &report["ofrep"];
     assert_eq!(
-        (&ofrep["on"], &ofrep["off"], &ofrep["userU1"], &ofrep["userU2"]),
+        (
+            &ofrep["on"],
+            &ofrep["off"],
+            &ofrep["userU1"],
+            &ofrep["userU2"]
+        ),
         (&json!(true), &json!(false), &json!(true), &json!(false)),
         "{report}"
     );
@@ -135,7 +142,10 @@ async fn frontend_js_sdk_and_the_node_ofrep_provider() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn frontend_python_ofrep_provider() {
-    let Some(python) = std::env::var("FLAGPOLE_SDK_PYTHON").ok().filter(|p| !p.is_empty()) else {
+    let Some(python) = std::env::var("FLAGPOLE_SDK_PYTHON")
+        .ok()
+        .filter(|p| !p.is_empty())
+    else {
         eprintln!("skipping: FLAGPOLE_SDK_PYTHON not set");
         return;
     };
@@ -153,10 +163,16 @@ async fn frontend_python_ofrep_provider() {
     assert_eq!(report["userU2"], false, "{report}");
     assert_eq!(report["payload"], "b", "{report}");
     assert_eq!(report["variant"], "disabled", "{report}");
-    assert!(report["reason"].as_str().unwrap_or("").contains("STATIC"), "{report}");
+    assert!(
+        report["reason"].as_str().unwrap_or("").contains("STATIC"),
+        "{report}"
+    );
     assert_eq!(report["missingValue"], true, "{report}");
     assert!(
-        report["missingError"].as_str().unwrap_or("").contains("FLAG_NOT_FOUND"),
+        report["missingError"]
+            .as_str()
+            .unwrap_or("")
+            .contains("FLAG_NOT_FOUND"),
         "{report}"
     );
 }

@@ -95,14 +95,22 @@ async fn evaluate_playground(
         None | Some(Value::Null) => EvaluationContext::default(),
         Some(Value::Object(object)) => EvaluationContext::from_object(object)
             .map_err(|e| ApiError::bad_request("context", e.to_string()))?,
-        Some(_) => return Err(ApiError::bad_request("context", "\"context\" must be an object")),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "context",
+                "\"context\" must be an object",
+            ))
+        }
     };
     if context.field("environment").is_none() {
         let mut object = match context.to_json() {
             Value::Object(object) => object,
             _ => serde_json::Map::new(),
         };
-        object.insert("environment".into(), Value::String(request.environment.clone()));
+        object.insert(
+            "environment".into(),
+            Value::String(request.environment.clone()),
+        );
         context = EvaluationContext::from_object(object)
             .map_err(|e| ApiError::bad_request("context", e.to_string()))?;
     }
@@ -119,7 +127,7 @@ async fn evaluate_playground(
     Ok(Json(PlaygroundResponse {
         input: serde_json::json!({
             "environment": request.environment,
-            "projects": projects.map_or(Value::String("*".into()), |p| Value::from(p)),
+            "projects": projects.map_or(Value::String("*".into()), Value::from),
             "context": context.to_json(),
         }),
         features,

@@ -48,9 +48,9 @@ fn from_ofrep(expected: &Expected, evaluation: Option<&Value>) -> Answer {
     let Some(evaluation) = evaluation else {
         return match expected {
             Expected::Enabled(_) => Answer::Enabled(false),
-            Expected::Variant(_) => {
-                Answer::Variant(json!({"name": "disabled", "enabled": false, "feature_enabled": false}))
-            }
+            Expected::Variant(_) => Answer::Variant(
+                json!({"name": "disabled", "enabled": false, "feature_enabled": false}),
+            ),
         };
     };
     let Some(enabled) = evaluation["metadata"]["enabled"].as_bool() else {
@@ -80,7 +80,13 @@ fn from_ofrep(expected: &Expected, evaluation: Option<&Value>) -> Answer {
 }
 
 /// Asks `interface` of the replica at `base` (`http://host:port`) for one case.
-async fn ask(http: &reqwest::Client, base: &str, interface: &str, file: &SpecFile, index: usize) -> Answer {
+async fn ask(
+    http: &reqwest::Client,
+    base: &str,
+    interface: &str,
+    file: &SpecFile,
+    index: usize,
+) -> Answer {
     let case = &file.cases[index];
     let body = json!({"context": case.context});
     let path = match interface {
@@ -100,7 +106,10 @@ async fn ask(http: &reqwest::Client, base: &str, interface: &str, file: &SpecFil
         ("ofrep", 404) if json["errorCode"] == "FLAG_NOT_FOUND" => from_ofrep(&case.expected, None),
         ("ofrep-bulk", 200) => {
             let flags = json["flags"].as_array().cloned().unwrap_or_default();
-            from_ofrep(&case.expected, flags.iter().find(|f| f["key"] == case.toggle))
+            from_ofrep(
+                &case.expected,
+                flags.iter().find(|f| f["key"] == case.toggle),
+            )
         }
         _ => Answer::Error(format!("{path} answered {status}: {json}")),
     }
@@ -152,7 +161,11 @@ async fn client_spec_through_the_frontend_api_and_ofrep() {
         .collect();
     let passing: Vec<String> = EVALUATION_DEVIATIONS
         .iter()
-        .filter(|(di, df, dd)| !failures.iter().any(|(i, f, d, _)| di == i && df == f && dd == d))
+        .filter(|(di, df, dd)| {
+            !failures
+                .iter()
+                .any(|(i, f, d, _)| di == i && df == f && dd == d)
+        })
         .map(|d| format!("  {d:?}"))
         .collect();
     assert!(
@@ -163,5 +176,9 @@ async fn client_spec_through_the_frontend_api_and_ofrep() {
         passing.len(),
         passing.join("\n")
     );
-    assert_eq!(total, 279 * INTERFACES.len(), "every case through every interface");
+    assert_eq!(
+        total,
+        279 * INTERFACES.len(),
+        "every case through every interface"
+    );
 }
