@@ -126,3 +126,32 @@ pub fn if_none_match(headers: &HeaderMap) -> Option<&str> {
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
 }
+
+/// A context value: a string, number or boolean (documentation only: `evaluation::context`
+/// reads it; an object or a list is a 400).
+#[derive(utoipa::ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+pub(crate) enum ContextValue {
+    Text(String),
+    Number(f64),
+    Flag(bool),
+}
+
+/// An Unleash context (documentation only: `evaluation::context` reads it). Any other field
+/// is a property; a well-known field sent as a property is lifted out. At most 16 KiB.
+#[derive(utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+pub(crate) struct ContextFields {
+    user_id: Option<ContextValue>,
+    session_id: Option<ContextValue>,
+    /// The caller's address when absent.
+    remote_address: Option<ContextValue>,
+    environment: Option<ContextValue>,
+    app_name: Option<ContextValue>,
+    current_time: Option<ContextValue>,
+    /// OFREP's targeting key: the `userId` when that is absent (elsewhere a property).
+    targeting_key: Option<ContextValue>,
+    properties: Option<std::collections::BTreeMap<String, ContextValue>>,
+}

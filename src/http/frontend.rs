@@ -165,8 +165,7 @@ pub(crate) struct EvaluationRequest {
     /// The context: `userId`, `sessionId`, `remoteAddress`, `environment`, `appName`,
     /// `currentTime` (strings, numbers or booleans), `properties` (an object of them); any
     /// other field is a property. May be absent (the empty context).
-    #[schema(value_type = Option<Object>)]
-    context: Option<serde_json::Value>,
+    context: Option<super::evaluation::ContextFields>,
 }
 
 /// Reads a usage report of a frontend SDK: its bytes and identity headers.

@@ -227,8 +227,7 @@ pub async fn evaluate_flags(State(api): State<Arc<EvaluationApi>>, req: Request)
 pub(crate) struct OfrepRequest {
     /// `targetingKey` (the Unleash `userId`), the Unleash context fields, `properties`; any
     /// other field is a property. Values are strings, numbers or booleans.
-    #[schema(value_type = Option<Object>)]
-    context: Option<serde_json::Value>,
+    context: Option<super::evaluation::ContextFields>,
 }
 
 /// The OFREP routes.

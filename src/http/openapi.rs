@@ -88,6 +88,7 @@ pub fn finish(mut api: OpenApi) -> Result<Bytes, serde_json::Error> {
     }
     let mut document = serde_json::to_value(&api)?;
     close_request_schemas(&mut document);
+    typed_context_properties(&mut document);
     optional_legacy_fields(&mut document);
     Ok(Bytes::from(serde_json::to_vec(&document)?))
 }
@@ -143,6 +144,20 @@ fn close_request_schemas(document: &mut serde_json::Value) {
                 .entry("additionalProperties")
                 .or_insert(serde_json::Value::Bool(false));
         }
+    }
+}
+
+/// A context's other fields are properties, strings, numbers or booleans (utoipa has no
+/// attribute for a typed `additionalProperties` on a struct).
+fn typed_context_properties(document: &mut serde_json::Value) {
+    if let Some(schema) = document["components"]["schemas"]
+        .get_mut("ContextFields")
+        .and_then(|s| s.as_object_mut())
+    {
+        schema.insert(
+            "additionalProperties".into(),
+            serde_json::json!({"$ref": "#/components/schemas/ContextValue"}),
+        );
     }
 }
 

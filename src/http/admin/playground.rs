@@ -28,11 +28,11 @@ pub struct PlaygroundRequest {
     #[schema(value_type = Option<Object>, example = json!("*"))]
     projects: Option<Value>,
     /// An existing environment.
-    #[schema(example = "development")]
+    #[schema(example = "default")]
     environment: String,
     /// The Unleash context (`appName`, `userId`, …, `properties`); its `environment` is the
     /// one evaluated when absent.
-    #[schema(value_type = Option<Object>, example = json!({"appName": "web", "userId": "u1"}))]
+    #[schema(value_type = Option<crate::http::evaluation::ContextFields>, example = json!({"appName": "web", "userId": "u1"}))]
     context: Option<Value>,
 }
 
