@@ -53,7 +53,7 @@ def document(n):
 def request(url, method="GET", body=None, headers=None):
     req = urllib.request.Request(url, data=body, method=method, headers=headers or {})
     with urllib.request.urlopen(req, timeout=10) as resp:
-        return resp.status, dict(resp.headers), resp.read()
+        return resp.status, resp.headers, resp.read()
 
 
 def etags(url, n, out):

@@ -11,7 +11,7 @@
 # log) and how a write reaches the answers (frontend.py propagation).
 #
 # Usage: loadtest/frontend.sh [--toggles "100 1000"] [--duration S] [--connections C]
-#          [--store embedded|redis] [--modes "random repoll bulk bulk-repoll client304"]
+#          [--store redis|embedded] [--modes "random repoll bulk bulk-repoll client304"]
 #          [--build-toggles N] [--out DIR] [--no-build] [--time-limit S]
 # Builds flagpole in release mode into CARGO_TARGET_DIR (default /tmp/fp-release) unless
 # FLAGPOLE_BIN names a binary. Unleash Edge and Unleash 7.5.1 are not run here (see
@@ -21,7 +21,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
 common_defaults
-STORE=${STORE:-embedded}
+
 TOGGLE_COUNTS=${TOGGLE_COUNTS:-"100 1000"}
 CONNECTIONS=${CONNECTIONS:-64}
 MODES=${MODES:-"random repoll bulk bulk-repoll client304"}
