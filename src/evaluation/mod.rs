@@ -99,6 +99,11 @@ impl Evaluator {
     /// The newest engine of `environment`; the first request for an environment waits for
     /// its first build (`None` if it does not come in time).
     pub async fn engine(&self, environment: &str) -> Option<Arc<EnvironmentEngine>> {
+        // The hot path: an environment asked for before (a name the registry no longer holds
+        // is built as it would be under `UNKNOWN_ENVIRONMENT`: every toggle off).
+        if let Some(built) = self.engines.load().get(environment) {
+            return Some(built.engine.clone());
+        }
         let name = self
             .snapshot
             .peek(|state| Self::engine_name(state, environment));
