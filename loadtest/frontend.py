@@ -7,8 +7,8 @@
   frontend.py etags URL N OUT     ask URL's frontend API and OFREP bulk for N fixed contexts and
                                   write their ETags as a Lua table file OUT (for the re-poll modes)
   frontend.py propagation URL N   N times: switch a toggle on or off through the admin API, then
-                                  ask the frontend API and the client API at once; print how long
-                                  the write took and whether both answers held it
+                                  poll the client API and the frontend API until they hold it;
+                                  print how long the write and each took
 """
 import json
 import sys
@@ -70,23 +70,46 @@ def etags(url, n, out):
         f.write("bulk_etags = {" + ",".join(json.dumps(e) for e in bulk) + "}\n")
 
 
+def wait_until(check, limit=10.0):
+    """Seconds until check() is true (polling as fast as it answers); None past limit."""
+    started = time.perf_counter()
+    while time.perf_counter() - started < limit:
+        if check():
+            return time.perf_counter() - started
+    return None
+
+
 def propagation(url, n):
-    writes, frontend_held, client_held = [], 0, 0
+    writes, frontend, client = [], [], []
     for i in range(n):
         on = i % 2 == 0
         started = time.perf_counter()
         request(f"{url}/api/admin/features/bench.00009/toggle/{'on' if on else 'off'}",
                 "POST", b"", ADMIN)
         writes.append((time.perf_counter() - started) * 1000)
-        _, _, body = request(f"{url}/api/frontend?userId=x")
-        listed = any(t["name"] == "bench.00009" for t in json.loads(body)["toggles"])
-        frontend_held += listed == on
-        _, _, body = request(f"{url}/api/client/features/bench.00009")
-        client_held += json.loads(body)["enabled"] == on
+
+        def frontend_holds():
+            _, _, body = request(f"{url}/api/frontend?userId=x")
+            return any(t["name"] == "bench.00009" for t in json.loads(body)["toggles"]) == on
+
+        def client_holds():
+            _, _, body = request(f"{url}/api/client/features/bench.00009")
+            return json.loads(body)["enabled"] == on
+
+        client.append(wait_until(client_holds))
+        frontend.append(wait_until(frontend_holds))
+
+    def summary(seconds):
+        missed = sum(1 for s in seconds if s is None)
+        ms = sorted(s * 1000 for s in seconds if s is not None)
+        if not ms:
+            return f"never ({missed} missed)"
+        return f"median {ms[len(ms) // 2]:.1f} ms, max {ms[-1]:.1f} ms" + (
+            f", {missed} missed" if missed else "")
+
     writes.sort()
-    print(f"writes: median {writes[len(writes) // 2]:.1f} ms, max {writes[-1]:.1f} ms; "
-          f"answers holding the write right after it: frontend {frontend_held}/{n}, "
-          f"client {client_held}/{n}")
+    print(f"write answered: median {writes[len(writes) // 2]:.1f} ms; then visible in the "
+          f"client API after {summary(client)}, in the frontend API after {summary(frontend)}")
 
 
 if __name__ == "__main__":

@@ -130,7 +130,6 @@ pub async fn run(
 
     workers.spawn(snapshot.clone().run_client_builder(shutdown.clone()));
     let evaluator = Arc::new(evaluation::Evaluator::new(snapshot.clone()));
-    snapshot.follow(evaluator.settled());
     workers.spawn(evaluator.clone().run(shutdown.clone()));
 
     if settings.delivery.enabled {

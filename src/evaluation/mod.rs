@@ -7,7 +7,9 @@
 //! only an environment whose input changed is compiled again (yggdrasil compiles a whole
 //! environment at a time; see docs/performance.md for what that costs at 10,000 toggles).
 //! Requests read the newest engine through an `ArcSwap` and never wait, except the first
-//! request for an environment, which waits for its first build.
+//! request for an environment, which waits for its first build. Writers do not wait for the
+//! engines (a write would wait a whole compile): frontend answers follow a write within one
+//! build.
 
 pub mod context;
 pub mod engine;
@@ -132,8 +134,7 @@ impl Evaluator {
         let _ = tokio::time::timeout(limit, settled.wait_for(|v| *v >= version)).await;
     }
 
-    /// The version every wanted engine is current at, as a watch (the snapshot's writers wait
-    /// on it: read-your-writes on the frontend API).
+    /// The version every wanted engine is current at, as a watch.
     pub fn settled(&self) -> watch::Receiver<u64> {
         self.settled.subscribe()
     }

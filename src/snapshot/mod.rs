@@ -47,14 +47,7 @@ pub struct Snapshot {
     /// The version of each configuration installed (what builders outside the snapshot,
     /// such as the evaluation engines, follow).
     installed: watch::Sender<u64>,
-    /// The built versions of those builders: a writer waits for them as for the client
-    /// documents (read-your-writes).
-    followers: std::sync::Mutex<Vec<watch::Receiver<u64>>>,
 }
-
-/// How long a writer waits for a follower to build its write (only a follower that stopped,
-/// at shutdown, takes that long).
-const FOLLOWER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// How often the snapshot moved to other replicas' writes, by where it read them.
 #[derive(Default)]
@@ -92,21 +85,12 @@ impl Snapshot {
             confirmed: std::sync::Mutex::new(std::time::Instant::now()),
             updates: UpdateCounters::default(),
             installed: watch::Sender::new(0),
-            followers: std::sync::Mutex::new(Vec::new()),
         }
     }
 
     /// The version of the configuration, each time another is installed.
     pub fn watch_versions(&self) -> watch::Receiver<u64> {
         self.installed.subscribe()
-    }
-
-    /// Makes writers also wait for `built` (the version a builder outside the snapshot has
-    /// built from) to reach their write before they are answered.
-    pub fn follow(&self, built: watch::Receiver<u64>) {
-        if let Ok(mut followers) = self.followers.lock() {
-            followers.push(built);
-        }
     }
 
     /// How the snapshot took in writes so far (see `UpdateCounts`).
@@ -150,10 +134,6 @@ impl Snapshot {
     pub async fn client_documents_current(&self) {
         let version = self.current.load().version;
         self.client.reach(version).await;
-        let followers = self.followers.lock().map(|f| f.clone()).unwrap_or_default();
-        for mut built in followers {
-            let _ = tokio::time::timeout(FOLLOWER_WAIT, built.wait_for(|v| *v >= version)).await;
-        }
     }
 
     /// Builds the client documents of every new version until `stop`.
