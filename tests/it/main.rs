@@ -19,6 +19,7 @@ mod environments;
 mod events;
 mod forwarding;
 mod frontend;
+mod frontend_ofrep;
 mod frontend_sdks;
 mod openapi;
 mod probes;
