@@ -32,7 +32,7 @@ sdk_hash() {
 }
 
 install_python_sdk() {
-  ensure_venv target/sdk-venv tests/sdk/requirements.txt 'import UnleashClient' \
+  ensure_venv target/sdk-venv tests/sdk/requirements.txt 'import UnleashClient, openfeature.contrib.provider.ofrep' \
     "the Python Unleash SDK"
 }
 

@@ -147,6 +147,12 @@ pub struct ServerSettings {
     #[arg(long, env = "FLAGPOLE_CORS_ORIGIN", value_delimiter = ',', value_parser = parse_origin)]
     pub cors_origin: Vec<axum::http::HeaderValue>,
 
+    /// Origins browsers may call the frontend API and OFREP from (Unleash's "frontend API
+    /// origins"), comma-separated; `*` (the default): any origin. Preflight requests are
+    /// answered and the ETag is readable by scripts.
+    #[arg(long, env = "FLAGPOLE_FRONTEND_ORIGIN", value_delimiter = ',', default_value = "*", value_parser = parse_frontend_origin)]
+    pub frontend_origin: Vec<axum::http::HeaderValue>,
+
     /// Largest body of an admin request, in KiB (the state import has its own limit); larger
     /// ones get 413.
     #[arg(long, env = "FLAGPOLE_ADMIN_BODY_LIMIT_KIB", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
@@ -467,6 +473,14 @@ fn parse_origin(value: &str) -> Result<axum::http::HeaderValue, String> {
         return Err(format!("{value}: an origin is scheme://host[:port]"));
     }
     axum::http::HeaderValue::from_str(value.trim_end_matches('/')).map_err(|e| e.to_string())
+}
+
+/// An origin, or `*` for any.
+fn parse_frontend_origin(value: &str) -> Result<axum::http::HeaderValue, String> {
+    match value.trim() {
+        "*" => Ok(axum::http::HeaderValue::from_static("*")),
+        other => parse_origin(other),
+    }
 }
 
 fn parse_key_prefix(value: &str) -> Result<String, String> {

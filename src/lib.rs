@@ -7,6 +7,7 @@ pub mod config;
 pub mod delivery;
 pub mod domain;
 pub mod error;
+pub mod evaluation;
 pub mod forwarding;
 #[cfg(test)]
 mod fuzz;
@@ -145,6 +146,8 @@ pub async fn run(
     // Streams end when the drain is over (`shutdown`), or the graceful shutdown would wait
     // for them forever.
     workers.spawn(streams.clone().run(shutdown.clone()));
+    let evaluator = Arc::new(evaluation::Evaluator::new(snapshot.clone()));
+    workers.spawn(evaluator.clone().run(shutdown.clone()));
 
     if settings.delivery.enabled {
         let worker = delivery::DeliveryWorker::new(
@@ -233,6 +236,7 @@ pub async fn run(
         forwarding,
         streams,
         fetch_mode_header: settings.streaming.fetch_mode_header,
+        evaluator,
         trust_proxy: settings.server.trust_proxy,
         edge: state::EdgeSettings::from_settings(&settings.server, &settings.telemetry),
     }));

@@ -53,6 +53,8 @@ pub struct AppStateParts {
     pub trust_proxy: bool,
     /// Body and time limits, CORS.
     pub edge: EdgeSettings,
+    /// The evaluation engines (frontend API, OFREP, playground).
+    pub evaluator: Arc<crate::evaluation::Evaluator>,
 }
 
 /// The limits and CORS origins of the HTTP edge.
@@ -66,6 +68,8 @@ pub struct EdgeSettings {
     pub request_timeout: std::time::Duration,
     /// Origins allowed by CORS (`--cors-origin`); empty: no CORS.
     pub cors_origins: Vec<axum::http::HeaderValue>,
+    /// Origins allowed to call the frontend API and OFREP (`--frontend-origin`; `*`: any).
+    pub frontend_origins: Vec<axum::http::HeaderValue>,
     /// One client API request in this many is traced (`--trace-client-one-in`, with export
     /// on); `None`: none, and the client routes get no tracing layer at all.
     pub trace_client_every: Option<u64>,
@@ -83,6 +87,7 @@ impl EdgeSettings {
             admin_body_limit: bytes(server.admin_body_limit_kib, 10),
             request_timeout: std::time::Duration::from_millis(server.request_timeout_ms),
             cors_origins: server.cors_origin.clone(),
+            frontend_origins: server.frontend_origin.clone(),
             trace_client_every: (telemetry.traces_exported && telemetry.trace_client_one_in > 0)
                 .then_some(telemetry.trace_client_one_in),
         }

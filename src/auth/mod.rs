@@ -33,8 +33,11 @@ enum Credential {
         scope: Option<Vec<String>>,
         environment: String,
     },
-    /// A frontend token: for the frontend API only.
-    Frontend,
+    /// A frontend token: for the frontend API and OFREP: its projects and its environment.
+    Frontend {
+        scope: Option<Vec<String>>,
+        environment: String,
+    },
 }
 
 /// Unleash 7's answer to a token of the wrong type for an endpoint.
@@ -166,7 +169,10 @@ impl Authenticator {
                     scope: token.scope().map(<[String]>::to_vec),
                     environment: token.environment().to_string(),
                 },
-                TokenType::Frontend => Credential::Frontend,
+                TokenType::Frontend => Credential::Frontend {
+                    scope: token.scope().map(<[String]>::to_vec),
+                    environment: token.environment().to_string(),
+                },
             })
         })
     }
@@ -186,7 +192,7 @@ impl Authenticator {
                 Credential::Client { .. } => Err(ApiError::Forbidden(
                     "A client token cannot use the admin API; use an admin token".into(),
                 )),
-                Credential::Frontend => Err(ApiError::Forbidden(WRONG_TOKEN_TYPE.into())),
+                Credential::Frontend { .. } => Err(ApiError::Forbidden(WRONG_TOKEN_TYPE.into())),
             };
         }
         if self.mode == AuthMode::Insecure {
@@ -218,7 +224,9 @@ impl Authenticator {
         let (scope, environment) = match self.credential(&hash, Challenge::Token)? {
             Credential::Admin(_) => (None, None),
             Credential::Client { scope, environment } => (scope, Some(environment)),
-            Credential::Frontend => return Err(ApiError::Forbidden(WRONG_TOKEN_TYPE.into())),
+            Credential::Frontend { .. } => {
+                return Err(ApiError::Forbidden(WRONG_TOKEN_TYPE.into()))
+            }
         };
         Ok(ClientCaller {
             scope,
@@ -226,6 +234,71 @@ impl Authenticator {
             token_hash: Some(hash),
         })
     }
+
+    /// The caller of the frontend API (`accept_backend` false) or OFREP (true) with `secret`:
+    /// a frontend token (or, for OFREP, a client or backend token) gives its environment and
+    /// projects, an admin token `default` and every project; 401 when a token is required and missing, unknown or expired; 403 for a
+    /// token of another type. Where no token is required (`--auth` other than `token`, or
+    /// `--client-auth open`), a caller without one is served `default` and every project, and
+    /// a token that is not one of these is ignored.
+    pub fn evaluation(
+        &self,
+        secret: Option<&str>,
+        accept_backend: bool,
+    ) -> Result<EvaluationCaller, ApiError> {
+        let required = self.mode == AuthMode::Token && self.client_auth != ClientAuth::Open;
+        let open = || EvaluationCaller {
+            scope: None,
+            environment: DEFAULT_ENVIRONMENT.to_string(),
+            token_hash: None,
+        };
+        let Some(secret) = secret else {
+            return match required {
+                true => Err(ApiError::Unauthorized(Challenge::Token)),
+                false => Ok(open()),
+            };
+        };
+        let hash = hash_secret(secret);
+        let credential = match self.credential(&hash, Challenge::Token) {
+            Ok(credential) => credential,
+            Err(ApiError::Unauthorized(_)) if !required => return Ok(open()),
+            Err(e) => return Err(e),
+        };
+        let (scope, environment) = match credential {
+            Credential::Frontend { scope, environment } => (scope, environment),
+            Credential::Client { scope, environment } if accept_backend => (scope, environment),
+            // As on the client API: `default`, every project.
+            Credential::Admin(_) => (None, DEFAULT_ENVIRONMENT.to_string()),
+            _ if !required => return Ok(open()),
+            _ => return Err(ApiError::Forbidden(WRONG_TOKEN_TYPE.into())),
+        };
+        Ok(EvaluationCaller {
+            scope,
+            environment,
+            token_hash: Some(hash),
+        })
+    }
+}
+
+/// A caller of the frontend API or OFREP: the environment it is served, the projects it sees
+/// (`None`: all) and the SHA-256 of its token when it sent one (its rate-limit key).
+#[derive(Debug, Clone)]
+pub struct EvaluationCaller {
+    pub environment: String,
+    pub scope: ClientScope,
+    pub token_hash: Option<String>,
+}
+
+/// The token of a request: the `Authorization` header's (raw or `Bearer`), else OFREP's
+/// `X-API-Key`.
+pub fn request_token(headers: &HeaderMap) -> Option<&str> {
+    token_of(headers).or_else(|| {
+        headers
+            .get("x-api-key")
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+    })
 }
 
 #[cfg(test)]

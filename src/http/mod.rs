@@ -4,10 +4,13 @@ pub mod admin;
 mod backstage;
 pub mod client;
 mod docs;
+pub mod evaluation;
 pub mod extract;
 mod forward;
+pub mod frontend;
 mod hardening;
 mod index;
+pub mod ofrep;
 pub mod openapi;
 mod request_docs;
 pub mod response;
@@ -81,6 +84,25 @@ pub fn app(state: AppState) -> client::FeaturesFirst<NormalizePath<Router>> {
         .split_for_parts();
     let (client_routes, client_api) = client::router(client.clone());
     api.merge(client_api);
+    let evaluation = Arc::new(evaluation::EvaluationApi {
+        evaluator: state.evaluator.clone(),
+        auth: state.auth.clone(),
+        limiter: state.limiter.clone(),
+        usage: state.usage.clone(),
+        metrics: state.metrics.clone(),
+        trust_proxy: state.trust_proxy,
+        body_timeout: state.edge.request_timeout,
+    });
+    let (evaluation_routes, evaluation_api) = OpenApiRouter::default()
+        .merge(frontend::router())
+        .merge(ofrep::router())
+        .split_for_parts();
+    api.merge(evaluation_api);
+    // Their own CORS (`--frontend-origin`), outside the API's; no other layer (a hot path).
+    let evaluation_routes = evaluation_routes
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(evaluation)
+        .layer(frontend::cors(&edge.frontend_origins));
     let client_routes = match edge.trace_client_every {
         Some(every) => client_routes.layer(
             TraceLayer::new_for_http()
@@ -132,6 +154,7 @@ pub fn app(state: AppState) -> client::FeaturesFirst<NormalizePath<Router>> {
         Some(cors) => router.layer(cors),
         None => router,
     };
+    let router = router.merge(evaluation_routes);
     client::FeaturesFirst::new(
         unlayered.then_some(client),
         NormalizePathLayer::trim_trailing_slash().layer(router),

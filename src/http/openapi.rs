@@ -40,6 +40,8 @@ pub const DOCUMENT_PATH: &str = "/api/openapi.json";
     components(schemas(ErrorBody)),
     tags(
         (name = "client", description = "What SDKs poll and report"),
+        (name = "frontend", description = "The Unleash frontend API: server-side evaluation for browsers and mobile apps, with a frontend token"),
+        (name = "ofrep", description = "OpenFeature Remote Evaluation Protocol 0.3.0: flags evaluated for a context; error bodies are OFREP's `{key, errorCode, errorDetails}`"),
         (name = "toggles", description = "Feature toggles, their strategies, variants and tags"),
         (name = "archive", description = "Archived toggles"),
         (name = "strategies", description = "Strategy definitions"),
@@ -86,6 +88,7 @@ pub fn finish(mut api: OpenApi) -> Result<Bytes, serde_json::Error> {
     }
     let mut document = serde_json::to_value(&api)?;
     close_request_schemas(&mut document);
+    typed_context_properties(&mut document);
     optional_legacy_fields(&mut document);
     Ok(Bytes::from(serde_json::to_vec(&document)?))
 }
@@ -144,6 +147,20 @@ fn close_request_schemas(document: &mut serde_json::Value) {
     }
 }
 
+/// A context's other fields are properties, strings, numbers or booleans (utoipa has no
+/// attribute for a typed `additionalProperties` on a struct).
+fn typed_context_properties(document: &mut serde_json::Value) {
+    if let Some(schema) = document["components"]["schemas"]
+        .get_mut("ContextFields")
+        .and_then(|s| s.as_object_mut())
+    {
+        schema.insert(
+            "additionalProperties".into(),
+            serde_json::json!({"$ref": "#/components/schemas/ContextValue"}),
+        );
+    }
+}
+
 /// The route serving `document` (the one route not registered by `routes!`: it serves the
 /// document, so it cannot be part of building it; [`ApiDoc`] lists its path).
 pub fn router<S: Clone + Send + Sync + 'static>(document: Bytes) -> Router<S> {
@@ -157,8 +174,12 @@ pub fn router<S: Clone + Send + Sync + 'static>(document: Bytes) -> Router<S> {
 enum Group {
     /// Identified admin operations.
     Admin,
-    /// `/api/client/*`: open, or a client or admin token.
+    /// `/api/client/*`: open, or a client or admin token; the frontend API (`/api/frontend`,
+    /// `/api/proxy`): open, or a frontend token.
     Client,
+    /// `/ofrep/*`: open, or a frontend, client or backend token (three ways to send it); its
+    /// operations document their own errors (OFREP's bodies).
+    Ofrep,
     /// Index documents, health, metrics, login and logout: no credentials.
     Open,
 }
@@ -171,8 +192,13 @@ const OPEN_ADMIN_PATHS: [&str; 2] = ["/api/admin", "/api/admin/login"];
 
 impl Group {
     fn of(path: &str) -> Self {
-        if path.starts_with("/api/client/") {
+        if path.starts_with("/api/client/")
+            || path.starts_with("/api/frontend")
+            || path.starts_with("/api/proxy")
+        {
             Group::Client
+        } else if path.starts_with("/ofrep/") {
+            Group::Ofrep
         } else if OPEN_ADMIN_PATHS.contains(&path) {
             Group::Open
         } else if path.starts_with("/api/admin/")
@@ -207,6 +233,15 @@ impl Group {
                 if operation.request_body.is_some() {
                     shared.push("408");
                 }
+            }
+            Group::Ofrep => {
+                operation.security = Some(vec![
+                    SecurityRequirement::new("apiToken", Vec::<String>::new()),
+                    SecurityRequirement::new("bearerToken", Vec::<String>::new()),
+                    SecurityRequirement::new("apiKeyHeader", Vec::<String>::new()),
+                    SecurityRequirement::default(),
+                ]);
+                return;
             }
             Group::Open => {}
         }
@@ -284,6 +319,17 @@ fn add_shared_components(api: &mut OpenApi) {
         SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
             "Authorization",
             "An API token, raw or as `Bearer <token>`",
+        ))),
+    );
+    components.add_security_scheme(
+        "bearerToken",
+        SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
+    );
+    components.add_security_scheme(
+        "apiKeyHeader",
+        SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+            "X-API-Key",
+            "An API token (OFREP)",
         ))),
     );
     components.add_security_scheme(

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use tracing::Instrument;
 
 use arc_swap::ArcSwap;
-use tokio::sync::Mutex;
+use tokio::sync::{watch, Mutex};
 use tokio_util::sync::CancellationToken;
 
 pub use client_document::{
@@ -47,8 +47,9 @@ pub struct Snapshot {
     /// The head of an own commit a check found in the store before its committer installed
     /// it: left to the committer once (see `check`).
     deferred_own_commit: AtomicU64,
-    /// The version of each installed configuration, for those who follow it (streaming).
-    installed: tokio::sync::watch::Sender<u64>,
+    /// The version of each configuration installed, for those who follow it (the streams,
+    /// the evaluation engines).
+    installed: watch::Sender<u64>,
 }
 
 /// How often the snapshot moved to other replicas' writes, by where it read them.
@@ -87,7 +88,7 @@ impl Snapshot {
             confirmed: std::sync::Mutex::new(std::time::Instant::now()),
             updates: UpdateCounters::default(),
             deferred_own_commit: AtomicU64::new(0),
-            installed: tokio::sync::watch::Sender::new(0),
+            installed: watch::Sender::new(0),
         }
     }
 
@@ -118,7 +119,7 @@ impl Snapshot {
 
     /// Follows the configuration: changes whenever the snapshot installs a new one (its
     /// version; a reload may install the same version again).
-    pub fn installed(&self) -> tokio::sync::watch::Receiver<u64> {
+    pub fn installed(&self) -> watch::Receiver<u64> {
         self.installed.subscribe()
     }
 

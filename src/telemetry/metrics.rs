@@ -18,6 +18,7 @@ use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
 use super::delivery_metrics::DeliveryMetrics;
+use super::evaluation_metrics::EvaluationMetrics;
 use super::usage_metrics::UsageMetrics;
 use super::write_metrics::WriteMetrics;
 use crate::snapshot::Snapshot;
@@ -72,7 +73,7 @@ pub struct HotCounter {
 }
 
 impl HotCounter {
-    fn new(exported: Counter) -> Self {
+    pub(super) fn new(exported: Counter) -> Self {
         Self {
             slots: Default::default(),
             exported,
@@ -86,7 +87,7 @@ impl HotCounter {
     }
 
     /// Brings the exported counter up to the slots' total.
-    fn sync(&self) {
+    pub(super) fn sync(&self) {
         let total: u64 = self.slots.iter().map(|s| s.0.load(Ordering::Relaxed)).sum();
         // fetch_max: of two concurrent scrapes, only the one that raises the mark adds.
         let before = self.synced.fetch_max(total, Ordering::Relaxed);
@@ -115,6 +116,8 @@ pub struct Metrics {
     pub deliveries: DeliveryMetrics,
     /// SSE streams.
     pub streams: super::stream_metrics::StreamMetrics,
+    /// Frontend API and OFREP answers.
+    pub evaluation: EvaluationMetrics,
 }
 
 fn http_histogram() -> Histogram {
@@ -203,7 +206,9 @@ impl Metrics {
         let writes = WriteMetrics::register(&mut registry);
         let deliveries = DeliveryMetrics::register(&mut registry);
         let streams = super::stream_metrics::StreamMetrics::register(&mut registry);
+        let evaluation = EvaluationMetrics::register(&mut registry);
         Self {
+            evaluation,
             registry,
             streams,
             writes,
@@ -229,6 +234,7 @@ impl Metrics {
         ] {
             counter.sync();
         }
+        self.evaluation.sync();
         let state = snapshot.state();
         self.snapshot_version.set(state.version as i64);
         self.active_toggles.set(state.features.len() as i64);

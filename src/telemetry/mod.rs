@@ -2,6 +2,7 @@
 //! traces and the Prometheus metrics.
 
 pub mod delivery_metrics;
+pub mod evaluation_metrics;
 pub mod exposition;
 pub mod metrics;
 pub mod stream_metrics;

@@ -10,6 +10,7 @@ mod events;
 mod feature_types;
 mod features;
 mod metrics;
+mod playground;
 mod project_features;
 mod projects;
 mod segments;
@@ -45,6 +46,7 @@ pub fn router(import_limit: usize) -> OpenApiRouter<AppState> {
         .merge(api_tokens::router())
         .merge(user::router())
         .merge(segments::router())
+        .merge(playground::router())
 }
 
 /// The admin routes that need no identity: login and logout.

@@ -9,6 +9,7 @@ mod streaming;
 mod usage;
 
 pub use features_first::FeaturesFirst;
+pub(crate) use usage::{client_identity, ClientMetrics, ClientRegistration};
 
 use std::sync::Arc;
 

@@ -29,6 +29,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
+mod evaluation;
 mod sdks;
 mod server;
 mod spec;

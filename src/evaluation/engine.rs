@@ -1,0 +1,213 @@
+//! `EnvironmentEngine`: one environment's toggles compiled by `unleash-yggdrasil`, with what the
+//! answers need to know of each toggle without evaluating it (project, impression data,
+//! whether its variants carry payloads, whether it is a plain rollout).
+//!
+//! The engine is fed the same client form of each toggle the client API serves
+//! (`ClientToggle`, segments by reference), plus the toggle's project, so that it evaluates
+//! exactly what an SDK polling that environment would.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use unleash_types::client_features::{ClientFeatures, Context, Payload};
+use unleash_yggdrasil::{EngineState, ExtendedVariantDef};
+
+use crate::domain::config_state::ConfigState;
+use crate::domain::toggle::Toggle;
+use crate::domain::views::{ClientSegment, ClientToggle, SegmentForm};
+
+/// The name an engine is built under for an environment the registry does not hold: every
+/// toggle is off there (as the client API serves it).
+pub const UNKNOWN_ENVIRONMENT: &str = "";
+
+/// What the answers know of a toggle without evaluating it.
+#[derive(Debug, Clone)]
+pub struct ToggleFacts {
+    pub name: String,
+    pub project: String,
+    pub impression_data: bool,
+    /// Whether the toggle is on in the environment at all (before its strategies).
+    pub on_in_environment: bool,
+    /// Some variant (the toggle's or a strategy's) carries a payload: OFREP answers its
+    /// payload as the flag's value.
+    pub has_payloads: bool,
+    /// Only unconstrained `default` strategies (or none): OFREP's `STATIC`.
+    pub static_rollout: bool,
+}
+
+/// One toggle's evaluation: whether it is on for the context, and its variant.
+#[derive(Debug, Clone)]
+pub struct Evaluation {
+    pub enabled: bool,
+    pub variant: ExtendedVariantDef,
+}
+
+/// One environment's compiled toggles at one configuration version.
+pub struct EnvironmentEngine {
+    /// The environment (`UNKNOWN_ENVIRONMENT` for names the registry does not hold).
+    pub environment: String,
+    /// SHA-256 of everything the engine was fed: equal on every replica for equal content,
+    /// and the part of every ETag that says which configuration answered.
+    pub digest: [u8; 32],
+    engine: EngineState,
+    /// By name.
+    toggles: Vec<ToggleFacts>,
+    index: HashMap<String, usize>,
+}
+
+/// A toggle as the engine is fed it: its client form and its project.
+#[derive(Serialize)]
+struct EngineToggle<'a> {
+    #[serde(flatten)]
+    client: ClientToggle<'a>,
+    project: &'a str,
+}
+
+/// The engine's input of one environment, serialised, and its digest.
+pub struct EngineInput {
+    pub json: Vec<u8>,
+    pub digest: [u8; 32],
+}
+
+impl EngineInput {
+    /// The client features document of `environment` (segments by reference, every toggle
+    /// with its project), as the engine reads it.
+    pub fn of(state: &ConfigState, environment: &str) -> Self {
+        let mut json = br#"{"version":2,"features":["#.to_vec();
+        for (i, toggle) in state.features.values().enumerate() {
+            if i > 0 {
+                json.push(b',');
+            }
+            let entry = EngineToggle {
+                client: ClientToggle::in_environment(toggle, environment, SegmentForm::ByReference),
+                project: &toggle.project,
+            };
+            // Serialising borrowed plain data into a Vec cannot fail.
+            let _ = serde_json::to_writer(&mut json, &entry);
+        }
+        json.extend_from_slice(br#"],"segments":"#);
+        let segments: Vec<ClientSegment> = state
+            .segments
+            .values()
+            .map(|segment| ClientSegment::new(segment))
+            .collect();
+        let _ = serde_json::to_writer(&mut json, &segments);
+        json.push(b'}');
+        let digest = Sha256::digest(&json).into();
+        Self { json, digest }
+    }
+}
+
+impl EnvironmentEngine {
+    /// Compiles `input` (made from `state`) for `environment`; warnings the engine
+    /// gives (a toggle that compiles to always off) are logged.
+    pub fn build(
+        environment: &str,
+        state: &ConfigState,
+        input: EngineInput,
+    ) -> Result<Self, serde_json::Error> {
+        let features: ClientFeatures = serde_json::from_slice(&input.json)?;
+        let engine = EngineState::default();
+        if let Some(warnings) = engine.apply_client_features(features) {
+            for warning in warnings {
+                tracing::warn!(
+                    environment,
+                    toggle = %warning.toggle_name,
+                    message = %warning.message,
+                    "a toggle does not compile for evaluation"
+                );
+            }
+        }
+        let toggles: Vec<ToggleFacts> = state
+            .features
+            .values()
+            .map(|toggle| ToggleFacts::of(toggle, environment))
+            .collect();
+        let index = toggles
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.name.clone(), i))
+            .collect();
+        Ok(Self {
+            environment: environment.to_string(),
+            digest: input.digest,
+            engine,
+            toggles,
+            index,
+        })
+    }
+
+    /// Every toggle of the environment, by name.
+    pub fn toggles(&self) -> &[ToggleFacts] {
+        &self.toggles
+    }
+
+    /// The toggle named `name`, if it exists.
+    pub fn toggle(&self, name: &str) -> Option<&ToggleFacts> {
+        self.index.get(name).map(|&i| &self.toggles[i])
+    }
+
+    /// Evaluates the toggle `name` for `context`: one pass gives both whether it is on and
+    /// its variant (the engine's `get_variant` reports `feature_enabled`).
+    pub fn evaluate(&self, name: &str, context: &Context) -> Evaluation {
+        let variant = self.engine.get_variant(name, context, &None);
+        Evaluation {
+            enabled: variant.feature_enabled,
+            variant,
+        }
+    }
+
+    /// Whether the toggle `name` is on for `context` (without choosing a variant).
+    pub fn is_enabled(&self, name: &str, context: &Context) -> bool {
+        self.engine.is_enabled(name, context, &None)
+    }
+}
+
+impl ToggleFacts {
+    fn of(toggle: &Toggle, environment: &str) -> Self {
+        let config = toggle.environment(environment);
+        let enabled_strategies = config.strategies.iter().filter(|s| !s.disabled);
+        let strategy_payloads = config
+            .strategies
+            .iter()
+            .flat_map(|s| s.variants.iter())
+            .any(|v| v.payload.is_some());
+        Self {
+            name: toggle.name.to_string(),
+            project: toggle.project.to_string(),
+            impression_data: toggle.impression_data.unwrap_or(false),
+            on_in_environment: config.enabled,
+            has_payloads: strategy_payloads || config.variants.iter().any(|v| v.payload.is_some()),
+            static_rollout: toggle.dependencies.is_empty()
+                && enabled_strategies.clone().all(|s| {
+                    s.name.as_str() == "default"
+                        && s.constraints.is_empty()
+                        && s.segments.is_empty()
+                }),
+        }
+    }
+}
+
+/// A payload's JSON value as OFREP serves it: `string` as a string, `number` as a number
+/// (a string when it does not parse), `json` parsed (the string when it does not).
+pub fn typed_payload(payload: &Payload) -> serde_json::Value {
+    match payload.payload_type.as_str() {
+        "number" => payload
+            .value
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .and_then(|n| {
+                if n.fract() == 0.0 && n.abs() < 9.0e15 {
+                    Some(serde_json::Value::from(n as i64))
+                } else {
+                    serde_json::Number::from_f64(n).map(serde_json::Value::Number)
+                }
+            })
+            .unwrap_or_else(|| serde_json::Value::String(payload.value.clone())),
+        "json" => serde_json::from_str(&payload.value)
+            .unwrap_or_else(|_| serde_json::Value::String(payload.value.clone())),
+        _ => serde_json::Value::String(payload.value.clone()),
+    }
+}

@@ -1,0 +1,182 @@
+//! The frontend API's answer (Unleash 7's `GET|POST /api/frontend`): the toggles that are on
+//! for a context, each with its variant, and the ETag that names an answer before it is
+//! computed.
+
+use base64::Engine as _;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use unleash_types::client_features::Context;
+
+use super::context::EvaluationContext;
+use super::engine::EnvironmentEngine;
+
+/// What an answer is for: the environment and the projects the caller's token sees.
+#[derive(Debug, Clone, Copy)]
+pub struct Scope<'a> {
+    pub environment: &'a str,
+    /// `None`: every project.
+    pub projects: Option<&'a [String]>,
+}
+
+impl Scope<'_> {
+    /// Whether the scope sees toggles of `project`.
+    pub fn sees(&self, project: &str) -> bool {
+        self.projects
+            .is_none_or(|projects| projects.iter().any(|p| p == "*" || p == project))
+    }
+}
+
+/// Which kind of answer an ETag names (answers of different kinds never share one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnswerKind {
+    /// The frontend API's list of toggles that are on.
+    Frontend,
+    /// OFREP's bulk evaluation.
+    OfrepBulk,
+}
+
+/// The ETag of an answer: a digest of the engine's input (equal on every replica for equal
+/// configuration), the scope and the canonical context — known before anything is evaluated,
+/// so a re-poll with an unchanged context costs a hash and a comparison.
+pub fn etag(
+    kind: AnswerKind,
+    engine: &EnvironmentEngine,
+    scope: &Scope<'_>,
+    context: &EvaluationContext,
+) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(match kind {
+        AnswerKind::Frontend => b"frontend\0",
+        AnswerKind::OfrepBulk => b"ofrep-bk\0",
+    });
+    hasher.update(engine.digest);
+    hasher.update(scope.environment.as_bytes());
+    hasher.update([0]);
+    match scope.projects {
+        None => hasher.update(b"*all*"),
+        Some(projects) => {
+            for project in projects {
+                hasher.update((project.len() as u32).to_le_bytes());
+                hasher.update(project.as_bytes());
+            }
+        }
+    }
+    hasher.update([0]);
+    hasher.update(context.canonical());
+    let digest = hasher.finalize();
+    format!(
+        "\"{}\"",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&digest[..18])
+    )
+}
+
+/// Whether an `If-None-Match` value names `etag` (a list, weak tags and `*` included).
+pub fn matches(if_none_match: &str, etag: &str) -> bool {
+    let bare = etag.trim_matches('"');
+    if_none_match.split(',').any(|tag| {
+        let tag = tag.trim();
+        tag == "*" || tag.trim_start_matches("W/").trim_matches('"') == bare
+    })
+}
+
+/// The frontend API's answer: `{"toggles": [...]}`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct FrontendToggles {
+    /// The toggles that are on for the context, by name.
+    pub toggles: Vec<FrontendToggle>,
+}
+
+/// A toggle that is on, as the frontend SDKs read it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FrontendToggle {
+    pub name: String,
+    /// Always true: only toggles that are on are listed.
+    pub enabled: bool,
+    pub variant: FrontendVariant,
+    pub impression_data: bool,
+    /// The same, as Unleash Edge also names it.
+    #[serde(rename = "impression_data")]
+    pub impression_data_snake: bool,
+}
+
+/// The variant chosen for the context (`disabled` when the toggle has none).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct FrontendVariant {
+    pub name: String,
+    pub enabled: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payload: Option<FrontendPayload>,
+    /// Whether the toggle is on (Unleash 7's field).
+    pub feature_enabled: bool,
+    /// The same, Unleash's deprecated name.
+    #[serde(rename = "featureEnabled")]
+    pub feature_enabled_camel: bool,
+}
+
+/// A variant's payload.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct FrontendPayload {
+    /// `string`, `json`, `csv` or `number`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub value: String,
+}
+
+/// Evaluates every toggle of `scope` for `context` and lists those that are on.
+pub fn answer(engine: &EnvironmentEngine, scope: &Scope<'_>, context: &Context) -> FrontendToggles {
+    let toggles = engine
+        .toggles()
+        .iter()
+        .filter(|facts| scope.sees(&facts.project))
+        .filter_map(|facts| {
+            let evaluation = engine.evaluate(&facts.name, context);
+            evaluation.enabled.then(|| FrontendToggle {
+                name: facts.name.clone(),
+                enabled: true,
+                variant: FrontendVariant {
+                    name: evaluation.variant.name,
+                    enabled: evaluation.variant.enabled,
+                    payload: evaluation.variant.payload.map(|p| FrontendPayload {
+                        kind: p.payload_type,
+                        value: p.value,
+                    }),
+                    feature_enabled: true,
+                    feature_enabled_camel: true,
+                },
+                impression_data: facts.impression_data,
+                impression_data_snake: facts.impression_data,
+            })
+        })
+        .collect();
+    FrontendToggles { toggles }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn if_none_match_lists_and_weak_tags_match() {
+        assert!(matches("\"abc\"", "\"abc\""));
+        assert!(matches("W/\"abc\"", "\"abc\""));
+        assert!(matches("\"x\", \"abc\"", "\"abc\""));
+        assert!(matches("*", "\"abc\""));
+        assert!(!matches("\"abd\"", "\"abc\""));
+    }
+
+    #[test]
+    fn a_scope_sees_its_projects_or_all() {
+        let projects = vec!["a".to_string()];
+        let some = Scope {
+            environment: "default",
+            projects: Some(&projects),
+        };
+        assert!(some.sees("a") && !some.sees("b"));
+        let all = Scope {
+            environment: "default",
+            projects: None,
+        };
+        assert!(all.sees("b"));
+    }
+}

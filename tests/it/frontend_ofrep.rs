@@ -1,0 +1,150 @@
+//! OFREP over real HTTP: one flag and all flags (values, variants, reasons, typed payloads,
+//! the bulk ETag and 304), the token forms, and the error bodies. Against both store backends;
+//! the replica and helpers are `frontend.rs`'.
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::auth::create_token;
+use crate::common::{send, Backend, Reply};
+use crate::conformance;
+use crate::frontend::{post_raw, start};
+
+conformance!(
+    ofrep_evaluates_one_flag_and_all_flags,
+    ofrep_errors_carry_key_code_and_details,
+);
+
+async fn ofrep_evaluates_one_flag_and_all_flags(backend: &Backend) {
+    let (app, token) = start(backend).await;
+    let bearer = format!("Bearer {token}");
+    let flag = |key: &str, body: &str, auth: (&'static str, String)| {
+        let path = format!("/ofrep/v1/evaluate/flags/{key}");
+        let body = body.to_string();
+        let app = &app;
+        async move {
+            send(
+                app.anonymous(Method::POST, &path)
+                    .header(auth.0, auth.1)
+                    .header("Content-Type", "application/json; charset=utf-8")
+                    .body(body),
+            )
+            .await
+        }
+    };
+    let reply = flag(
+        "fe.on",
+        r#"{"context":{"targetingKey":"u1"}}"#,
+        ("Authorization", bearer.clone()),
+    )
+    .await
+    .expect(200);
+    assert_eq!(reply.json["key"], "fe.on");
+    assert_eq!(reply.json["value"], true);
+    assert_eq!(reply.json["variant"], "disabled");
+    assert_eq!(reply.json["reason"], "STATIC");
+    assert_eq!(reply.json["metadata"]["enabled"], true);
+    // targetingKey is the userId.
+    let reply = flag(
+        "fe.user",
+        r#"{"context":{"targetingKey":"u1"}}"#,
+        ("X-API-Key", token.clone()),
+    )
+    .await
+    .expect(200);
+    assert_eq!(
+        (reply.json["value"].clone(), reply.json["reason"].clone()),
+        (json!(true), json!("TARGETING_MATCH"))
+    );
+    let reply = flag("fe.user", "", ("Authorization", token.clone()))
+        .await
+        .expect(200);
+    assert_eq!(reply.json["value"], false);
+    let reply = flag("fe.off", "{}", ("Authorization", token.clone()))
+        .await
+        .expect(200);
+    assert_eq!(
+        (reply.json["value"].clone(), reply.json["reason"].clone()),
+        (json!(false), json!("DISABLED"))
+    );
+    // Payloads typed.
+    let reply = flag("fe.variant", "{}", ("Authorization", token.clone()))
+        .await
+        .expect(200);
+    assert_eq!(reply.json["value"], json!({"color": "blue"}));
+    assert_eq!(reply.json["variant"], "blue");
+    assert_eq!(reply.json["reason"], "SPLIT");
+    assert_eq!(reply.json["metadata"]["payloadType"], "json");
+    let reply = flag("fe.number", "{}", ("Authorization", token.clone()))
+        .await
+        .expect(200);
+    assert_eq!(reply.json["value"], 10);
+
+    // Bulk, with its ETag.
+    let bulk = |inm: Option<String>| {
+        let mut request = app
+            .anonymous(Method::POST, "/ofrep/v1/evaluate/flags")
+            .header("Authorization", bearer.clone())
+            .header("Content-Type", "application/json")
+            .body(r#"{"context":{"targetingKey":"u1"}}"#);
+        if let Some(inm) = inm {
+            request = request.header("If-None-Match", inm);
+        }
+        send(request)
+    };
+    let reply = bulk(None).await.expect(200);
+    let flags = reply.json["flags"].as_array().expect("flags");
+    assert_eq!(flags.len(), 7, "every flag, on or off");
+    assert!(flags
+        .iter()
+        .all(|f| f["variant"].is_string() && f["reason"].is_string()));
+    let etag = reply.header("etag").expect("an ETag");
+    bulk(Some(etag)).await.expect(304);
+}
+
+async fn ofrep_errors_carry_key_code_and_details(backend: &Backend) {
+    let (app, token) = start(backend).await;
+    let check = |reply: &Reply, status: u16, key: &str, code: &str| {
+        assert_eq!(reply.status, status, "{}", reply.json);
+        assert_eq!(reply.json["key"], key, "{}", reply.json);
+        assert_eq!(reply.json["errorCode"], code, "{}", reply.json);
+        assert!(reply.json["errorDetails"].is_string(), "{}", reply.json);
+    };
+    let path = "/ofrep/v1/evaluate/flags/nope";
+    check(
+        &post_raw(&app, path, Some(&token), "{}", &[]).await,
+        404,
+        "nope",
+        "FLAG_NOT_FOUND",
+    );
+    let path = "/ofrep/v1/evaluate/flags/fe.on";
+    check(
+        &post_raw(&app, path, Some(&token), "{", &[]).await,
+        400,
+        "fe.on",
+        "PARSE_ERROR",
+    );
+    check(
+        &post_raw(&app, path, Some(&token), r#"{"context": 1}"#, &[]).await,
+        400,
+        "fe.on",
+        "INVALID_CONTEXT",
+    );
+    check(
+        &post_raw(&app, path, None, "{}", &[]).await,
+        401,
+        "fe.on",
+        "GENERAL",
+    );
+    let development = create_token(
+        &app,
+        json!({"tokenName": "dev", "type": "frontend", "environment": "development"}),
+    )
+    .await;
+    let reply = post_raw(&app, path, Some(&development), "{}", &[])
+        .await
+        .expect(200);
+    assert_eq!(reply.json["reason"], "DISABLED", "off in development");
+    let bulk = post_raw(&app, "/ofrep/v1/evaluate/flags", Some(&token), "[", &[]).await;
+    check(&bulk, 400, "", "PARSE_ERROR");
+}
