@@ -90,7 +90,7 @@ for BIN in "${BINARIES[@]}"; do
     start_flagpole "${STORE_ARGS[@]}"
     sleep 1
     curl -sf -m 30 -o /dev/null "$URL/api/client/features"
-    row "restarted, one poll" ""
+    row "restarted and polled" ""
     mv "$OUT/flagpole.log" "$OUT/flagpole-$name-restarted.log"
   fi
   stop "$FP_PID"
