@@ -495,7 +495,8 @@ impl Settings {
     /// together.
     pub fn check(&self) -> Result<(), String> {
         self.auth.check()?;
-        self.store.check()
+        self.store.check()?;
+        self.streaming.check()
     }
 
     /// Settings for tests and embedding: the defaults, as if no flag or variable were given.

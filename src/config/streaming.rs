@@ -49,3 +49,14 @@ pub struct StreamingSettings {
     #[arg(long, env = "FLAGPOLE_FETCH_MODE_HEADER", default_value_t = false, action = clap::ArgAction::Set)]
     pub fetch_mode_header: bool,
 }
+
+impl StreamingSettings {
+    /// Refuses sending SDKs to streams this replica does not serve: they would answer 501,
+    /// the SDKs poll again, see the header again and come back, every interval.
+    pub fn check(&self) -> Result<(), String> {
+        if self.fetch_mode_header && !self.enabled {
+            return Err("--fetch-mode-header true needs --streaming true".into());
+        }
+        Ok(())
+    }
+}

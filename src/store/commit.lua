@@ -148,6 +148,9 @@ end
 if ahead_of(KEYS[2], current) then
   return redis.error_reply('FLAGPOLE_INCONSISTENT change log is ahead of the version counter')
 end
+if ahead_of(KEYS[8], current) then
+  return redis.error_reply('FLAGPOLE_INCONSISTENT stream log is ahead of the version counter')
+end
 if event_count > 0 and ahead_of(KEYS[3], event_seq) then
   return redis.error_reply('FLAGPOLE_INCONSISTENT audit log is ahead of the event id counter')
 end

@@ -25,6 +25,10 @@ use crate::store::stream_log::StreamLogEntry;
 use crate::store::Store;
 use crate::telemetry::stream_metrics::StreamMetrics;
 
+/// The most versions a resumption replays from the stream log; a client further behind gets a
+/// hydration, which costs no more than reading and replaying that many entries.
+const REPLAY_MAX_VERSIONS: u64 = 1_000;
+
 /// What the hub allows and how often it acts (from `config::StreamingSettings`).
 #[derive(Debug, Clone)]
 pub struct StreamLimits {
@@ -224,6 +228,12 @@ impl StreamHub {
         let queue = Arc::new(FrameQueue::new(self.limits.queue_frames));
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut registry = lock(&self.registry);
+        // Again under the lock: `run` ends the streams under it once `stopping` is set, and a
+        // stream registered after that would never be ended.
+        if self.stopping.load(Ordering::Acquire) {
+            self.open.fetch_sub(1, Ordering::AcqRel);
+            return Err(Refusal::Stopping);
+        }
         // Whatever the snapshot holds now is where the stream starts.
         self.advance(&mut registry);
         let group = registry
@@ -313,7 +323,9 @@ impl StreamHub {
         if last == version {
             return Some(br#"{"events":[]}"#.to_vec());
         }
-        if last > version {
+        // Ahead of this replica, or so far behind that reading the log costs more than a
+        // hydration (and any client token could ask for it): a hydration.
+        if last > version || version - last > REPLAY_MAX_VERSIONS {
             return None;
         }
         if let Some(entries) = self.remembered(last, version) {
