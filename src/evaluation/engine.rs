@@ -17,6 +17,8 @@ use crate::domain::config_state::ConfigState;
 use crate::domain::toggle::Toggle;
 use crate::domain::views::{ClientSegment, ClientToggle, SegmentForm};
 
+use super::volatility::Volatility;
+
 /// The name an engine is built under for an environment the registry does not hold: every
 /// toggle is off there (as the client API serves it).
 pub const UNKNOWN_ENVIRONMENT: &str = "";
@@ -50,6 +52,8 @@ pub struct EnvironmentEngine {
     /// SHA-256 of everything the engine was fed: equal on every replica for equal content,
     /// and the part of every ETag that says which configuration answered.
     pub digest: [u8; 32],
+    /// What its answers depend on besides the configuration and the context.
+    pub volatility: Volatility,
     engine: EngineState,
     /// By name.
     toggles: Vec<ToggleFacts>,
@@ -132,6 +136,7 @@ impl EnvironmentEngine {
         Ok(Self {
             environment: environment.to_string(),
             digest: input.digest,
+            volatility: Volatility::of(state, environment),
             engine,
             toggles,
             index,

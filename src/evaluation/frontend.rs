@@ -63,6 +63,22 @@ pub fn etag(
     }
     hasher.update([0]);
     hasher.update(context.canonical());
+    quoted(hasher)
+}
+
+/// The ETag of an evaluated answer `body`: for a context whose answer the clock or chance may
+/// change (`EnvironmentEngine::volatility`), where `etag` would promise what it cannot.
+pub fn body_etag(kind: AnswerKind, body: &[u8]) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(match kind {
+        AnswerKind::Frontend => b"frontend-body\0",
+        AnswerKind::OfrepBulk => b"ofrep-bk-body\0",
+    });
+    hasher.update(body);
+    quoted(hasher)
+}
+
+fn quoted(hasher: Sha256) -> String {
     let digest = hasher.finalize();
     format!(
         "\"{}\"",

@@ -16,6 +16,7 @@ pub mod engine;
 pub mod frontend;
 pub mod ofrep;
 pub mod playground;
+pub mod volatility;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};

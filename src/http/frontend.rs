@@ -69,16 +69,26 @@ async fn try_evaluate(
         environment: &caller.environment,
         projects: caller.scope.as_deref(),
     };
-    let etag = frontend::etag(AnswerKind::Frontend, &engine, &scope, &context);
+    // Before evaluating unless the clock or chance may change the answer for this context.
+    let before = (!engine.volatility.varies_for(&context))
+        .then(|| frontend::etag(AnswerKind::Frontend, &engine, &scope, &context));
     let counts = &api.metrics.evaluation.frontend;
-    if inm.is_some_and(|inm| frontend::matches(&inm, &etag)) {
+    let holds = |etag: &str| {
+        inm.as_deref()
+            .is_some_and(|inm| frontend::matches(inm, etag))
+    };
+    if let Some(etag) = before.as_deref().filter(|etag| holds(etag)) {
         counts.not_modified.inc();
-        return Ok(not_modified(&etag));
+        return Ok(not_modified(etag));
     }
     counts.evaluated.inc();
     let answer = frontend::answer(&engine, &scope, &context.to_engine());
     let body = serde_json::to_vec(&answer)
         .map_err(|e| ApiError::Internal(format!("frontend answer: {e}")))?;
+    let etag = before.unwrap_or_else(|| frontend::body_etag(AnswerKind::Frontend, &body));
+    if holds(&etag) {
+        return Ok(not_modified(&etag));
+    }
     Ok(json_with_etag(body, &etag))
 }
 

@@ -197,11 +197,17 @@ pub async fn evaluate_flags(State(api): State<Arc<EvaluationApi>>, req: Request)
         environment: &caller.environment,
         projects: caller.scope.as_deref(),
     };
-    let etag = frontend::etag(AnswerKind::OfrepBulk, &engine, &scope, &context);
+    // Before evaluating unless the clock or chance may change the answer for this context.
+    let before = (!engine.volatility.varies_for(&context))
+        .then(|| frontend::etag(AnswerKind::OfrepBulk, &engine, &scope, &context));
     let counts = &api.metrics.evaluation.ofrep_bulk;
-    if inm.is_some_and(|inm| frontend::matches(&inm, &etag)) {
+    let holds = |etag: &str| {
+        inm.as_deref()
+            .is_some_and(|inm| frontend::matches(inm, etag))
+    };
+    if let Some(etag) = before.as_deref().filter(|etag| holds(etag)) {
         counts.not_modified.inc();
-        return not_modified(&etag);
+        return not_modified(etag);
     }
     counts.evaluated.inc();
     let engine_context = context.to_engine();
@@ -214,7 +220,13 @@ pub async fn evaluate_flags(State(api): State<Arc<EvaluationApi>>, req: Request)
             .collect(),
     };
     match serde_json::to_vec(&answer) {
-        Ok(body) => json_with_etag(body, &etag),
+        Ok(body) => {
+            let etag = before.unwrap_or_else(|| frontend::body_etag(AnswerKind::OfrepBulk, &body));
+            match holds(&etag) {
+                true => not_modified(&etag),
+                false => json_with_etag(body, &etag),
+            }
+        }
         Err(e) => {
             OfrepError::of("", ApiError::Internal(format!("OFREP answer: {e}"))).into_response()
         }

@@ -13,6 +13,7 @@ use crate::conformance;
 conformance!(
     frontend_lists_the_toggles_on_for_the_context,
     frontend_etag_names_the_context_and_configuration,
+    frontend_answers_left_to_chance_are_never_promised_unchanged,
     frontend_tokens_choose_environment_and_projects,
     frontend_refuses_bad_contexts_and_wrong_tokens,
     frontend_cors_preflight_and_usage_reports,
@@ -294,6 +295,55 @@ async fn frontend_etag_names_the_context_and_configuration(backend: &Backend) {
         .metric("flagpole_evaluation_responses_total{api=\"frontend\",response=\"304\"}")
         .await;
     assert!(counted.unwrap_or(0.0) >= 2.0, "304s counted: {counted:?}");
+}
+
+async fn frontend_answers_left_to_chance_are_never_promised_unchanged(backend: &Backend) {
+    let (app, token) = start(backend).await;
+    admin(
+        &app,
+        Method::POST,
+        "/api/admin/features",
+        Some(json!({"name": "fe.coin", "enabled": true, "strategies": [
+            {"name": "gradualRolloutRandom", "parameters": {"percentage": "50"}}]})),
+    )
+    .await
+    .expect(200);
+    // Writes do not wait for the engines: OFREP knows the toggle once its engine has it.
+    let built = crate::common::eventually(std::time::Duration::from_secs(5), || async {
+        let path = "/ofrep/v1/evaluate/flags/fe.coin";
+        let headers = [("Content-Type", "application/json")];
+        post_raw(&app, path, Some(&token), "{}", &headers)
+            .await
+            .status
+            == 200
+    })
+    .await;
+    assert!(built);
+    let first = get(&app, "/api/frontend?userId=u1", Some(&token), &[])
+        .await
+        .expect(200);
+    let etag = first.header("etag").expect("an ETag");
+    // Chance decides `fe.coin` at every evaluation: a tag made before evaluating would answer
+    // every re-poll 304. Forty re-polls all drawing the first answer: one chance in 2^40.
+    let mut fresh = 0;
+    for _ in 0..40 {
+        let reply = get(
+            &app,
+            "/api/frontend?userId=u1",
+            Some(&token),
+            &[("If-None-Match", &etag)],
+        )
+        .await;
+        match reply.status.as_u16() {
+            200 => fresh += 1,
+            304 => {}
+            status => panic!("unexpected status {status}"),
+        }
+    }
+    assert!(
+        fresh > 0,
+        "every re-poll was told the coin fell the same way"
+    );
 }
 
 async fn frontend_tokens_choose_environment_and_projects(backend: &Backend) {

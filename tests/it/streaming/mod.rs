@@ -446,10 +446,20 @@ async fn fetch_mode_is_sent_only_when_the_operator_opts_in_and_streaming_can_be_
 
     let mut settings = backend.settings();
     settings.streaming.fetch_mode_header = true;
-    settings.streaming.enabled = false;
-    let app = TestApp::spawn_with(settings).await;
+    let app = TestApp::spawn_with(settings.clone()).await;
     let reply = app.client_features("", None).await.expect(200);
     assert_eq!(reply.header("fetch-mode").as_deref(), Some("streaming"));
+    app.stop().await;
+
+    // Sending SDKs to streams this replica does not serve is refused at start …
+    settings.streaming.enabled = false;
+    let refused = settings
+        .check()
+        .expect_err("--fetch-mode-header without streams");
+    assert!(refused.contains("--fetch-mode-header"), "{refused}");
+    // … and without the header, streams off answer 501 (Node SDKs then poll).
+    settings.streaming.fetch_mode_header = false;
+    let app = TestApp::spawn_with(settings).await;
     let refused = send(app.anonymous(Method::GET, "/api/client/streaming")).await;
     assert!(!refused.expect(501).error_message().is_empty());
     app.stop().await;
