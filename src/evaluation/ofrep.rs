@@ -42,7 +42,8 @@ pub struct OfrepEvaluation {
     pub key: String,
     /// The flag's value (see the module's mapping); absent: the caller's default applies.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
+    /// Any JSON: a boolean, a string, a number or an object.
+    #[schema(value_type = Option<Value>)]
     pub value: Option<Value>,
     /// `STATIC`, `TARGETING_MATCH`, `SPLIT` or `DISABLED`.
     pub reason: &'static str,
