@@ -169,6 +169,12 @@ pub struct ServerSettings {
     #[arg(long, env = "FLAGPOLE_REQUEST_TIMEOUT_MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
     pub request_timeout_ms: u64,
 
+    /// Longest a response may wait for the client to take more bytes, in milliseconds; then
+    /// the connection is closed. A client that stops reading (a stalled stream, a stuck
+    /// download) would otherwise hold its connection for ever.
+    #[arg(long, env = "FLAGPOLE_WRITE_TIMEOUT_MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..=3_600_000))]
+    pub write_timeout_ms: u64,
+
     /// How long the store may fail to answer before `/health/ready` fails, in milliseconds:
     /// a brief Redis blip must not take every replica out of the load balancer at once
     /// (client reads are served from the snapshot meanwhile).

@@ -241,13 +241,11 @@ pub async fn run(
         edge: state::EdgeSettings::from_settings(&settings.server, &settings.telemetry),
     }));
     tracing::info!(address = %listener.local_addr()?, "listening");
-    // Bodies go out as several buffers (a large document's groups); with Nagle's algorithm a
-    // response's last small segment waited for the client's delayed ACK, about 40 ms.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "TCP_NODELAY not set");
-        }
-    });
+    let listener = http::listener::WriteTimeoutListener::new(
+        listener,
+        Duration::from_millis(settings.server.write_timeout_ms),
+    );
+    let listener = axum::serve::ListenerExt::tap_io(listener, http::listener::no_delay);
     let served = axum::serve(
         listener,
         axum::ServiceExt::<axum::extract::Request>::into_make_service_with_connect_info::<

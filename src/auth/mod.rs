@@ -54,6 +54,9 @@ pub struct ClientCaller {
     pub scope: ClientScope,
     pub environment: Option<String>,
     pub token_hash: Option<String>,
+    /// Whether that token is one of the store's, which can be deleted or expire (rather than
+    /// one from the settings).
+    pub stored_token: bool,
 }
 
 /// Identifies callers per the settings.
@@ -228,10 +231,12 @@ impl Authenticator {
                 return Err(ApiError::Forbidden(WRONG_TOKEN_TYPE.into()))
             }
         };
+        let stored_token = !self.configured.iter().any(|(h, _)| same(h, &hash));
         Ok(ClientCaller {
             scope,
             environment,
             token_hash: Some(hash),
+            stored_token,
         })
     }
 

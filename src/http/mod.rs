@@ -10,6 +10,7 @@ mod forward;
 pub mod frontend;
 mod hardening;
 mod index;
+pub mod listener;
 pub mod ofrep;
 pub mod openapi;
 mod request_docs;

@@ -121,6 +121,35 @@ struct Group {
 struct Subscriber {
     queue: Arc<FrameQueue>,
     ends_at: Instant,
+    /// The SHA-256 of the store token the stream was opened with: the stream ends when that
+    /// token is deleted or expires (tokens from the settings and open access never do).
+    token: Option<Arc<str>>,
+    /// When that token expires.
+    token_expires: Option<Instant>,
+}
+
+/// Why the hub ends a stream other than for a slow reader or at shutdown (the farewell's
+/// comment and the metric's label).
+#[derive(Debug, Clone, Copy)]
+enum Ending {
+    Lifetime,
+    TokenRevoked,
+}
+
+impl Ending {
+    fn reason(self) -> &'static str {
+        match self {
+            Ending::Lifetime => "lifetime reached",
+            Ending::TokenRevoked => "token deleted or expired",
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Ending::Lifetime => "lifetime",
+            Ending::TokenRevoked => "token",
+        }
+    }
 }
 
 /// What the fan-out does with one stream.
@@ -129,8 +158,8 @@ enum Offer {
     Frame(Bytes),
     /// Leave it as it is.
     Nothing,
-    /// End it (its lifetime is over) after a farewell.
-    End,
+    /// End it after a farewell.
+    End(Ending),
 }
 
 /// One open stream's membership of its group; leaving happens on drop.
@@ -162,6 +191,14 @@ impl Drop for Subscription {
         self.hub.open.fetch_sub(1, Ordering::AcqRel);
         self.hub.metrics.open.dec();
     }
+}
+
+/// When the store token with SHA-256 `hash` expires, as an instant of this process's clock
+/// (now when it has already expired).
+fn expiry_of(state: &ConfigState, hash: &str) -> Option<Instant> {
+    let at = state.api_tokens.get(hash)?.expires_at?;
+    let left = (at - chrono::Utc::now()).to_std().unwrap_or(Duration::ZERO);
+    Some(Instant::now() + left)
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -207,13 +244,24 @@ impl StreamHub {
         self.open.load(Ordering::Acquire)
     }
 
+    /// Whether a stream opened now would be accepted as far as the connection cap goes.
+    pub fn has_room(&self) -> bool {
+        self.open_streams() < self.limits.max_connections
+    }
+
     /// How many groups (distinct views) the open streams form.
     pub fn groups(&self) -> usize {
         lock(&self.registry).groups.len()
     }
 
     /// Opens a stream of `view`, unless streaming is off, the replica is full or stopping.
-    pub fn subscribe(self: &Arc<Self>, view: View) -> Result<Subscription, Refusal> {
+    /// `token` is the SHA-256 of the store token the caller was identified by, if any: the
+    /// stream ends when it is deleted or expires.
+    pub fn subscribe(
+        self: &Arc<Self>,
+        view: View,
+        token: Option<&str>,
+    ) -> Result<Subscription, Refusal> {
         if !self.limits.enabled {
             return Err(Refusal::Disabled);
         }
@@ -247,14 +295,20 @@ impl StreamHub {
                 })
             })
             .clone();
+        let published = registry.published.clone();
+        let token = token.map(Arc::<str>::from);
+        let token_expires = token
+            .as_deref()
+            .and_then(|hash| expiry_of(&published, hash));
         lock(&group.subscribers).insert(
             id,
             Subscriber {
                 queue: queue.clone(),
                 ends_at: Instant::now() + self.lifetime(),
+                token,
+                token_expires,
             },
         );
-        let published = registry.published.clone();
         self.metrics.groups.set(registry.groups.len() as i64);
         drop(registry);
         self.metrics.opened.inc();
@@ -406,6 +460,9 @@ impl StreamHub {
         if !std::mem::replace(&mut registry.loaded, true) {
             return;
         }
+        if !before.api_tokens.ptr_eq(&after.api_tokens) {
+            self.follow_tokens(registry, &after);
+        }
         let mut update = Update::between(before.clone(), after.clone());
         if registry.recent.len() == RECENT_PUBLICATIONS {
             registry.recent.pop_front();
@@ -453,10 +510,10 @@ impl StreamHub {
                 }
                 Err(PushError::Closed) => false,
             },
-            Offer::End => {
-                self.metrics.ended("lifetime");
+            Offer::End(ending) => {
+                self.metrics.ended(ending.label());
                 subscriber.queue.close_with(Some(frame::farewell(
-                    "lifetime reached",
+                    ending.reason(),
                     self.limits.reconnect_ms,
                 )));
                 false
@@ -464,7 +521,8 @@ impl StreamHub {
         });
     }
 
-    /// Ends the streams past their lifetime; with `beat`, sends the others a heartbeat.
+    /// Ends the streams past their lifetime or their token's expiry; with `beat`, sends the
+    /// others a heartbeat.
     fn sweep(&self, beat: bool) {
         let mut registry = lock(&self.registry);
         self.advance(&mut registry);
@@ -473,13 +531,41 @@ impl StreamHub {
         for group in registry.groups.values() {
             self.fan_out(
                 group,
-                |subscriber| match (subscriber.ends_at > now, beat) {
-                    (true, true) => Offer::Frame(heartbeat.clone()),
-                    (true, false) => Offer::Nothing,
-                    (false, _) => Offer::End,
+                |subscriber| {
+                    if subscriber.token_expires.is_some_and(|at| at <= now) {
+                        Offer::End(Ending::TokenRevoked)
+                    } else if subscriber.ends_at <= now {
+                        Offer::End(Ending::Lifetime)
+                    } else if beat {
+                        Offer::Frame(heartbeat.clone())
+                    } else {
+                        Offer::Nothing
+                    }
                 },
                 false,
             );
+        }
+    }
+
+    /// After the API tokens changed: ends the streams whose token is gone and follows changes
+    /// of the others' expiry.
+    fn follow_tokens(&self, registry: &Registry, state: &ConfigState) {
+        for group in registry.groups.values() {
+            lock(&group.subscribers).retain(|_, subscriber| {
+                let Some(hash) = subscriber.token.as_deref() else {
+                    return true;
+                };
+                if state.api_tokens.contains_key(hash) {
+                    subscriber.token_expires = expiry_of(state, hash);
+                    return true;
+                }
+                self.metrics.ended(Ending::TokenRevoked.label());
+                subscriber.queue.close_with(Some(frame::farewell(
+                    Ending::TokenRevoked.reason(),
+                    self.limits.reconnect_ms,
+                )));
+                false
+            });
         }
     }
 

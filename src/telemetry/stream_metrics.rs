@@ -10,7 +10,7 @@ use prometheus_client::registry::Registry;
 /// Labels of the ended-streams counter.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct EndLabels {
-    /// `slow` (the reader fell behind), `lifetime` or `shutdown`.
+    /// `slow` (the reader fell behind), `lifetime`, `token` (deleted or expired) or `shutdown`.
     reason: &'static str,
 }
 
@@ -52,7 +52,7 @@ impl StreamMetrics {
         );
         registry.register(
             "streams_ended",
-            "SSE streams the replica ended, by reason (slow, lifetime, shutdown)",
+            "SSE streams the replica ended, by reason (slow, lifetime, token, shutdown)",
             metrics.ended.clone(),
         );
         registry.register(
@@ -63,7 +63,7 @@ impl StreamMetrics {
         metrics
     }
 
-    /// Counts a stream the replica ended for `reason` (`slow`, `lifetime`, `shutdown`).
+    /// Counts a stream the replica ended for `reason` (`slow`, `lifetime`, `token`, `shutdown`).
     pub fn ended(&self, reason: &'static str) -> u64 {
         self.ended.get_or_create(&EndLabels { reason }).inc()
     }

@@ -194,9 +194,10 @@ const FETCH_MODE: HeaderName = HeaderName::from_static("fetch-mode");
 
 /// Adds `fetch-mode: streaming` to a 200 when the operator asked for it
 /// (`--fetch-mode-header`): every Node SDK that sees it switches to streaming, so it is never
-/// sent otherwise.
+/// sent otherwise — nor while this replica holds its maximum of streams, since an SDK refused
+/// a stream polls again and would be sent straight back to be refused.
 fn advertise(api: &ClientApi, mut response: Response<Body>) -> Response<Body> {
-    if api.fetch_mode_header && response.status() == StatusCode::OK {
+    if api.fetch_mode_header && response.status() == StatusCode::OK && api.streams.has_room() {
         response
             .headers_mut()
             .insert(FETCH_MODE, HeaderValue::from_static("streaming"));

@@ -46,8 +46,9 @@ pub(crate) struct StreamEvent {
 const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 
 /// What the caller's stream shows: its environment and its projects, narrowed by the query's
-/// filters (`tag`, `project`, `namePrefix`, as for `/api/client/features`).
-fn view_of(api: &ClientApi, req: &Request) -> ApiResult<View> {
+/// filters (`tag`, `project`, `namePrefix`, as for `/api/client/features`); and the SHA-256 of
+/// the store token it was identified by, if any (the stream ends with that token).
+fn view_of(api: &ClientApi, req: &Request) -> ApiResult<(View, Option<String>)> {
     let caller = api.admit(req, LimitGroup::ClientFeatures)?;
     if !api.snapshot.is_ready() {
         return Err(ApiError::Unavailable(
@@ -64,10 +65,11 @@ fn view_of(api: &ClientApi, req: &Request) -> ApiResult<View> {
         })?,
         None => filter,
     };
-    Ok(View {
+    let view = View {
         environment: environment_of(&caller, query),
         filter,
-    })
+    };
+    Ok((view, caller.token_hash.filter(|_| caller.stored_token)))
 }
 
 /// A version id from a header: digits, optionally quoted or weak (`W/"42"`); anything else
@@ -83,7 +85,8 @@ fn version_in(headers: &HeaderMap, name: &HeaderName) -> Option<u64> {
 /// reference), or, with a `Last-Event-ID` the stream log still covers, the events missed since
 /// — then `unleash-updated` for every change; `id:` is the store version, the same on every
 /// replica. Heartbeat comments keep it open; it ends at its lifetime, for a slow reader and at
-/// shutdown with a `retry:` hint (the client resumes on any replica).
+/// shutdown with a `retry:` hint (the client resumes on any replica), and when its store token is
+/// deleted or expires.
 #[utoipa::path(
     get,
     path = "/api/client/streaming",
@@ -109,10 +112,10 @@ pub async fn stream_client_features(
     State(api): State<Arc<ClientApi>>,
     req: Request,
 ) -> ApiResult<Response<Body>> {
-    let view = view_of(&api, &req)?;
+    let (view, token) = view_of(&api, &req)?;
     let subscription = api
         .streams
-        .subscribe(view)
+        .subscribe(view, token.as_deref())
         .map_err(|refusal| match refusal {
             Refusal::Disabled => ApiError::NotImplemented(
                 "Streaming is turned off on this installation; poll /api/client/features".into(),
@@ -163,7 +166,7 @@ pub async fn delta_client_features(
     State(api): State<Arc<ClientApi>>,
     req: Request,
 ) -> ApiResult<Response<Body>> {
-    let view = view_of(&api, &req)?;
+    let (view, _) = view_of(&api, &req)?;
     let known = version_in(req.headers(), &header::IF_NONE_MATCH);
     let etag_of = |version: u64| {
         HeaderValue::from_str(&format!("\"{version}\""))

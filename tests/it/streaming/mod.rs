@@ -5,6 +5,8 @@
 
 mod sdks;
 mod sse;
+mod stalled;
+mod tokens;
 
 use std::time::Duration;
 
@@ -437,7 +439,7 @@ async fn delta_polls_the_same_events_with_the_version_as_etag() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fetch_mode_is_sent_only_when_the_operator_opts_in_and_streaming_can_be_off() {
+async fn fetch_mode_is_sent_only_when_the_operator_opts_in_and_the_replica_has_room() {
     let backend = Backend::embedded();
     let app = TestApp::spawn(&backend).await;
     let reply = app.client_features("", None).await.expect(200);
@@ -446,9 +448,25 @@ async fn fetch_mode_is_sent_only_when_the_operator_opts_in_and_streaming_can_be_
 
     let mut settings = backend.settings();
     settings.streaming.fetch_mode_header = true;
+    settings.streaming.streaming_max_connections = 1;
+    // The server notices a closed connection when it next writes to it.
+    settings.streaming.streaming_heartbeat_ms = 200;
     let app = TestApp::spawn_with(settings.clone()).await;
     let reply = app.client_features("", None).await.expect(200);
     assert_eq!(reply.header("fetch-mode").as_deref(), Some("streaming"));
+    // A full replica does not send SDKs to streams it would refuse …
+    let mut stream = Sse::connect(&app, None).await;
+    stream.next_event(WAIT).await.expect("hydration");
+    let reply = app.client_features("", None).await.expect(200);
+    assert_eq!(reply.header("fetch-mode"), None);
+    // … and does again once it has room.
+    drop(stream);
+    let advertised = crate::common::eventually(Duration::from_secs(5), || async {
+        let reply = app.client_features("", None).await.expect(200);
+        reply.header("fetch-mode").as_deref() == Some("streaming")
+    })
+    .await;
+    assert!(advertised, "fetch-mode not sent again once a stream closed");
     app.stop().await;
 
     // Sending SDKs to streams this replica does not serve is refused at start …

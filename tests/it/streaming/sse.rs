@@ -45,13 +45,20 @@ impl Sse {
         query: &str,
         last_event_id: Option<&str>,
     ) -> Result<Sse, Reply> {
-        let mut request = app
-            .anonymous(Method::GET, &format!("/api/client/streaming{query}"))
-            .header("Accept", "text/event-stream");
+        let mut request = app.anonymous(Method::GET, &format!("/api/client/streaming{query}"));
         if let Some(id) = last_event_id {
             request = request.header("Last-Event-ID", id);
         }
-        let response = request.send().await.expect("request sent");
+        Sse::open_request(request).await
+    }
+
+    /// Opens the stream `request` asks for; the reply when it is not a stream.
+    pub async fn open_request(request: reqwest::RequestBuilder) -> Result<Sse, Reply> {
+        let response = request
+            .header("Accept", "text/event-stream")
+            .send()
+            .await
+            .expect("request sent");
         if response.status() != 200 {
             return Err(send_reply(response).await);
         }

@@ -1,0 +1,60 @@
+//! A client that stops reading altogether: once its stream is ended as a slow reader, the
+//! server cannot even write the farewell; the write timeout closes the connection, so its
+//! place under the stream cap is freed.
+
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::io::AsyncWriteExt;
+
+use super::sse::Sse;
+use super::WAIT;
+use crate::common::{eventually, Backend, TestApp};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_stops_reading_is_disconnected_after_the_write_timeout() {
+    let backend = Backend::embedded();
+    let mut settings = backend.settings();
+    // Enough frames queue up that the stream is ended only once the socket's buffers
+    // (about 4 MiB here) are full and the server's writes wait for a reader.
+    settings.streaming.streaming_queue_frames = 16;
+    settings.streaming.streaming_max_connections = 1;
+    settings.server.write_timeout_ms = 500;
+    // The server notices the probes' closed connections when it next writes to them.
+    settings.streaming.streaming_heartbeat_ms = 200;
+    let app = TestApp::spawn_with(settings).await;
+    // Large frames (90 KB), so the socket buffers fill quickly: a constraint of many long
+    // values; 120 of them are more than the buffers and the queue hold.
+    let values: Vec<String> = (0..1000).map(|i| format!("{i:0>90}")).collect();
+    app.post(
+        "/api/admin/features",
+        json!({"name": "big", "strategies": [{"name": "default",
+            "constraints": [{"contextName": "userId", "operator": "IN", "values": values}]}]}),
+    )
+    .await
+    .expect(200);
+    // A raw connection that asks for a stream and never reads a byte.
+    let address = app.base.trim_start_matches("http://");
+    let mut stalled = tokio::net::TcpStream::connect(address)
+        .await
+        .expect("connect");
+    stalled
+        .write_all(b"GET /api/client/streaming HTTP/1.1\r\nHost: flagpole\r\n\r\n")
+        .await
+        .expect("request sent");
+    let held = eventually(WAIT, || async { Sse::open(&app, "", None).await.is_err() }).await;
+    assert!(held, "the stalled stream never took the only place");
+    for i in 0..120 {
+        let state = if i % 2 == 0 { "off" } else { "on" };
+        app.post_empty(&format!("/api/admin/features/big/toggle/{state}"))
+            .await
+            .expect(200);
+    }
+    let freed = eventually(Duration::from_secs(10), || async {
+        Sse::open(&app, "", None).await.is_ok()
+    })
+    .await;
+    assert!(freed, "a client that stopped reading kept its connection");
+    drop(stalled);
+    app.stop().await;
+}
