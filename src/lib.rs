@@ -225,7 +225,7 @@ pub async fn run(
         }
         _ => None,
     };
-    let app = http::app(AppState::new(state::AppStateParts {
+    let state = AppState::new(state::AppStateParts {
         auth,
         limiter,
         service,
@@ -239,13 +239,28 @@ pub async fn run(
         evaluator,
         trust_proxy: settings.server.trust_proxy,
         edge: state::EdgeSettings::from_settings(&settings.server, &settings.telemetry),
-    }));
+    });
+    let write_timeout = Duration::from_millis(settings.server.write_timeout_ms);
+    // Streams on connections of their own, unless a layer applies to the client routes
+    // (sampled client traces) or there are none to serve.
+    let streams_first = (settings.streaming.enabled && state.edge.trace_client_every.is_none())
+        .then(|| {
+            http::client::StreamsFirst::new(
+                Arc::new(http::client::ClientApi::from_state(&state)),
+                write_timeout,
+            )
+        });
+    let app = http::app(state);
     tracing::info!(address = %listener.local_addr()?, "listening");
-    let listener = http::listener::WriteTimeoutListener::new(
+    let listener = http::listener::ServerListener::spawn(
         listener,
-        Duration::from_millis(settings.server.write_timeout_ms),
-    );
-    let listener = axum::serve::ListenerExt::tap_io(listener, http::listener::no_delay);
+        write_timeout,
+        streams_first,
+        shutdown.clone(),
+    )?;
+    // `tap_io` (with nothing to do) is what gives a listener's connections their peer address
+    // as `ConnectInfo<SocketAddr>`.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |_| {});
     let served = axum::serve(
         listener,
         axum::ServiceExt::<axum::extract::Request>::into_make_service_with_connect_info::<

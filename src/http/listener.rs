@@ -1,7 +1,11 @@
-//! `WriteTimeoutListener`: the TCP listener the server accepts on. A connection whose write
-//! waits longer than the write timeout fails and is closed, so a client that stops reading (a
-//! stalled stream, a stuck download) does not hold its connection, its memory and its place
-//! under the stream cap for ever: the kernel would keep such a connection open indefinitely.
+//! `ServerListener`: the TCP listener the server accepts on. Each connection gets
+//! `TCP_NODELAY` and a write timeout, and a connection whose first request asks for a stream
+//! is served by `client::StreamsFirst` instead of hyper.
+//!
+//! A connection whose write waits longer than the write timeout fails and is closed, so a
+//! client that stops reading (a stalled stream, a stuck download) does not hold its
+//! connection, its memory and its place under the stream cap for ever: the kernel would keep
+//! such a connection open indefinitely.
 
 use std::io;
 use std::net::SocketAddr;
@@ -10,45 +14,96 @@ use std::time::Duration;
 
 use axum::serve::Listener;
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
 use tokio_io_timeout::TimeoutStream;
+use tokio_util::sync::CancellationToken;
 
-/// Accepts TCP connections with a write timeout.
-pub struct WriteTimeoutListener {
-    listener: TcpListener,
-    write_timeout: Duration,
+use super::client::StreamsFirst;
+
+/// A connection as hyper gets it.
+pub type Connection = Pin<Box<TimeoutStream<TcpStream>>>;
+
+/// How many accepted connections may wait for hyper to take them.
+const WAITING_CONNECTIONS: usize = 1024;
+
+/// Accepts connections until `stop`; hands hyper those that are not streams.
+pub struct ServerListener {
+    accepted: mpsc::Receiver<(Connection, SocketAddr)>,
+    local: SocketAddr,
 }
 
-impl WriteTimeoutListener {
-    /// `listener`'s connections, each failing once a write waits longer than `write_timeout`.
-    pub fn new(listener: TcpListener, write_timeout: Duration) -> Self {
-        Self {
-            listener,
-            write_timeout,
-        }
+impl ServerListener {
+    /// Accepts on `listener` until `stop`, with `write_timeout` on every connection, serving
+    /// new connections' stream requests with `streams` when given.
+    pub fn spawn(
+        listener: TcpListener,
+        write_timeout: Duration,
+        streams: Option<StreamsFirst>,
+        stop: CancellationToken,
+    ) -> io::Result<Self> {
+        let local = listener.local_addr()?;
+        let (hand_over, accepted) = mpsc::channel(WAITING_CONNECTIONS);
+        tokio::spawn(accept(listener, write_timeout, streams, hand_over, stop));
+        Ok(Self { accepted, local })
     }
 }
 
-impl Listener for WriteTimeoutListener {
-    type Io = Pin<Box<TimeoutStream<TcpStream>>>;
+async fn accept(
+    mut listener: TcpListener,
+    write_timeout: Duration,
+    streams: Option<StreamsFirst>,
+    hand_over: mpsc::Sender<(Connection, SocketAddr)>,
+    stop: CancellationToken,
+) {
+    loop {
+        let (tcp, peer) = tokio::select! {
+            _ = stop.cancelled() => return,
+            accepted = Listener::accept(&mut listener) => accepted,
+        };
+        // Bodies go out as several buffers (a large document's groups); with Nagle's
+        // algorithm a response's last small segment waited for the client's delayed ACK,
+        // about 40 ms.
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "TCP_NODELAY not set");
+        }
+        let Some(streams) = streams.clone() else {
+            if hand_over
+                .send((timed(tcp, write_timeout), peer))
+                .await
+                .is_err()
+            {
+                return;
+            }
+            continue;
+        };
+        let hand_over = hand_over.clone();
+        tokio::spawn(async move {
+            if let Some(tcp) = streams.claim(tcp, peer).await {
+                let _ = hand_over.send((timed(tcp, write_timeout), peer)).await;
+            }
+        });
+    }
+}
+
+fn timed(tcp: TcpStream, write_timeout: Duration) -> Connection {
+    let mut io = TimeoutStream::new(tcp);
+    io.set_write_timeout(Some(write_timeout));
+    Box::pin(io)
+}
+
+impl Listener for ServerListener {
+    type Io = Connection;
     type Addr = SocketAddr;
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        let (tcp, address) = Listener::accept(&mut self.listener).await;
-        let mut io = TimeoutStream::new(tcp);
-        io.set_write_timeout(Some(self.write_timeout));
-        (Box::pin(io), address)
+        match self.accepted.recv().await {
+            Some(accepted) => accepted,
+            // Accepting stopped: the server is shutting down and accepts nothing more.
+            None => std::future::pending().await,
+        }
     }
 
     fn local_addr(&self) -> io::Result<Self::Addr> {
-        self.listener.local_addr()
-    }
-}
-
-/// Sets `TCP_NODELAY` on an accepted connection. Bodies go out as several buffers (a large
-/// document's groups); with Nagle's algorithm a response's last small segment waited for the
-/// client's delayed ACK, about 40 ms.
-pub fn no_delay(io: &mut Pin<Box<TimeoutStream<TcpStream>>>) {
-    if let Err(e) = io.get_ref().set_nodelay(true) {
-        tracing::debug!(error = %e, "TCP_NODELAY not set");
+        Ok(self.local)
     }
 }

@@ -64,17 +64,7 @@ pub fn app(state: AppState) -> client::FeaturesFirst<NormalizePath<Router>> {
             .route_layer(authenticate),
     );
     let admin_open = protect(admin::open_router());
-    let client = Arc::new(client::ClientApi {
-        snapshot: state.snapshot.clone(),
-        metrics: state.metrics.clone(),
-        usage: state.usage.clone(),
-        trust_proxy: state.trust_proxy,
-        auth: state.auth.clone(),
-        limiter: state.limiter.clone(),
-        body_timeout: state.edge.request_timeout,
-        streams: state.streams.clone(),
-        fetch_mode_header: state.fetch_mode_header,
-    });
+    let client = Arc::new(client::ClientApi::from_state(&state));
     let (routes, mut api) = OpenApiRouter::with_openapi(openapi::base())
         .merge(index::router())
         .merge(backstage::router())

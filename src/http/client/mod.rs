@@ -6,9 +6,11 @@
 mod features;
 mod features_first;
 mod streaming;
+mod streams_first;
 mod usage;
 
 pub use features_first::FeaturesFirst;
+pub use streams_first::StreamsFirst;
 pub(crate) use usage::{client_identity, ClientMetrics, ClientRegistration};
 
 use std::sync::Arc;
@@ -45,6 +47,21 @@ pub struct ClientApi {
 }
 
 impl ClientApi {
+    /// The client API of the application `state` describes.
+    pub fn from_state(state: &crate::state::AppState) -> Self {
+        Self {
+            snapshot: state.snapshot.clone(),
+            metrics: state.metrics.clone(),
+            usage: state.usage.clone(),
+            trust_proxy: state.trust_proxy,
+            auth: state.auth.clone(),
+            limiter: state.limiter.clone(),
+            body_timeout: state.edge.request_timeout,
+            streams: state.streams.clone(),
+            fetch_mode_header: state.fetch_mode_header,
+        }
+    }
+
     /// The caller (its scope and environment), once it is identified (when tokens are
     /// required) and within its rate limit for `group`.
     pub fn admit(

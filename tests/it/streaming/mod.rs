@@ -3,6 +3,7 @@
 //! Redis), the hydration cases, heartbeats, the connection cap, slow readers, lifetimes and
 //! the drain at shutdown.
 
+mod own_connections;
 mod sdks;
 mod sse;
 mod stalled;

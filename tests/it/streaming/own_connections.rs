@@ -1,0 +1,120 @@
+//! Streams asked for by a connection's first request are served outside hyper, on the
+//! connection alone (`http::client::StreamsFirst`): the same answers, chunked, with
+//! `connection: close`.
+
+use flagpole::config::{AuthMode, ClientAuth};
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::{backends, create_on, WAIT};
+use crate::common::TestApp;
+
+/// Sends `head` on a new connection and reads what comes back until `enough` says so, the
+/// connection ends, or `WAIT` passes.
+async fn exchange(app: &TestApp, head: &str, enough: impl Fn(&str) -> bool) -> String {
+    let address = app.base.trim_start_matches("http://");
+    let mut tcp = TcpStream::connect(address).await.expect("connect");
+    tcp.write_all(head.as_bytes()).await.expect("request sent");
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !enough(&String::from_utf8_lossy(&got)) {
+        match tokio::time::timeout_at(deadline, tcp.read(&mut chunk)).await {
+            Ok(Ok(n)) if n > 0 => got.extend_from_slice(&chunk[..n]),
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+/// The head and (still chunked) body of an answer.
+fn split(answer: &str) -> (&str, &str) {
+    answer.split_once("\r\n\r\n").expect("a head and a body")
+}
+
+/// The data of a body of one chunk.
+fn dechunk(body: &str) -> &str {
+    let (_, rest) = body.split_once("\r\n").expect("a chunk size");
+    rest.split_once("\r\n").expect("a chunk").0
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_connection_asking_for_a_stream_is_served_on_its_own() {
+    for backend in backends() {
+        let app = TestApp::spawn(&backend).await;
+        create_on(&app, "streamed").await;
+        let answer = exchange(
+            &app,
+            "GET /api/client/streaming?namePrefix=str HTTP/1.1\r\nHost: flagpole\r\nAccept: text/event-stream\r\n\r\n",
+            |got| got.contains("\n\n") && got.contains("data: "),
+        )
+        .await;
+        let (head, body) = split(&answer);
+        let head = head.to_ascii_lowercase();
+        assert!(head.starts_with("http/1.1 200 ok\r\n"), "{head}");
+        assert!(head.contains("content-type: text/event-stream"), "{head}");
+        // hyper keeps a connection open after a stream; served on its own, it is closed.
+        assert!(head.contains("connection: close"), "{head}");
+        assert!(head.contains("transfer-encoding: chunked"), "{head}");
+        let (size, body) = body.split_once("\r\n").expect("a chunk");
+        assert!(
+            usize::from_str_radix(size, 16).is_ok_and(|n| n > 0),
+            "{size}"
+        );
+        assert!(body.starts_with("event: unleash-connected\nid: "), "{body}");
+        let data = body
+            .lines()
+            .find_map(|line| line.strip_prefix("data: "))
+            .expect("data");
+        let data: Value = serde_json::from_str(data).expect("JSON");
+        assert_eq!(data["events"][0]["type"], "hydration");
+        assert_eq!(data["events"][0]["features"][0]["name"], "streamed");
+        app.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_and_malformed_heads_get_json_errors_on_their_own_connection() {
+    let backend = crate::common::Backend::embedded();
+    let settings = crate::auth::settings(&backend, AuthMode::Token, ClientAuth::Token);
+    let app = TestApp::spawn_with(settings).await;
+    let ended = |got: &str| got.ends_with("\r\n0\r\n\r\n");
+    // No token: the handler's 401, as hyper would have sent it.
+    let answer = exchange(
+        &app,
+        "GET /api/client/streaming HTTP/1.1\r\nHost: flagpole\r\n\r\n",
+        ended,
+    )
+    .await;
+    let (head, body) = split(&answer);
+    assert!(head.starts_with("HTTP/1.1 401 Unauthorized\r\n"), "{head}");
+    let body: Value = serde_json::from_str(dechunk(body)).expect("a JSON body");
+    assert!(body["message"].as_str().is_some_and(|m| !m.is_empty()));
+    // A header value that is not one.
+    let answer = exchange(
+        &app,
+        "GET /api/client/streaming HTTP/1.1\r\nHost: flag pole\r\nBad Header: x\r\n\r\n",
+        ended,
+    )
+    .await;
+    let (head, body) = split(&answer);
+    assert!(head.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{head}");
+    let body: Value = serde_json::from_str(dechunk(body)).expect("a JSON body");
+    assert!(
+        body["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("Malformed")),
+        "{body}"
+    );
+    // Other requests on new connections are hyper's, as ever.
+    let answer = exchange(
+        &app,
+        "GET /api/client/streamingx HTTP/1.1\r\nHost: flagpole\r\n\r\n",
+        |got| got.ends_with('}'),
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 404 Not Found\r\n"), "{answer}");
+    assert!(!answer.to_ascii_lowercase().contains("connection: close"));
+    app.stop().await;
+}
