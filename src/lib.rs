@@ -258,6 +258,7 @@ pub async fn run(
         streams_first,
         shutdown.clone(),
     )?;
+    let stream_tasks = listener.stream_tasks();
     // `tap_io` (with nothing to do) is what gives a listener's connections their peer address
     // as `ConnectInfo<SocketAddr>`.
     let listener = axum::serve::ListenerExt::tap_io(listener, |_| {});
@@ -270,6 +271,9 @@ pub async fn run(
     .with_graceful_shutdown(shutdown.clone().cancelled_owned())
     .await;
     shutdown.cancel();
+    // The streams served outside hyper were ended with the others; let them say farewell.
+    stream_tasks.close();
+    stream_tasks.wait().await;
     usage_stop.cancel();
     let _ = flusher.await;
     while workers.join_next().await.is_some() {}

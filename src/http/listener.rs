@@ -17,6 +17,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio_io_timeout::TimeoutStream;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::client::StreamsFirst;
 
@@ -30,6 +31,8 @@ const WAITING_CONNECTIONS: usize = 1024;
 pub struct ServerListener {
     accepted: mpsc::Receiver<(Connection, SocketAddr)>,
     local: SocketAddr,
+    /// The tasks serving streams on their own connections (hyper does not know of them).
+    stream_tasks: TaskTracker,
 }
 
 impl ServerListener {
@@ -43,45 +46,69 @@ impl ServerListener {
     ) -> io::Result<Self> {
         let local = listener.local_addr()?;
         let (hand_over, accepted) = mpsc::channel(WAITING_CONNECTIONS);
-        tokio::spawn(accept(listener, write_timeout, streams, hand_over, stop));
-        Ok(Self { accepted, local })
+        let stream_tasks = TaskTracker::new();
+        let sorting = Sorting {
+            write_timeout,
+            streams,
+            hand_over,
+            tasks: stream_tasks.clone(),
+        };
+        tokio::spawn(sorting.accept(listener, stop));
+        Ok(Self {
+            accepted,
+            local,
+            stream_tasks,
+        })
+    }
+
+    /// The tasks serving streams outside hyper: at shutdown, once accepting has stopped and
+    /// the streams were ended, wait for them (`close`, then `wait`) as for hyper's
+    /// connections, so that each gets its farewell.
+    pub fn stream_tasks(&self) -> TaskTracker {
+        self.stream_tasks.clone()
     }
 }
 
-async fn accept(
-    mut listener: TcpListener,
+/// What the accepting task hands each connection to.
+struct Sorting {
     write_timeout: Duration,
     streams: Option<StreamsFirst>,
     hand_over: mpsc::Sender<(Connection, SocketAddr)>,
-    stop: CancellationToken,
-) {
-    loop {
-        let (tcp, peer) = tokio::select! {
-            _ = stop.cancelled() => return,
-            accepted = Listener::accept(&mut listener) => accepted,
-        };
-        // Bodies go out as several buffers (a large document's groups); with Nagle's
-        // algorithm a response's last small segment waited for the client's delayed ACK,
-        // about 40 ms.
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "TCP_NODELAY not set");
+    tasks: TaskTracker,
+}
+
+impl Sorting {
+    async fn accept(self, mut listener: TcpListener, stop: CancellationToken) {
+        loop {
+            let (tcp, peer) = tokio::select! {
+                _ = stop.cancelled() => return,
+                accepted = Listener::accept(&mut listener) => accepted,
+            };
+            // Bodies go out as several buffers (a large document's groups); with Nagle's
+            // algorithm a response's last small segment waited for the client's delayed ACK,
+            // about 40 ms.
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!(error = %e, "TCP_NODELAY not set");
+            }
+            let Some(streams) = self.streams.clone() else {
+                if self
+                    .hand_over
+                    .send((timed(tcp, self.write_timeout), peer))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+                continue;
+            };
+            let hand_over = self.hand_over.clone();
+            let write_timeout = self.write_timeout;
+            self.tasks.spawn(async move {
+                if let Some(tcp) = streams.claim(tcp, peer).await {
+                    let _ = hand_over.send((timed(tcp, write_timeout), peer)).await;
+                }
+            });
         }
-        let Some(streams) = streams.clone() else {
-            if hand_over
-                .send((timed(tcp, write_timeout), peer))
-                .await
-                .is_err()
-            {
-                return;
-            }
-            continue;
-        };
-        let hand_over = hand_over.clone();
-        tokio::spawn(async move {
-            if let Some(tcp) = streams.claim(tcp, peer).await {
-                let _ = hand_over.send((timed(tcp, write_timeout), peer)).await;
-            }
-        });
     }
 }
 

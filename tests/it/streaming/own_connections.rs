@@ -118,3 +118,35 @@ async fn refusals_and_malformed_heads_get_json_errors_on_their_own_connection() 
     assert!(!answer.to_ascii_lowercase().contains("connection: close"));
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_shutdown_a_stream_on_its_own_connection_gets_its_farewell() {
+    let backend = crate::common::Backend::embedded();
+    let mut settings = backend.settings();
+    settings.server.shutdown_drain_ms = 200;
+    let app = TestApp::spawn_with(settings).await;
+    let address = app.base.trim_start_matches("http://").to_string();
+    let mut tcp = TcpStream::connect(address).await.expect("connect");
+    tcp.write_all(b"GET /api/client/streaming HTTP/1.1\r\nHost: flagpole\r\n\r\n")
+        .await
+        .expect("request sent");
+    let mut chunk = [0u8; 4096];
+    let n = tokio::time::timeout(WAIT, tcp.read(&mut chunk))
+        .await
+        .expect("an answer in time")
+        .expect("read");
+    assert!(String::from_utf8_lossy(&chunk[..n]).starts_with("HTTP/1.1 200 OK"));
+    let stopping = tokio::spawn(app.stop());
+    let mut rest = Vec::new();
+    tokio::time::timeout(WAIT, tcp.read_to_end(&mut rest))
+        .await
+        .expect("the stream ended")
+        .expect("read");
+    let rest = String::from_utf8_lossy(&rest);
+    assert!(rest.contains(": shutting down; reconnect\n"), "{rest}");
+    assert!(rest.ends_with("\r\n0\r\n\r\n"), "{rest}");
+    tokio::time::timeout(WAIT, stopping)
+        .await
+        .expect("the replica stopped")
+        .expect("stop task");
+}
