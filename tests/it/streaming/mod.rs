@@ -27,6 +27,19 @@ async fn create_on(app: &TestApp, name: &str) {
         .expect(200);
 }
 
+/// Creates toggle `big`, whose frames are about 90 KB (a constraint of many long values), so
+/// that a reader that stops reading fills the socket's buffers quickly.
+async fn create_big(app: &TestApp) {
+    let values: Vec<String> = (0..1000).map(|i| format!("{i:0>90}")).collect();
+    app.post(
+        "/api/admin/features",
+        json!({"name": "big", "strategies": [{"name": "default",
+            "constraints": [{"contextName": "userId", "operator": "IN", "values": values}]}]}),
+    )
+    .await
+    .expect(200);
+}
+
 fn backends() -> [Backend; 2] {
     [Backend::redis(), Backend::embedded()]
 }
@@ -270,15 +283,7 @@ async fn a_reader_that_falls_behind_is_disconnected_and_resumes() {
     let mut settings = backend.settings();
     settings.streaming.streaming_queue_frames = 1;
     let app = TestApp::spawn_with(settings).await;
-    // Large frames, so the socket buffers fill quickly: a constraint of many long values.
-    let values: Vec<String> = (0..1000).map(|i| format!("{i:0>90}")).collect();
-    app.post(
-        "/api/admin/features",
-        json!({"name": "big", "strategies": [{"name": "default",
-            "constraints": [{"contextName": "userId", "operator": "IN", "values": values}]}]}),
-    )
-    .await
-    .expect(200);
+    create_big(&app).await;
     let mut stream = Sse::connect(&app, None).await;
     let id = stream
         .next_event(WAIT)

@@ -4,11 +4,10 @@
 
 use std::time::Duration;
 
-use serde_json::json;
 use tokio::io::AsyncWriteExt;
 
 use super::sse::Sse;
-use super::WAIT;
+use super::{create_big, WAIT};
 use crate::common::{eventually, Backend, TestApp};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -23,16 +22,8 @@ async fn a_client_that_stops_reading_is_disconnected_after_the_write_timeout() {
     // The server notices the probes' closed connections when it next writes to them.
     settings.streaming.streaming_heartbeat_ms = 200;
     let app = TestApp::spawn_with(settings).await;
-    // Large frames (90 KB), so the socket buffers fill quickly: a constraint of many long
-    // values; 120 of them are more than the buffers and the queue hold.
-    let values: Vec<String> = (0..1000).map(|i| format!("{i:0>90}")).collect();
-    app.post(
-        "/api/admin/features",
-        json!({"name": "big", "strategies": [{"name": "default",
-            "constraints": [{"contextName": "userId", "operator": "IN", "values": values}]}]}),
-    )
-    .await
-    .expect(200);
+    // 120 frames of `big` are more than the socket's buffers and the queue hold.
+    create_big(&app).await;
     // A raw connection that asks for a stream and never reads a byte.
     let address = app.base.trim_start_matches("http://");
     let mut stalled = tokio::net::TcpStream::connect(address)
