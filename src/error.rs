@@ -40,6 +40,9 @@ pub enum ApiError {
     /// 413: the body is larger than allowed.
     #[error("{0}")]
     PayloadTooLarge(String),
+    /// 431: the request head is larger than allowed.
+    #[error("{0}")]
+    HeadersTooLarge(String),
     /// 415: the body is not JSON.
     #[error("{0}")]
     UnsupportedMediaType(String),
@@ -138,6 +141,7 @@ impl ApiError {
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::HeadersTooLarge(_) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             Self::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Internal(_) | Self::StoreUnreachable(_) => StatusCode::INTERNAL_SERVER_ERROR,

@@ -241,13 +241,13 @@ pub async fn run(
         edge: state::EdgeSettings::from_settings(&settings.server, &settings.telemetry),
     });
     let write_timeout = Duration::from_millis(settings.server.write_timeout_ms);
-    // Streams on connections of their own, unless a layer applies to the client routes
-    // (sampled client traces) or there are none to serve.
-    let streams_first = (settings.streaming.enabled && state.edge.trace_client_every.is_none())
-        .then(|| {
+    // Streams on connections of their own, unless a layer applies to the client routes or
+    // there are none to serve.
+    let streams_first =
+        (settings.streaming.enabled && state.edge.client_routes_unlayered()).then(|| {
             http::client::StreamsFirst::new(
                 Arc::new(http::client::ClientApi::from_state(&state)),
-                write_timeout,
+                shutdown.clone(),
             )
         });
     let app = http::app(state);

@@ -2,10 +2,10 @@
 //! `TCP_NODELAY` and a write timeout, and a connection whose first request asks for a stream
 //! is served by `client::StreamsFirst` instead of hyper.
 //!
-//! A connection whose write waits longer than the write timeout fails and is closed, so a
-//! client that stops reading (a stalled stream, a stuck download) does not hold its
-//! connection, its memory and its place under the stream cap for ever: the kernel would keep
-//! such a connection open indefinitely.
+//! A connection whose write waits longer than the write timeout without progress fails and is
+//! closed, so a client that stops reading (a stalled stream, a stuck download) does not hold
+//! its connection, its memory and its place under the stream cap for ever: the kernel would
+//! keep such a connection open indefinitely.
 
 use std::io;
 use std::net::SocketAddr;
@@ -21,7 +21,7 @@ use tokio_util::task::TaskTracker;
 
 use super::client::StreamsFirst;
 
-/// A connection as hyper gets it.
+/// An accepted connection: its writes fail after the write timeout without progress.
 pub type Connection = Pin<Box<TimeoutStream<TcpStream>>>;
 
 /// How many accepted connections may wait for hyper to take them.
@@ -31,8 +31,8 @@ const WAITING_CONNECTIONS: usize = 1024;
 pub struct ServerListener {
     accepted: mpsc::Receiver<(Connection, SocketAddr)>,
     local: SocketAddr,
-    /// The tasks serving streams on their own connections (hyper does not know of them).
-    stream_tasks: TaskTracker,
+    /// The accepting task and the tasks sorting and serving new connections outside hyper.
+    tasks: TaskTracker,
 }
 
 impl ServerListener {
@@ -46,18 +46,18 @@ impl ServerListener {
     ) -> io::Result<Self> {
         let local = listener.local_addr()?;
         let (hand_over, accepted) = mpsc::channel(WAITING_CONNECTIONS);
-        let stream_tasks = TaskTracker::new();
+        let tasks = TaskTracker::new();
         let sorting = Sorting {
             write_timeout,
             streams,
             hand_over,
-            tasks: stream_tasks.clone(),
+            tasks: tasks.clone(),
         };
-        tokio::spawn(sorting.accept(listener, stop));
+        tasks.spawn(sorting.accept(listener, stop));
         Ok(Self {
             accepted,
             local,
-            stream_tasks,
+            tasks,
         })
     }
 
@@ -65,7 +65,7 @@ impl ServerListener {
     /// the streams were ended, wait for them (`close`, then `wait`) as for hyper's
     /// connections, so that each gets its farewell.
     pub fn stream_tasks(&self) -> TaskTracker {
-        self.stream_tasks.clone()
+        self.tasks.clone()
     }
 }
 
@@ -81,6 +81,7 @@ impl Sorting {
     async fn accept(self, mut listener: TcpListener, stop: CancellationToken) {
         loop {
             let (tcp, peer) = tokio::select! {
+                biased;
                 _ = stop.cancelled() => return,
                 accepted = Listener::accept(&mut listener) => accepted,
             };
@@ -90,32 +91,23 @@ impl Sorting {
             if let Err(e) = tcp.set_nodelay(true) {
                 tracing::debug!(error = %e, "TCP_NODELAY not set");
             }
+            let mut io = TimeoutStream::new(tcp);
+            io.set_write_timeout(Some(self.write_timeout));
+            let io = Box::pin(io);
             let Some(streams) = self.streams.clone() else {
-                if self
-                    .hand_over
-                    .send((timed(tcp, self.write_timeout), peer))
-                    .await
-                    .is_err()
-                {
+                if self.hand_over.send((io, peer)).await.is_err() {
                     return;
                 }
                 continue;
             };
             let hand_over = self.hand_over.clone();
-            let write_timeout = self.write_timeout;
             self.tasks.spawn(async move {
-                if let Some(tcp) = streams.claim(tcp, peer).await {
-                    let _ = hand_over.send((timed(tcp, write_timeout), peer)).await;
+                if let Some(io) = streams.claim(io, peer).await {
+                    let _ = hand_over.send((io, peer)).await;
                 }
             });
         }
     }
-}
-
-fn timed(tcp: TcpStream, write_timeout: Duration) -> Connection {
-    let mut io = TimeoutStream::new(tcp);
-    io.set_write_timeout(Some(write_timeout));
-    Box::pin(io)
 }
 
 impl Listener for ServerListener {

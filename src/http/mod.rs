@@ -140,7 +140,7 @@ pub fn app(state: AppState) -> client::FeaturesFirst<NormalizePath<Router>> {
     // Only when configured: it would cost the client path a layer.
     let cors = hardening::cors(&edge.cors_origins);
     // What SDKs poll is answered before routing only while no layer applies to it.
-    let unlayered = cors.is_none() && edge.trace_client_every.is_none();
+    let unlayered = edge.client_routes_unlayered();
     let router = match cors {
         Some(cors) => router.layer(cors),
         None => router,

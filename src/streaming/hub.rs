@@ -297,9 +297,14 @@ impl StreamHub {
             .clone();
         let published = registry.published.clone();
         let token = token.map(Arc::<str>::from);
-        let token_expires = token
-            .as_deref()
-            .and_then(|hash| expiry_of(&published, hash));
+        // A token deleted between the caller's check and now ends the stream at once.
+        let token_expires =
+            token
+                .as_deref()
+                .and_then(|hash| match published.api_tokens.contains_key(hash) {
+                    true => expiry_of(&published, hash),
+                    false => Some(Instant::now()),
+                });
         lock(&group.subscribers).insert(
             id,
             Subscriber {

@@ -8,8 +8,10 @@
 //! task owning only the socket and the stream's body. The response is chunked, as hyper sends
 //! it (SSE clients over urllib3, the Python SDK's, wait for a whole read buffer of a
 //! close-delimited body), with `connection: close` since nothing follows it on the
-//! connection; every write has the write timeout. A stream asked for on a connection that already carried other
-//! requests is served by hyper as before; every other connection goes to hyper untouched.
+//! connection. Writes have the connection's write timeout; a client that closes its end is
+//! noticed at once, as hyper notices it. A stream asked for on a connection that already
+//! carried other requests is served by hyper as before; every other connection goes to hyper
+//! untouched.
 
 use std::io::Write as _;
 use std::net::SocketAddr;
@@ -18,14 +20,15 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{HeaderName, HeaderValue, Method, StatusCode, Version};
+use axum::http::{HeaderName, HeaderValue, Method, Version};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
 
 use super::{streaming, ClientApi};
 use crate::error::ApiError;
+use crate::http::listener::Connection;
 
 /// What a connection's first bytes are when it asks for a stream (then a space or a query).
 const STREAM_REQUEST: &[u8] = b"GET /api/client/streaming";
@@ -35,40 +38,56 @@ const FIRST_BYTES_WAIT: Duration = Duration::from_secs(10);
 const HEAD_WAIT: Duration = Duration::from_secs(30);
 /// The largest request head read here (hyper's default limit is about as large).
 const HEAD_MAX: usize = 16 * 1024;
-/// The most header lines a stream request may have.
-const HEADERS_MAX: usize = 64;
+/// The most header lines a stream request may have (hyper's limit).
+const HEADERS_MAX: usize = 100;
+/// Frames up to this size go out as one write with their chunk framing (one segment for a
+/// heartbeat, as hyper's vectored write); larger ones as three writes, without a copy.
+const ONE_WRITE_MAX: usize = 4096;
 
 /// Serves the stream requests of new connections, with the client API's handler.
 #[derive(Clone)]
 pub struct StreamsFirst {
     api: Arc<ClientApi>,
-    write_timeout: Duration,
+    /// Connections still sending their request when it fires are closed (shutdown).
+    stop: CancellationToken,
 }
 
 impl StreamsFirst {
-    /// Streams of `api`, each write waiting at most `write_timeout` for the client.
-    pub fn new(api: Arc<ClientApi>, write_timeout: Duration) -> Self {
-        Self { api, write_timeout }
+    /// Streams of `api`; connections that have not sent their request by `stop` are closed.
+    pub fn new(api: Arc<ClientApi>, stop: CancellationToken) -> Self {
+        Self { api, stop }
     }
 
-    /// Serves `tcp` to its end when its first request asks for a stream; otherwise gives it
+    /// Serves `io` to its end when its first request asks for a stream; otherwise gives it
     /// back, unread, for hyper.
-    pub async fn claim(&self, mut tcp: TcpStream, peer: SocketAddr) -> Option<TcpStream> {
-        if !asks_for_a_stream(&tcp).await {
-            return Some(tcp);
+    pub async fn claim(&self, mut io: Connection, peer: SocketAddr) -> Option<Connection> {
+        let asks = tokio::select! {
+            _ = self.stop.cancelled() => return None,
+            asks = asks_for_a_stream(&io) => asks,
+        };
+        if !asks {
+            return Some(io);
         }
-        let (response, version) = match read_request(&mut tcp, peer).await {
+        // Boxed, so that an open stream's task keeps only the writing state, not the
+        // reading's or the handler's.
+        let read = tokio::select! {
+            _ = self.stop.cancelled() => return None,
+            read = Box::pin(read_request(&mut io, peer)) => read,
+        };
+        let (response, version) = match read {
             Ok(Some(request)) => {
                 let version = request.version();
-                let response =
-                    streaming::stream_client_features(State(self.api.clone()), request).await;
-                (response.into_response(), version)
+                let handled = Box::pin(streaming::stream_client_features(
+                    State(self.api.clone()),
+                    request,
+                ));
+                (handled.await.into_response(), version)
             }
             Ok(None) => return None,
             Err(refusal) => (refusal.into_response(), Version::HTTP_11),
         };
         let chunked = version != Version::HTTP_10;
-        if let Err(e) = write_response(&mut tcp, response, chunked, self.write_timeout).await {
+        if let Err(e) = write_response(&mut io, response, chunked).await {
             tracing::debug!(error = %e, "stream connection ended");
         }
         None
@@ -77,7 +96,8 @@ impl StreamsFirst {
 
 /// Whether the connection's first bytes are a stream request. Waits for them (at most
 /// `FIRST_BYTES_WAIT`) without consuming them.
-async fn asks_for_a_stream(tcp: &TcpStream) -> bool {
+async fn asks_for_a_stream(io: &Connection) -> bool {
+    let tcp = io.get_ref();
     let mut first = [0u8; STREAM_REQUEST.len() + 1];
     // A first packet shorter than the prefix is rare: look again a few times, briefly.
     for _ in 0..20 {
@@ -103,20 +123,17 @@ async fn asks_for_a_stream(tcp: &TcpStream) -> bool {
 /// Reads and parses the request head: the request (with an empty body and the peer's address,
 /// as hyper would give it), `None` when the client went away or took too long, or the `4xx`
 /// to answer.
-async fn read_request(tcp: &mut TcpStream, peer: SocketAddr) -> Result<Option<Request>, ApiError> {
+async fn read_request(io: &mut Connection, peer: SocketAddr) -> Result<Option<Request>, ApiError> {
     let mut head = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
     let read = async {
         loop {
-            let n = tcp.read(&mut chunk).await?;
+            let n = io.read(&mut chunk).await?;
             if n == 0 {
                 return Ok::<bool, std::io::Error>(false);
             }
             head.extend_from_slice(&chunk[..n]);
-            if head.windows(4).any(|w| w == b"\r\n\r\n") {
-                return Ok(true);
-            }
-            if head.len() > HEAD_MAX {
+            if head.windows(4).any(|w| w == b"\r\n\r\n") || head.len() > HEAD_MAX {
                 return Ok(true);
             }
         }
@@ -133,13 +150,10 @@ async fn read_request(tcp: &mut TcpStream, peer: SocketAddr) -> Result<Option<Re
     match parsed.parse(&head) {
         Ok(httparse::Status::Complete(_)) => {}
         Ok(httparse::Status::Partial) | Err(httparse::Error::TooManyHeaders) => {
-            return Err(ApiError::bad_request(
-                "request",
-                format!(
-                    "The request head is larger than {} KiB or has more than {HEADERS_MAX} headers",
-                    HEAD_MAX / 1024
-                ),
-            ))
+            return Err(ApiError::HeadersTooLarge(format!(
+                "The request head is larger than {} KiB or has more than {HEADERS_MAX} headers",
+                HEAD_MAX / 1024
+            )))
         }
         Err(e) => return Err(malformed(&e)),
     }
@@ -163,21 +177,21 @@ async fn read_request(tcp: &mut TcpStream, peer: SocketAddr) -> Result<Option<Re
 }
 
 /// Writes `response` as HTTP/1.1, its body chunked (or, for an HTTP/1.0 client, delimited by
-/// the end of the connection), then closes the connection.
+/// the end of the connection), then closes the connection; stops early when the client
+/// closes its end.
 async fn write_response(
-    tcp: &mut TcpStream,
+    io: &mut Connection,
     response: Response,
     chunked: bool,
-    write_timeout: Duration,
 ) -> std::io::Result<()> {
     let (parts, body) = response.into_parts();
     let mut head = Vec::with_capacity(256);
-    let status: StatusCode = parts.status;
     write!(
         head,
-        "HTTP/1.1 {} {}\r\n",
-        status.as_u16(),
-        status.canonical_reason().unwrap_or("")
+        "HTTP/1.1 {} {}\r\ndate: {}\r\n",
+        parts.status.as_u16(),
+        parts.status.canonical_reason().unwrap_or(""),
+        chrono::Utc::now().format("%a, %d %b %Y %H:%M:%S GMT")
     )?;
     for (name, value) in &parts.headers {
         head.extend_from_slice(name.as_str().as_bytes());
@@ -190,35 +204,42 @@ async fn write_response(
     }
     head.extend_from_slice(b"connection: close\r\n\r\n");
     drop(parts);
-    timed(write_timeout, tcp.write_all(&head)).await?;
+    io.write_all(&head).await?;
     drop(head);
     let mut data = body.into_data_stream();
-    while let Some(bytes) = data.next().await {
-        let bytes = bytes.map_err(std::io::Error::other)?;
+    // The client sends nothing more; a read that returns is its end (or bytes to ignore).
+    let mut probe = [0u8; 1];
+    loop {
+        let bytes = tokio::select! {
+            next = data.next() => match next {
+                Some(bytes) => bytes.map_err(std::io::Error::other)?,
+                None => break,
+            },
+            read = io.read(&mut probe) => match read {
+                Ok(0) | Err(_) => return Ok(()),
+                Ok(_) => continue,
+            },
+        };
         if bytes.is_empty() {
             continue;
         }
-        if chunked {
-            let size = format!("{:x}\r\n", bytes.len());
-            timed(write_timeout, tcp.write_all(size.as_bytes())).await?;
-            timed(write_timeout, tcp.write_all(&bytes)).await?;
-            timed(write_timeout, tcp.write_all(b"\r\n")).await?;
+        if !chunked {
+            io.write_all(&bytes).await?;
+        } else if bytes.len() <= ONE_WRITE_MAX {
+            let mut chunk = Vec::with_capacity(bytes.len() + 16);
+            write!(chunk, "{:x}\r\n", bytes.len())?;
+            chunk.extend_from_slice(&bytes);
+            chunk.extend_from_slice(b"\r\n");
+            io.write_all(&chunk).await?;
         } else {
-            timed(write_timeout, tcp.write_all(&bytes)).await?;
+            io.write_all(format!("{:x}\r\n", bytes.len()).as_bytes())
+                .await?;
+            io.write_all(&bytes).await?;
+            io.write_all(b"\r\n").await?;
         }
     }
     if chunked {
-        timed(write_timeout, tcp.write_all(b"0\r\n\r\n")).await?;
+        io.write_all(b"0\r\n\r\n").await?;
     }
-    timed(write_timeout, tcp.shutdown()).await
-}
-
-/// `write`, failing with `TimedOut` when it waits longer than `limit` for the client.
-async fn timed(
-    limit: Duration,
-    write: impl std::future::Future<Output = std::io::Result<()>>,
-) -> std::io::Result<()> {
-    tokio::time::timeout(limit, write)
-        .await
-        .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))?
+    io.shutdown().await
 }

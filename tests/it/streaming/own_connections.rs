@@ -150,3 +150,30 @@ async fn at_shutdown_a_stream_on_its_own_connection_gets_its_farewell() {
         .expect("the replica stopped")
         .expect("stop task");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_closes_its_own_connection_frees_its_place_at_once() {
+    let backend = crate::common::Backend::embedded();
+    let mut settings = backend.settings();
+    settings.streaming.streaming_max_connections = 1;
+    // No write would reveal the closed connection before the test gives up.
+    settings.streaming.streaming_heartbeat_ms = 60_000;
+    let app = TestApp::spawn_with(settings).await;
+    let address = app.base.trim_start_matches("http://").to_string();
+    let mut tcp = TcpStream::connect(address).await.expect("connect");
+    tcp.write_all(b"GET /api/client/streaming HTTP/1.1\r\nHost: flagpole\r\n\r\n")
+        .await
+        .expect("request sent");
+    let mut chunk = [0u8; 4096];
+    tokio::time::timeout(WAIT, tcp.read(&mut chunk))
+        .await
+        .expect("an answer in time")
+        .expect("read");
+    drop(tcp);
+    let freed = crate::common::eventually(WAIT, || async {
+        super::sse::Sse::open(&app, "", None).await.is_ok()
+    })
+    .await;
+    assert!(freed, "the closed stream still holds the only place");
+    app.stop().await;
+}

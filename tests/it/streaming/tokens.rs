@@ -42,16 +42,17 @@ async fn a_stream_ends_when_its_token_is_deleted_or_expires() {
         settings.streaming.streaming_heartbeat_ms = 200;
         let app = TestApp::spawn_with(settings).await;
         let deleted = create_token(&app, json!({"username": "a", "type": "client"})).await;
-        let soon = (chrono::Utc::now() + chrono::Duration::seconds(2)).to_rfc3339();
+        let kept = create_token(&app, json!({"username": "c", "type": "client"})).await;
+        let mut deleted_stream = stream_with(&app, &deleted).await;
+        let mut kept_stream = stream_with(&app, &kept).await;
+        // Long enough to open its stream on a loaded machine.
+        let soon = (chrono::Utc::now() + chrono::Duration::seconds(4)).to_rfc3339();
         let expiring = create_token(
             &app,
             json!({"username": "b", "type": "client", "expiresAt": soon}),
         )
         .await;
-        let kept = create_token(&app, json!({"username": "c", "type": "client"})).await;
-        let mut deleted_stream = stream_with(&app, &deleted).await;
         let mut expiring_stream = stream_with(&app, &expiring).await;
-        let mut kept_stream = stream_with(&app, &kept).await;
 
         with_token(
             &app,
@@ -67,7 +68,7 @@ async fn a_stream_ends_when_its_token_is_deleted_or_expires() {
             ["token deleted or expired; reconnect"]
         );
         assert_eq!(
-            farewell(&mut expiring_stream, WAIT).await,
+            farewell(&mut expiring_stream, Duration::from_secs(10)).await,
             ["token deleted or expired; reconnect"]
         );
         // The reconnection is refused; the other stream goes on.
