@@ -104,6 +104,7 @@ fn version_in(headers: &HeaderMap, name: &HeaderName) -> Option<u64> {
         (status = 401, description = "No valid token", body = ErrorBody),
         (status = 403, description = "Not a client token, or a filter outside the token's projects", body = ErrorBody),
         (status = 429, description = "The replica holds its maximum of streams (SDKs then poll)", body = ErrorBody),
+        (status = 431, description = "The request head is larger than 16 KiB or has more than 100 headers", body = ErrorBody),
         (status = 501, description = "Streaming is turned off (SDKs then poll)", body = ErrorBody),
         (status = 503, description = "Not ready, or shutting down", body = ErrorBody),
     )
