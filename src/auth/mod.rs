@@ -177,6 +177,15 @@ impl Authenticator {
         })
     }
 
+    /// The user of the admin token whose secret has SHA-256 `hash`, while it is one (the
+    /// admin UI's sessions in token mode end when their token is deleted or expires).
+    pub fn admin_token_user(&self, hash: &str) -> Option<String> {
+        match self.credential(hash, Challenge::Token) {
+            Ok(Credential::Admin(user)) => Some(user),
+            _ => None,
+        }
+    }
+
     /// The admin caller of a request, with the SHA-256 of the token it was identified by (its
     /// rate-limit key), or 401 (not identified) / 403 (a client token).
     pub fn admin(&self, headers: &HeaderMap) -> Result<(Actor, Option<String>), ApiError> {
