@@ -28,16 +28,18 @@ pub enum Section {
     Events,
     Playground,
     Tokens,
+    State,
     None,
 }
 
-const NAV: [(Section, &str, &str); 6] = [
+const NAV: [(Section, &str, &str); 7] = [
     (Section::Toggles, "/ui/toggles", "Toggles"),
     (Section::NewToggle, "/ui/new-toggle", "New toggle"),
     (Section::Archive, "/ui/archive", "Archive"),
     (Section::Events, "/ui/events", "Events"),
     (Section::Playground, "/ui/playground", "Playground"),
     (Section::Tokens, "/ui/tokens", "API tokens"),
+    (Section::State, "/ui/state", "Import/export"),
 ];
 
 /// The hidden CSRF field of a form.
@@ -61,6 +63,8 @@ pub fn page(
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 meta name="color-scheme" content="light dark";
+                // No favicon request (a 404 in every page's console).
+                link rel="icon" href="data:,";
                 meta name="htmx-config" content=(HTMX_CONFIG);
                 title { (title) " · Flagpole" }
                 link rel="stylesheet" href={ "/ui/assets/" (assets.pico.name) };

@@ -21,7 +21,7 @@ pub use toggle_query::{ListQuery, ToggleList};
 
 /// The UI's routes: `/` for browsers, everything else under `/ui`.
 pub fn router() -> Router<AppState> {
-    use pages::{archive, events, new_toggle, playground, sign_in, toggle, toggles, tokens};
+    use pages::{archive, events, new_toggle, playground, sign_in, state, toggle, toggles, tokens};
     Router::new()
         .route("/", get(negotiate::index))
         .route("/ui", get(negotiate::home))
@@ -60,4 +60,6 @@ pub fn router() -> Router<AppState> {
             get(playground::form).post(playground::run),
         )
         .route("/ui/tokens", get(tokens::list).post(tokens::create))
+        .route("/ui/state", get(state::form).post(state::submit))
+        .route("/ui/state/export", get(state::download))
 }

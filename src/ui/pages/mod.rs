@@ -5,6 +5,7 @@ pub mod events;
 pub mod new_toggle;
 pub mod playground;
 pub mod sign_in;
+pub mod state;
 pub mod toggle;
 pub mod toggles;
 pub mod tokens;

@@ -22,6 +22,10 @@ use crate::ui::form::Errors;
 use crate::ui::layout::{csrf, page, time, Section};
 use crate::ui::problem::{PageResult, Problem};
 use crate::ui::session::{Posted, Viewer};
+use crate::usage::views::{
+    current_config_versions, toggle_detail, ConfigVersions, ToggleDetail,
+    DEFAULT_STALE_AFTER_SECONDS,
+};
 
 use super::toggles::{switch, Notice};
 use super::{see_other, segment, with_notice};
@@ -283,6 +287,83 @@ fn strategy_form(
     }
 }
 
+/// Yes and no per application over the last hour as bars (inline SVG, drawn in the text
+/// colour of either theme), with the same numbers in a table.
+fn usage_chart(detail: &ToggleDetail) -> Markup {
+    let max = detail
+        .applications
+        .iter()
+        .map(|a| a.last_hour.yes + a.last_hour.no)
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let rows = detail.applications.len().max(1);
+    let height = rows * 22;
+    let label = format!(
+        "Evaluations in the last hour: {} yes and {} no, across {} applications",
+        detail.last_hour.yes,
+        detail.last_hour.no,
+        detail.applications.len()
+    );
+    html! {
+        svg.usage viewBox={ "0 0 300 " (height) } width="300" height=(height) role="img" aria-label=(label) {
+            @for (i, app) in detail.applications.iter().enumerate() {
+                @let y = i * 22;
+                @let yes = app.last_hour.yes as f64 / max as f64 * 200.0;
+                @let no = app.last_hour.no as f64 / max as f64 * 200.0;
+                text x="0" y=(y + 15) font-size="12" fill="currentColor" { (app.app_name) }
+                rect x="100" y=(y + 3) width=(format!("{yes:.1}")) height="16" fill="currentColor" {
+                    title { (app.app_name) ": " (app.last_hour.yes) " yes" }
+                }
+                rect x=(format!("{:.1}", 100.0 + yes)) y=(y + 3) width=(format!("{no:.1}")) height="16"
+                    fill="currentColor" fill-opacity="0.35" {
+                    title { (app.app_name) ": " (app.last_hour.no) " no" }
+                }
+            }
+        }
+        table {
+            caption { (label) }
+            thead { tr { th scope="col" { "Application" } th scope="col" { "Yes" } th scope="col" { "No" } th scope="col" { "Last minute (yes/no)" } } }
+            tbody {
+                @for app in &detail.applications {
+                    tr { th scope="row" { (app.app_name) } td { (app.last_hour.yes) } td { (app.last_hour.no) }
+                         td { (app.last_minute.yes) " / " (app.last_minute.no) } }
+                }
+            }
+        }
+    }
+}
+
+/// Per application: how many instances hold the configuration they would be sent now.
+fn reach_table(reach: &ConfigVersions) -> Markup {
+    html! {
+        @if reach.applications.is_empty() {
+            p { "No SDK instance has registered or polled yet." }
+        } @else {
+            p { "Configuration version served now: " (reach.version) ". Instances not seen for "
+                (reach.stale_after_seconds) " s are counted apart." }
+            div.table-scroll tabindex="0" role="region" aria-labelledby="h-reach" {
+                table {
+                    thead { tr {
+                        th scope="col" { "Application" } th scope="col" { "On the newest configuration" }
+                        th scope="col" { "Behind" } th scope="col" { "Not seen recently" }
+                    } }
+                    tbody {
+                        @for app in &reach.applications {
+                            tr {
+                                th scope="row" { (app.app_name) }
+                                td { (app.current) " of " (app.instances) }
+                                td { (app.behind) }
+                                td { (app.not_seen_recently) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 fn history(events: &[Value]) -> Markup {
     html! {
         @if events.is_empty() { p { "No events yet." } }
@@ -328,6 +409,10 @@ async fn render(
     let toggle = active(&config, name)?;
     let events = state.service.events(HISTORY, Some(name)).await?;
     let events = with_diffs(&events);
+    let usage = toggle_detail(state.usage.store(), name).await.ok();
+    let reach = current_config_versions(&state.usage, &state.snapshot, DEFAULT_STALE_AFTER_SECONDS)
+        .await
+        .ok();
     let path = toggle_path(name);
     let status = if draft.is_some() || tag_errors.is_some() {
         StatusCode::UNPROCESSABLE_ENTITY
@@ -407,6 +492,20 @@ async fn render(
                 }
                 (tag_errors.under("f-tag-value", "value"))
                 button type="submit" { "Add tag" }
+            }
+        }
+        section aria-labelledby="h-usage" {
+            h2 #h-usage { "Usage in the last hour" }
+            @match &usage {
+                Some(detail) => { (usage_chart(detail)) }
+                None => { p { "Usage could not be read from the store just now." } }
+            }
+        }
+        section aria-labelledby="h-reach" {
+            h2 #h-reach { "Does it reach the SDKs?" }
+            @match &reach {
+                Some(reach) => { (reach_table(reach)) }
+                None => { p { "The instances could not be read from the store just now." } }
             }
         }
         section aria-labelledby="h-history" {
