@@ -46,6 +46,15 @@ impl Errors {
         Ok(errors)
     }
 
+    /// Shows the problems the API reports at `path` on the form's field `field`.
+    pub fn rename(&mut self, path: &str, field: &str) {
+        for (p, _) in &mut self.fields {
+            if p == path {
+                *p = field.to_string();
+            }
+        }
+    }
+
     /// A problem with one field.
     pub fn field(name: &str, message: impl Into<String>) -> Self {
         Self {

@@ -29,10 +29,13 @@ pub enum Section {
     Playground,
     Tokens,
     State,
+    Addons,
+    Applications,
+    Settings,
     None,
 }
 
-const NAV: [(Section, &str, &str); 7] = [
+const NAV: [(Section, &str, &str); 10] = [
     (Section::Toggles, "/ui/toggles", "Toggles"),
     (Section::NewToggle, "/ui/new-toggle", "New toggle"),
     (Section::Archive, "/ui/archive", "Archive"),
@@ -40,6 +43,9 @@ const NAV: [(Section, &str, &str); 7] = [
     (Section::Playground, "/ui/playground", "Playground"),
     (Section::Tokens, "/ui/tokens", "API tokens"),
     (Section::State, "/ui/state", "Import/export"),
+    (Section::Addons, "/ui/addons", "Addons"),
+    (Section::Applications, "/ui/applications", "Applications"),
+    (Section::Settings, "/ui/settings", "Settings"),
 ];
 
 /// The hidden CSRF field of a form.

@@ -21,7 +21,10 @@ pub use toggle_query::{ListQuery, ToggleList};
 
 /// The UI's routes: `/` for browsers, everything else under `/ui`.
 pub fn router() -> Router<AppState> {
-    use pages::{archive, events, new_toggle, playground, sign_in, state, toggle, toggles, tokens};
+    use pages::{
+        addons, applications, archive, events, new_toggle, playground, settings, sign_in, state,
+        toggle, toggles, tokens,
+    };
     Router::new()
         .route("/", get(negotiate::index))
         .route("/ui", get(negotiate::home))
@@ -61,5 +64,20 @@ pub fn router() -> Router<AppState> {
         )
         .route("/ui/tokens", get(tokens::list).post(tokens::create))
         .route("/ui/state", get(state::form).post(state::submit))
+        .route("/ui/addons", get(addons::list).post(addons::create))
+        .route("/ui/addons/{id}", get(addons::detail))
+        .route("/ui/addons/{id}/redeliver", post(addons::redeliver))
+        .route(
+            "/ui/addons/{id}/redeliver-dead",
+            post(addons::redeliver_dead),
+        )
+        .route("/ui/settings", get(settings::list))
+        .route(
+            "/ui/settings/environments/{name}",
+            post(settings::environment_enabled),
+        )
+        .route("/ui/settings/{kind}", post(settings::create))
+        .route("/ui/applications", get(applications::list))
+        .route("/ui/applications/{app}", get(applications::detail))
         .route("/ui/state/export", get(state::download))
 }

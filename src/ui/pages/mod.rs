@@ -1,9 +1,12 @@
 //! The UI's pages, one module per page or group of pages.
 
+pub mod addons;
+pub mod applications;
 pub mod archive;
 pub mod events;
 pub mod new_toggle;
 pub mod playground;
+pub mod settings;
 pub mod sign_in;
 pub mod state;
 pub mod toggle;
