@@ -192,6 +192,7 @@ def audit(page, label: str):
     """axe-core (WCAG 2.0/2.1 A and AA) in the light and the dark theme, with a screenshot of
     each; fails listing the violations."""
     SHOTS.mkdir(parents=True, exist_ok=True)
+    page.mouse.move(0, 0)  # no hover colours
     for scheme in ("light", "dark"):
         # Reduced motion, and any transition run out: axe must see the theme's final colours.
         page.emulate_media(color_scheme=scheme, reduced_motion="reduce")
@@ -203,7 +204,8 @@ def audit(page, label: str):
                 const r = await axe.run(document, {runOnly: {type: 'tag',
                   values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}});
                 return r.violations.map(v => ({id: v.id, help: v.help,
-                  nodes: v.nodes.slice(0, 3).map(n => n.target.join(' '))}));
+                  nodes: v.nodes.slice(0, 3).map(n => n.target.join(' ') + ' ' +
+                    (n.any[0] && n.any[0].message || ''))}));
             }""")
         page.screenshot(path=str(SHOTS / f"{label}-{scheme}.png"), full_page=True)
         assert result == [], f"axe violations on {label} ({scheme}): {result}"

@@ -291,7 +291,8 @@ pub async fn create(
             &format!("Created in {kind}."),
         ))),
         Err(e) => {
-            let mut errors = Errors::of(e, "name")?;
+            let main = if kind == "projects" { "id" } else { "name" };
+            let mut errors = Errors::of(e, main)?;
             for (name, _) in REGISTRIES
                 .iter()
                 .find(|r| r.kind == kind)

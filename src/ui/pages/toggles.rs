@@ -121,7 +121,7 @@ fn filters(state: &ConfigState, query: &ListQuery) -> Markup {
         form.filters role="search" method="get" action="/ui/toggles"
             hx-get="/ui/toggles" hx-target="#results" hx-select="#results" hx-swap="outerHTML"
             hx-push-url="true"
-            hx-trigger="submit, input changed delay:300ms from:#f-q, change from:select" {
+            hx-trigger="submit, input delay:300ms, change" {
             label for="f-q" { "Search toggles" }
             input type="search" id="f-q" name="q" value=(query.q)
                 placeholder="Name, description or tag" aria-keyshortcuts="/";
@@ -151,7 +151,8 @@ fn filters(state: &ConfigState, query: &ListQuery) -> Markup {
 
 fn bulk_form(viewer: &Viewer, state: &ConfigState, back: &str) -> Markup {
     html! {
-        form #bulk.bulk method="post" action="/ui/toggles/bulk" {
+        // Not boosted: htmx leaves out the row checkboxes, which join the form by `form=`.
+        form #bulk.bulk method="post" action="/ui/toggles/bulk" hx-boost="false" {
             (csrf(viewer))
             input type="hidden" name="back" value=(back);
             fieldset {
