@@ -80,6 +80,7 @@ def test_create_find_and_switch_on_in_one_environment(server, watched):
     sign_in(page, server)
     name = unique("checkout")
     page.get_by_role("link", name="New toggle").first.click()
+    expect(page.get_by_role("heading", name="New toggle", level=1)).to_be_visible()
     page.get_by_label("Name").fill(name)
     expect(page.get_by_text(f"“{name}” is free.")).to_be_visible()
     page.get_by_label("Description (optional)").fill("The new checkout flow")
@@ -88,6 +89,7 @@ def test_create_find_and_switch_on_in_one_environment(server, watched):
     expect(page.get_by_role("heading", name=name, level=1)).to_be_visible()
     # Find it in the list by a word of its description, and switch it on in production.
     page.get_by_role("link", name="Toggles").click()
+    expect(page.get_by_role("heading", name="Toggles", level=1)).to_be_visible()
     page.get_by_label("Search toggles").fill("checkout flow " + name[-8:])
     page.get_by_role("button", name="Search").click()
     expect(page.get_by_text("1 toggles match")).to_be_visible()
@@ -215,6 +217,7 @@ def test_api_token_secret_is_shown_once(server, watched):
     page = watched.page
     sign_in(page, server)
     page.get_by_role("link", name="API tokens").click()
+    expect(page.get_by_role("heading", name="API tokens", level=1)).to_be_visible()
     token_name = unique("deploy-bot")
     page.get_by_label("Token name").fill(token_name)
     page.get_by_role("button", name="Create token").click()
@@ -235,6 +238,7 @@ def test_playground_explains_each_toggle(server, watched):
     page = watched.page
     sign_in(page, server)
     page.get_by_role("link", name="Playground").click()
+    expect(page.get_by_role("heading", name="Playground", level=1)).to_be_visible()
     page.get_by_label("Environment").select_option("development")
     page.get_by_label("User id").fill("u1")
     page.get_by_role("button", name="Evaluate").click()
@@ -247,6 +251,7 @@ def test_events_page_and_filters(server, watched):
     page = watched.page
     sign_in(page, server)
     page.get_by_role("link", name="Events").click()
+    expect(page.get_by_role("heading", name="Events", level=1)).to_be_visible()
     page.get_by_label("Type").select_option("feature-created")
     page.get_by_role("button", name="Filter").click()
     expect(page.locator("ol.history > li").first).to_contain_text("feature-created")
@@ -314,6 +319,7 @@ def test_import_is_previewed_then_applied_and_export_downloads(server, watched):
     page = watched.page
     sign_in(page, server)
     page.get_by_role("link", name="Import/export").click()
+    expect(page.get_by_role("heading", name="Import and export", level=1)).to_be_visible()
     exported = page.request.get(server.url + "/ui/state/export")
     assert exported.ok and "features" in exported.json()
     page.get_by_label("Document (JSON or YAML, as exported)").fill(document)
@@ -351,6 +357,7 @@ def test_a_dead_letter_is_redelivered(server, watched):
         page = watched.page
         sign_in(page, server)
         page.get_by_role("link", name="Addons").click()
+        expect(page.get_by_role("heading", name="Addons", level=1)).to_be_visible()
         page.get_by_label("Receiver URL").fill(f"http://127.0.0.1:{receiver.server_address[1]}/hook")
         page.get_by_label("Description (optional)").fill(unique("audit"))
         page.get_by_role("button", name="Create webhook").click()
@@ -382,6 +389,7 @@ def test_settings_create_a_project_and_switch_an_environment(server, watched):
     watched.allowed.append("422")
     sign_in(page, server)
     page.get_by_role("link", name="Settings").click()
+    expect(page.get_by_role("heading", name="Settings", level=1)).to_be_visible()
     project = unique("shop")
     page.get_by_text("New projects").click()
     page.get_by_label("Project id").fill(project)

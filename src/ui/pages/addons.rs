@@ -158,7 +158,7 @@ pub async fn detail(
                         tr {
                             th scope="row" { (d.event_id) }
                             td { (d.kind) }
-                            td { (serde_json::to_value(&d.status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default())
+                            td { (serde_json::to_value(d.status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default())
                                  @if let Some(code) = d.last_status_code { " (HTTP " (code) ")" } }
                             td { (d.attempts) }
                             td { (d.last_error.as_deref().unwrap_or("")) }

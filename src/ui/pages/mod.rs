@@ -9,7 +9,9 @@ pub mod playground;
 pub mod settings;
 pub mod sign_in;
 pub mod state;
+mod strategy_form;
 pub mod toggle;
+mod toggle_usage;
 pub mod toggles;
 pub mod tokens;
 
@@ -39,4 +41,9 @@ pub fn with_notice(path: &str, notice: &str) -> String {
 /// rest of their characters are unreserved).
 pub fn segment(name: &str) -> String {
     percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+/// The page of the toggle `name`.
+pub fn toggle_path(name: &str) -> String {
+    format!("/ui/toggles/{}", segment(name))
 }
