@@ -41,11 +41,11 @@ pub async fn list(
         .collect();
     let body = html! {
         @if let Some(n) = &query.notice { p.notice role="status" { (n) } }
-        form role="search" method="get" action="/ui/archive" {
+        search { form method="get" action="/ui/archive" {
             label for="f-q" { "Search the archive" }
             input type="search" id="f-q" name="q" value=(query.q) aria-keyshortcuts="/";
             button type="submit" { "Search" }
-        }
+        } }
         p #count role="status" { (rows.len()) " archived toggles" }
         div.table-scroll tabindex="0" role="region" aria-labelledby="count" {
             table {

@@ -51,7 +51,7 @@ pub async fn list(
         .take(SHOWN)
         .collect();
     let body = html! {
-        form.filters role="search" method="get" action="/ui/events" {
+        search { form.filters method="get" action="/ui/events" {
             div.grid {
                 label for="f-type" { "Type"
                     select id="f-type" name="type" {
@@ -64,7 +64,7 @@ pub async fn list(
                 label for="f-q" { "Text in the data" input type="search" id="f-q" name="q" value=(query.q) aria-keyshortcuts="/"; }
             }
             button type="submit" { "Filter" }
-        }
+        } }
         p #count role="status" { (shown.len()) " events" }
         ol.history {
             @for e in &shown {

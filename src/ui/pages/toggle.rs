@@ -26,7 +26,7 @@ use crate::usage::views::{current_config_versions, toggle_detail, DEFAULT_STALE_
 use super::strategy_form::{strategy_body, strategy_form, strategy_row, Fields, StrategyDraft};
 use super::toggle_usage::{history, reach_table, usage_chart};
 use super::toggles::{switch, Notice};
-use super::{see_other, segment, toggle_path, with_notice};
+use super::{see_other, toggle_path, with_notice};
 
 /// How many of its events the history shows.
 const HISTORY: usize = 50;

@@ -118,7 +118,7 @@ fn filters(state: &ConfigState, query: &ListQuery) -> Markup {
     tags.extend(state.tags.keys().map(|k| (k.clone(), k.clone())));
     let pair = |v: &str, t: &str| (v.to_string(), t.to_string());
     html! {
-        form.filters role="search" method="get" action="/ui/toggles"
+        search { form.filters method="get" action="/ui/toggles"
             hx-get="/ui/toggles" hx-target="#results" hx-select="#results" hx-swap="outerHTML"
             hx-push-url="true"
             hx-trigger="submit, input delay:300ms, change" {
@@ -145,7 +145,7 @@ fn filters(state: &ConfigState, query: &ListQuery) -> Markup {
                 }
             }
             button type="submit" { "Search" }
-        }
+        } }
     }
 }
 
@@ -214,7 +214,7 @@ fn results(viewer: &Viewer, state: &ConfigState, query: &ListQuery) -> Markup {
                     thead {
                         tr {
                             th scope="col" {
-                                input type="checkbox" #select-all aria-label="Select all on this page" form="bulk-none";
+                                input type="checkbox" #select-all aria-label="Select all on this page";
                             }
                             th scope="col" { "Name" }
                             th scope="col" { "Project" }
