@@ -11,11 +11,22 @@ use crate::conformance;
 
 conformance!(ui_pages_sessions_and_form_guards);
 
+/// A urlencoded form body.
+fn form(pairs: &[(&str, &str)]) -> String {
+    url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(pairs)
+        .finish()
+}
+
 /// The value of `name="_csrf" value="…"` in a page.
 fn csrf_of(page: &str) -> String {
     let marker = "name=\"_csrf\" value=\"";
     let start = page.find(marker).expect("a form with a CSRF token") + marker.len();
-    page[start..].split('"').next().expect("a value").to_string()
+    page[start..]
+        .split('"')
+        .next()
+        .expect("a value")
+        .to_string()
 }
 
 async fn ui_pages_sessions_and_form_guards(backend: &Backend) {
@@ -51,19 +62,20 @@ async fn ui_pages_sessions_and_form_guards(backend: &Backend) {
     // Not signed in: sent to the sign-in page, which comes back here.
     let away = http.get(url("/ui/toggles")).send().await.expect("GET");
     assert_eq!(away.status(), StatusCode::SEE_OTHER);
-    assert_eq!(
-        away.headers()[LOCATION],
-        "/ui/sign-in?next=%2Fui%2Ftoggles"
-    );
+    assert_eq!(away.headers()[LOCATION], "/ui/sign-in?next=%2Fui%2Ftoggles");
     let signed = http
         .post(url("/ui/sign-in"))
-        .form(&[("name", "Ann"), ("next", "/ui/archive")])
+        .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(form(&[("name", "Ann"), ("next", "/ui/archive")]))
         .send()
         .await
         .expect("sign in");
     assert_eq!(signed.status(), StatusCode::SEE_OTHER);
     assert_eq!(signed.headers()[LOCATION], "/ui/archive");
-    let set_cookie = signed.headers()[SET_COOKIE].to_str().expect("cookie").to_string();
+    let set_cookie = signed.headers()[SET_COOKIE]
+        .to_str()
+        .expect("cookie")
+        .to_string();
     assert!(set_cookie.contains("HttpOnly") && set_cookie.contains("SameSite=Lax"));
     let cookie = set_cookie.split(';').next().expect("pair").to_string();
 
@@ -94,10 +106,16 @@ async fn ui_pages_sessions_and_form_guards(backend: &Backend) {
             .to_str()
             .expect("policy")
             .to_string();
-        assert!(policy.contains("script-src 'self'") && !policy.contains("unsafe"), "{path}");
+        assert!(
+            policy.contains("script-src 'self'") && !policy.contains("unsafe"),
+            "{path}"
+        );
         let body = page.text().await.expect("body");
         assert_eq!(body.matches("<h1").count(), 1, "{path}: one h1");
-        assert!(!body.contains("<script>") && !body.contains(" style="), "{path}: nothing inline");
+        assert!(
+            !body.contains("<script>") && !body.contains(" style="),
+            "{path}: nothing inline"
+        );
         csrf = csrf_of(&body);
     }
     let page = http
@@ -126,18 +144,22 @@ async fn ui_pages_sessions_and_form_guards(backend: &Backend) {
         let mut request = http
             .post(url("/ui/toggles/bulk"))
             .header(COOKIE, &cookie)
-            .form(&[
-                ("names", "ui-guarded".to_string()),
-                ("action", "stale".to_string()),
-                ("_csrf", token),
-            ]);
+            .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(form(&[
+                ("names", "ui-guarded"),
+                ("action", "stale"),
+                ("_csrf", &token),
+            ]));
         if let Some(origin) = origin {
             request = request.header(ORIGIN, origin);
         }
         request.send()
     };
     let is_stale = || async {
-        app.get("/api/admin/features/ui-guarded").await.expect(200).json["stale"]
+        app.get("/api/admin/features/ui-guarded")
+            .await
+            .expect(200)
+            .json["stale"]
             .as_bool()
             .expect("stale")
     };
