@@ -84,7 +84,7 @@ fn token_of(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// The value of cookie `name`, if sent.
-fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers
         .get_all(header::COOKIE)
         .iter()

@@ -77,14 +77,7 @@ fn secure(state: &AppState) -> &'static str {
 
 /// The value of the UI's cookie, if sent.
 fn cookie_value(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(key, _)| *key == COOKIE)
-        .map(|(_, value)| value)
+    crate::auth::cookie(headers, COOKIE)
 }
 
 /// The viewer of a request, if its session is valid.

@@ -31,6 +31,12 @@ use super::{see_other, toggle_path, with_notice};
 /// How many of its events the history shows.
 const HISTORY: usize = 50;
 
+/// The project of the active toggle `name` (what the per-environment writes address it by).
+fn project_of(state: &AppState, name: &str) -> Result<String, Problem> {
+    let config = state.service.state()?;
+    Ok(active(&config, name)?.project.to_string())
+}
+
 fn active(state: &ConfigState, name: &str) -> Result<std::sync::Arc<Toggle>, Problem> {
     state.features.get(name).cloned().ok_or_else(|| {
         Problem(ApiError::NotFound(format!(
@@ -183,8 +189,7 @@ pub async fn switch_handler(
     posted: Posted<SwitchForm>,
 ) -> PageResult {
     let Posted { viewer, form, .. } = posted;
-    let config = state.service.state()?;
-    let project = active(&config, &name)?.project.to_string();
+    let project = project_of(&state, &name)?;
     let target = Target {
         project: &project,
         feature: &name,
@@ -209,8 +214,7 @@ pub async fn add_strategy(
     posted: Posted<Fields>,
 ) -> PageResult {
     let Posted { viewer, form, .. } = posted;
-    let config = state.service.state()?;
-    let project = active(&config, &name)?.project.to_string();
+    let project = project_of(&state, &name)?;
     let outcome = match strategy_body(&form) {
         Err(errors) => Err(errors),
         Ok(body) => {
@@ -253,8 +257,7 @@ pub async fn delete_strategy(
     Path((name, env, id)): Path<(String, String, String)>,
     posted: Posted<serde::de::IgnoredAny>,
 ) -> PageResult {
-    let config = state.service.state()?;
-    let project = active(&config, &name)?.project.to_string();
+    let project = project_of(&state, &name)?;
     let target = Target {
         project: &project,
         feature: &name,
