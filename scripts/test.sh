@@ -126,10 +126,46 @@ else
 fi
 # ---------------------------------------------------------------------------------------------
 
+# ---------------------------------------------------------------------------------------------
+# The admin UI in a real browser (tests/ui, pytest + Playwright driving Debian's Chromium; no
+# browser download). The venv (target/ui-venv, pinned in tests/ui/requirements.txt) is built
+# once and again only when the pins change; Chromium comes from Debian's package as
+# redis-server does. Without either (no network), these tests are skipped with a warning.
+# Screenshots of every page: target/ui-screenshots/.
+install_ui_venv() {
+  ensure_venv target/ui-venv tests/ui/requirements.txt 'import playwright, pytest' \
+    "the admin UI's browser test tools"
+}
+
+find_chromium() {
+  if [ -n "${FLAGPOLE_CHROMIUM:-}" ]; then return 0; fi
+  if ! command -v chromium >/dev/null 2>&1; then
+    echo "# installing chromium (Debian's package) for the admin UI's browser tests" >&2
+    SUDO=""
+    [ "$(id -u)" = 0 ] || SUDO="sudo"
+    { $SUDO apt-get update -qq &&
+      DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+        chromium fonts-dejavu-core >/dev/null; } || return 1
+  fi
+  FLAGPOLE_CHROMIUM="$(command -v chromium)" && export FLAGPOLE_CHROMIUM
+}
+
+ui_status=0
+if install_ui_venv && find_chromium; then
+  cargo build --quiet --bin flagpole
+  FLAGPOLE_BIN="$PWD/target/debug/flagpole" target/ui-venv/bin/python -m pytest \
+    -q -p no:cacheprovider tests/ui || ui_status=$?
+else
+  echo "# WARNING: skipping the admin UI's browser tests (tests/ui): could not install" \
+    "tests/ui/requirements.txt or Debian's chromium" >&2
+fi
+# ---------------------------------------------------------------------------------------------
+
 # The HTTP API fuzzed by schemathesis against the real binary (bounded; see the script).
 fuzz_status=0
 ./scripts/fuzz-api.sh || fuzz_status=$?
 
 [ "$cargo_status" = 0 ] || exit "$cargo_status"
 [ "$chart_status" = 0 ] || exit "$chart_status"
+[ "$ui_status" = 0 ] || exit "$ui_status"
 exit "$fuzz_status"

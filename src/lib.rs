@@ -19,6 +19,7 @@ pub mod state;
 pub mod store;
 pub mod streaming;
 pub mod telemetry;
+pub mod ui;
 pub mod usage;
 
 use std::sync::Arc;

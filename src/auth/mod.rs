@@ -87,7 +87,7 @@ fn token_of(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// The value of cookie `name`, if sent.
-fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers
         .get_all(header::COOKIE)
         .iter()
@@ -178,6 +178,15 @@ impl Authenticator {
                 },
             })
         })
+    }
+
+    /// The user of the admin token whose secret has SHA-256 `hash`, while it is one (the
+    /// admin UI's sessions in token mode end when their token is deleted or expires).
+    pub fn admin_token_user(&self, hash: &str) -> Option<String> {
+        match self.credential(hash, Challenge::Token) {
+            Ok(Credential::Admin(user)) => Some(user),
+            _ => None,
+        }
     }
 
     /// The admin caller of a request, with the SHA-256 of the token it was identified by (its

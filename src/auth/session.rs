@@ -42,6 +42,11 @@ impl SessionKey {
         mac.finalize().into_bytes().to_vec()
     }
 
+    /// An unforgeable tag of `message` under this key (the admin UI's CSRF tokens).
+    pub fn tag(&self, message: &str) -> String {
+        URL_SAFE_NO_PAD.encode(self.signature(message))
+    }
+
     /// The cookie value of a session for `user` ending at `expires`.
     pub fn issue(&self, user: &str, expires: DateTime<Utc>) -> String {
         let payload = URL_SAFE_NO_PAD

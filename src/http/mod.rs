@@ -113,6 +113,8 @@ pub fn app(state: AppState) -> client::FeaturesFirst<NormalizePath<Router>> {
     let metrics = state.metrics.clone();
     let router = routes
         .merge(openapi::router(document))
+        // The admin UI (`/` for browsers, `/ui/*`): pages, not API routes.
+        .merge(crate::ui::router())
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(CatchPanicLayer::custom(|_| {

@@ -39,5 +39,6 @@ mod streaming;
 mod tags;
 mod toggles;
 mod traces;
+mod ui;
 mod usage;
 mod usage_replicas;

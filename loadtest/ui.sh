@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# loadtest/ui.sh — the admin UI's toggle list at scale: starts BINARY on a fresh embedded
+# store, imports N toggles (three tags each, descriptions, two projects), signs in to the UI,
+# then requests the first page of /ui/toggles and a search R times each, and prints the
+# server's own time to build the page (the `Server-Timing: render;dur=` header) and the time
+# curl saw, as median and 95th percentile. Only loopback traffic; bounded by R.
+#
+# usage: loadtest/ui.sh BINARY [N=10000] [R=50]
+set -euo pipefail
+BIN=${1:?usage: loadtest/ui.sh BINARY [N] [R]}
+N=${2:-10000}
+R=${3:-50}
+WORK=$(mktemp -d)
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+URL="http://127.0.0.1:$PORT"
+"$BIN" --listen "127.0.0.1:$PORT" --data-dir "$WORK/data" --auth insecure \
+  --shutdown-drain-ms 0 >"$WORK/flagpole.log" 2>&1 &
+PID=$!
+trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$WORK"' EXIT
+for _ in $(seq 1 300); do
+  curl -fs "$URL/health/ready" >/dev/null 2>&1 && break
+  sleep 0.1
+done
+
+python3 - "$N" >"$WORK/state.json" <<'PY'
+import json, sys
+n = int(sys.argv[1])
+words = ["checkout", "search", "billing", "profile", "onboarding", "payments", "cart", "promo"]
+features = []
+for i in range(n):
+    w = words[i % len(words)]
+    features.append({
+        "name": f"{w}-{i:05d}", "type": "release", "project": "default",
+        "description": f"The {w} flow, variant {i % 97}", "enabled": i % 3 == 0,
+        "strategies": [{"name": "default"}]})
+print(json.dumps({"version": 1, "features": features}))
+PY
+curl -fs -u loadtest: -H 'Content-Type: application/json' --data-binary "@$WORK/state.json" \
+  "$URL/api/admin/state/import" >/dev/null
+curl -fs -c "$WORK/cookies" -d 'name=loadtest' "$URL/ui/sign-in" >/dev/null
+
+measure() {
+  local label=$1 path=$2 out="$WORK/$1.txt"
+  : >"$out"
+  for _ in $(seq 1 "$R"); do
+    curl -fs -b "$WORK/cookies" -D - -o /dev/null -w 'curl=%{time_total}\n' "$URL$path" |
+      tr -d '\r' | sed -n 's/^server-timing: render;dur=//Ip; s/^curl=//p' | paste -sd' ' >>"$out"
+  done
+  python3 - "$label" "$out" <<'PY'
+import statistics, sys
+label, path = sys.argv[1], sys.argv[2]
+rows = [l.split() for l in open(path) if l.strip()]
+server = sorted(float(r[0]) for r in rows)
+total = sorted(float(r[1]) * 1000 for r in rows)
+p95 = lambda xs: xs[min(len(xs) - 1, int(len(xs) * 0.95))]
+print(f"{label:<28} server median {statistics.median(server):7.2f} ms  p95 {p95(server):7.2f} ms"
+      f"   curl median {statistics.median(total):7.2f} ms  p95 {p95(total):7.2f} ms  (n={len(rows)})")
+PY
+}
+
+echo "# $N toggles, $R requests each, binary $BIN"
+measure "first page (50 rows)" "/ui/toggles"
+measure "search 'payments flow 7'" "/ui/toggles?q=payments+flow+7"
+measure "search, 200 rows" "/ui/toggles?q=checkout&size=200"
+measure "filter on + sort newest" "/ui/toggles?enabled=on&environment=default&sort=-created"

@@ -1,0 +1,83 @@
+//! The admin web UI: server-rendered pages (maud) over the same service layer and snapshot as
+//! the admin API, progressively enhanced with htmx. Every form works without JavaScript
+//! (POST, then a redirect to a GET); vendored assets are compiled in and served under
+//! versioned URLs. See docs/ui.md.
+
+mod assets;
+mod form;
+mod layout;
+mod negotiate;
+mod pages;
+mod problem;
+mod session;
+mod toggle_query;
+
+use axum::routing::{get, post};
+use axum::Router;
+
+use crate::state::AppState;
+
+pub use toggle_query::{ListQuery, ToggleList};
+
+/// The UI's routes: `/` for browsers, everything else under `/ui`.
+pub fn router() -> Router<AppState> {
+    use pages::{
+        addons, applications, archive, events, new_toggle, playground, settings, sign_in, state,
+        toggle, toggles, tokens,
+    };
+    Router::new()
+        .route("/", get(negotiate::index))
+        .route("/ui", get(negotiate::home))
+        .route("/ui/assets/{file}", get(assets::serve))
+        .route("/ui/sign-in", get(sign_in::form).post(sign_in::submit))
+        .route("/ui/sign-out", post(sign_in::sign_out))
+        .route("/ui/toggles", get(toggles::list))
+        .route("/ui/toggles/bulk", post(toggles::bulk))
+        .route(
+            "/ui/new-toggle",
+            get(new_toggle::form).post(new_toggle::submit),
+        )
+        .route("/ui/new-toggle/name-check", get(new_toggle::name_check))
+        .route("/ui/toggles/{name}", get(toggle::page_handler))
+        .route(
+            "/ui/toggles/{name}/environments/{env}",
+            post(toggle::switch_handler),
+        )
+        .route(
+            "/ui/toggles/{name}/environments/{env}/strategies",
+            post(toggle::add_strategy),
+        )
+        .route(
+            "/ui/toggles/{name}/environments/{env}/strategies/{id}/delete",
+            post(toggle::delete_strategy),
+        )
+        .route("/ui/toggles/{name}/stale", post(toggle::stale))
+        .route("/ui/toggles/{name}/archive", post(toggle::archive))
+        .route("/ui/toggles/{name}/tags", post(toggle::add_tag))
+        .route("/ui/toggles/{name}/tags/remove", post(toggle::remove_tag))
+        .route("/ui/archive", get(archive::list))
+        .route("/ui/archive/{name}/revive", post(archive::revive))
+        .route("/ui/events", get(events::list))
+        .route(
+            "/ui/playground",
+            get(playground::form).post(playground::run),
+        )
+        .route("/ui/tokens", get(tokens::list).post(tokens::create))
+        .route("/ui/state", get(state::form).post(state::submit))
+        .route("/ui/addons", get(addons::list).post(addons::create))
+        .route("/ui/addons/{id}", get(addons::detail))
+        .route("/ui/addons/{id}/redeliver", post(addons::redeliver))
+        .route(
+            "/ui/addons/{id}/redeliver-dead",
+            post(addons::redeliver_dead),
+        )
+        .route("/ui/settings", get(settings::list))
+        .route(
+            "/ui/settings/environments/{name}",
+            post(settings::environment_enabled),
+        )
+        .route("/ui/settings/{kind}", post(settings::create))
+        .route("/ui/applications", get(applications::list))
+        .route("/ui/applications/{app}", get(applications::detail))
+        .route("/ui/state/export", get(state::download))
+}

@@ -1,0 +1,179 @@
+//! The admin UI over real HTTP, without a browser (tests/ui drives Chromium): `/` for
+//! browsers and for API clients, sign-in, every page rendering, the page policy, versioned
+//! assets, and form posts refused without the session's CSRF token or from another origin.
+
+use reqwest::header::{ACCEPT, CONTENT_TYPE, COOKIE, LOCATION, ORIGIN, SET_COOKIE};
+use reqwest::redirect::Policy;
+use reqwest::StatusCode;
+
+use crate::common::{Backend, TestApp};
+use crate::conformance;
+
+conformance!(ui_pages_sessions_and_form_guards);
+
+/// A urlencoded form body.
+fn form(pairs: &[(&str, &str)]) -> String {
+    url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(pairs)
+        .finish()
+}
+
+/// The value of `name="_csrf" value="…"` in a page.
+fn csrf_of(page: &str) -> String {
+    let marker = "name=\"_csrf\" value=\"";
+    let start = page.find(marker).expect("a form with a CSRF token") + marker.len();
+    page[start..]
+        .split('"')
+        .next()
+        .expect("a value")
+        .to_string()
+}
+
+async fn ui_pages_sessions_and_form_guards(backend: &Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.create_toggle("ui-guarded").await;
+    let http = reqwest::Client::builder()
+        .redirect(Policy::none())
+        .build()
+        .expect("client");
+    let url = |path: &str| format!("{}{path}", app.base);
+
+    // `/`: browsers to the UI, API clients as before.
+    let browser = http
+        .get(url("/"))
+        .header(ACCEPT, "text/html,application/xhtml+xml,*/*;q=0.8")
+        .send()
+        .await
+        .expect("GET /");
+    assert_eq!(browser.status(), StatusCode::SEE_OTHER);
+    assert_eq!(browser.headers()[LOCATION], "/ui/toggles");
+    let api = http
+        .get(url("/"))
+        .header(ACCEPT, "application/json")
+        .send()
+        .await
+        .expect("GET /");
+    assert_eq!(api.status(), StatusCode::NOT_FOUND);
+    assert!(api.headers()[CONTENT_TYPE]
+        .to_str()
+        .unwrap_or_default()
+        .starts_with("application/json"));
+
+    // Not signed in: sent to the sign-in page, which comes back here.
+    let away = http.get(url("/ui/toggles")).send().await.expect("GET");
+    assert_eq!(away.status(), StatusCode::SEE_OTHER);
+    assert_eq!(away.headers()[LOCATION], "/ui/sign-in?next=%2Fui%2Ftoggles");
+    let signed = http
+        .post(url("/ui/sign-in"))
+        .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(form(&[("name", "Ann"), ("next", "/ui/archive")]))
+        .send()
+        .await
+        .expect("sign in");
+    assert_eq!(signed.status(), StatusCode::SEE_OTHER);
+    assert_eq!(signed.headers()[LOCATION], "/ui/archive");
+    let set_cookie = signed.headers()[SET_COOKIE]
+        .to_str()
+        .expect("cookie")
+        .to_string();
+    assert!(set_cookie.contains("HttpOnly") && set_cookie.contains("SameSite=Lax"));
+    let cookie = set_cookie.split(';').next().expect("pair").to_string();
+
+    // Every page renders, under the page policy.
+    let mut csrf = String::new();
+    for path in [
+        "/ui/toggles",
+        "/ui/toggles?q=guarded&stale=no&sort=-created&size=10",
+        "/ui/toggles/ui-guarded",
+        "/ui/new-toggle",
+        "/ui/archive",
+        "/ui/events",
+        "/ui/playground",
+        "/ui/tokens",
+        "/ui/state",
+        "/ui/addons",
+        "/ui/applications",
+        "/ui/settings",
+    ] {
+        let page = http
+            .get(url(path))
+            .header(COOKIE, &cookie)
+            .send()
+            .await
+            .expect("GET page");
+        assert_eq!(page.status(), StatusCode::OK, "{path}");
+        let policy = page.headers()["content-security-policy"]
+            .to_str()
+            .expect("policy")
+            .to_string();
+        assert!(
+            policy.contains("script-src 'self'") && !policy.contains("unsafe"),
+            "{path}"
+        );
+        let body = page.text().await.expect("body");
+        assert_eq!(body.matches("<h1").count(), 1, "{path}: one h1");
+        assert!(
+            !body.contains("<script>") && !body.contains(" style="),
+            "{path}: nothing inline"
+        );
+        csrf = csrf_of(&body);
+    }
+    let page = http
+        .get(url("/ui/toggles"))
+        .header(COOKIE, &cookie)
+        .send()
+        .await
+        .expect("GET")
+        .text()
+        .await
+        .expect("body");
+    let htmx = page
+        .split("src=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a script");
+    let asset = http.get(url(htmx)).send().await.expect("asset");
+    assert_eq!(asset.status(), StatusCode::OK);
+    assert!(asset.headers()["cache-control"]
+        .to_str()
+        .unwrap_or_default()
+        .contains("immutable"));
+
+    // A form post: refused without the token, with another's, or from another origin.
+    let stale = |token: String, origin: Option<&'static str>| {
+        let mut request = http
+            .post(url("/ui/toggles/bulk"))
+            .header(COOKIE, &cookie)
+            .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(form(&[
+                ("names", "ui-guarded"),
+                ("action", "stale"),
+                ("_csrf", &token),
+            ]));
+        if let Some(origin) = origin {
+            request = request.header(ORIGIN, origin);
+        }
+        request.send()
+    };
+    let is_stale = || async {
+        app.get("/api/admin/features/ui-guarded")
+            .await
+            .expect(200)
+            .json["stale"]
+            .as_bool()
+            .expect("stale")
+    };
+    for (token, origin) in [
+        (String::new(), None),
+        ("forged".to_string(), None),
+        (csrf.clone(), Some("http://127.0.0.1:1")),
+    ] {
+        let refused = stale(token, origin).await.expect("post");
+        assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+        assert!(!is_stale().await, "a refused post changed nothing");
+    }
+    let accepted = stale(csrf, None).await.expect("post");
+    assert_eq!(accepted.status(), StatusCode::SEE_OTHER);
+    assert!(is_stale().await);
+    app.stop().await;
+}
