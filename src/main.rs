@@ -17,8 +17,6 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 async fn main() -> std::process::ExitCode {
     let mut settings = Settings::parse();
     if let Some(Command::ImportUnleash(args)) = settings.command.take() {
-        // A one-off command: its output is its report; logs only for warnings.
-        flagpole::telemetry::init(settings.telemetry.log_format, None);
         return flagpole::migration::run(settings, args).await;
     }
     let traces = match flagpole::telemetry::traces::provider_from_env() {

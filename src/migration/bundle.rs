@@ -510,6 +510,24 @@ fn addons(listed: &[Value], notes: &mut Notes) -> Value {
         let mut masked = Vec::new();
         for (key, value) in a["parameters"].as_object().into_iter().flatten() {
             let Some(value) = text(value) else { continue };
+            // Unleash's webhook `authorization` is Flagpole's `Authorization` custom header.
+            if name == "webhook" && key == "authorization" {
+                if value.contains(MASK) {
+                    masked.push("customHeaders (Unleash's authorization)".into());
+                } else if !value.is_empty() {
+                    let mut headers: Map<String, Value> = parameters
+                        .get("customHeaders")
+                        .and_then(Value::as_str)
+                        .and_then(|h| serde_json::from_str(h).ok())
+                        .unwrap_or_default();
+                    headers.insert("Authorization".into(), Value::String(value));
+                    parameters.insert(
+                        "customHeaders".into(),
+                        Value::String(Value::Object(headers).to_string()),
+                    );
+                }
+                continue;
+            }
             if !provider.parameters.iter().any(|p| p.name == key) {
                 notes.left_behind.push(format!(
                     "addon {id} ({name}): parameter \"{key}\" (Flagpole's {name} has none)"

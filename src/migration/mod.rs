@@ -28,6 +28,14 @@ pub use verify::{compare, normalise, Caller};
 /// Runs the command with the server's `settings` (for the replica that commits and serves
 /// the comparison); prints the summary on stdout, problems on stderr.
 pub async fn run(settings: Settings, args: ImportUnleashArgs) -> ExitCode {
+    // Its output is its report: the replica's logs go to stderr, warnings only (`RUST_LOG`
+    // overrides).
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter)
+        .try_init();
     match migrate(settings, args).await {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
@@ -262,6 +270,8 @@ impl Replica {
         settings.delivery.enabled = false;
         settings.server.import_body_limit_mib = 1024;
         settings.server.request_timeout_ms = 600_000;
+        // Nobody but this command talks to it: no drain at the end.
+        settings.server.shutdown_drain_ms = 0;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .map_err(|e| MigrationError::Store(format!("cannot listen on loopback: {e}")))?;

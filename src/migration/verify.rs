@@ -1,9 +1,13 @@
 //! Verification by construction: Unleash's and Flagpole's `/api/client/features` for the same
 //! caller — every environment (with an admin token) and every migrated client token — with
-//! and without `Unleash-Client-Spec`, compared after a normalisation (docs/migration.md):
-//! `meta` and `query` left out (revision ids, hashes, the echo of the request), features by
-//! name, segments by id, object keys in any order, constraint fields at their defaults
-//! (`inverted: false`, `caseInsensitive: false`) left out. Each difference with its path.
+//! and without `Unleash-Client-Spec`, compared after a normalisation (docs/migration.md) and
+//! each difference reported with its path. What the normalisation takes out is only what
+//! differs in form: volatile fields (`meta`: revision, ETag), the echo of the request
+//! (`query`), the document's `version` and the 3.x fields Flagpole adds for old SDKs
+//! (`strategy`, `parameters` on a feature), fields Flagpole's client document does not carry
+//! and no SDK evaluates (`description`, `project`, timestamps), order (features by name,
+//! segments by id, keys), and empty lists, nulls and `false` constraint flags, which SDKs read
+//! as absent.
 
 use serde_json::{Map, Value};
 
@@ -59,14 +63,20 @@ pub async fn verify(
 /// The document with what is allowed to differ taken out and lists made comparable.
 pub fn normalise(mut document: Value) -> Value {
     if let Some(top) = document.as_object_mut() {
-        top.remove("meta");
-        top.remove("query");
+        for volatile in ["meta", "query", "version"] {
+            top.remove(volatile);
+        }
         if let Some(Value::Array(features)) = top.remove("features") {
             let by_name: Map<String, Value> = features
                 .into_iter()
-                .map(|f| {
+                .map(|mut f| {
                     let name = f["name"].as_str().unwrap_or_default().to_string();
-                    (name, normalise_feature(f))
+                    if let Some(feature) = f.as_object_mut() {
+                        for field in NOT_EVALUATED {
+                            feature.remove(field);
+                        }
+                    }
+                    (name, without_empty(f))
                 })
                 .collect();
             top.insert("features".into(), Value::Object(by_name));
@@ -74,13 +84,7 @@ pub fn normalise(mut document: Value) -> Value {
         if let Some(Value::Array(segments)) = top.remove("segments") {
             let by_id: Map<String, Value> = segments
                 .into_iter()
-                .map(|mut s| {
-                    let id = s["id"].to_string();
-                    if let Some(c) = s.get_mut("constraints") {
-                        normalise_constraints(c);
-                    }
-                    (id, s)
-                })
+                .map(|s| (s["id"].to_string(), without_empty(s)))
                 .collect();
             top.insert("segments".into(), Value::Object(by_id));
         }
@@ -88,30 +92,35 @@ pub fn normalise(mut document: Value) -> Value {
     document
 }
 
-fn normalise_feature(mut feature: Value) -> Value {
-    if let Some(object) = feature.as_object_mut() {
-        object.remove("createdAt");
-        object.remove("lastSeenAt");
-        if let Some(Value::Array(strategies)) = object.get_mut("strategies") {
-            for strategy in strategies {
-                if let Some(c) = strategy.get_mut("constraints") {
-                    normalise_constraints(c);
-                }
-            }
-        }
-    }
-    feature
-}
+/// Feature fields left out of the comparison: Flagpole's 3.x fields, and what its client
+/// document does not carry and SDKs do not evaluate.
+const NOT_EVALUATED: [&str; 6] = [
+    "strategy",
+    "parameters",
+    "description",
+    "project",
+    "createdAt",
+    "lastSeenAt",
+];
 
-fn normalise_constraints(constraints: &mut Value) {
-    for constraint in constraints.as_array_mut().into_iter().flatten() {
-        if let Some(c) = constraint.as_object_mut() {
-            for flag in ["inverted", "caseInsensitive"] {
-                if c.get(flag) == Some(&Value::Bool(false)) {
-                    c.remove(flag);
-                }
-            }
-        }
+/// `value` without empty lists, nulls and `false` constraint flags at any depth (SDKs read
+/// them as absent).
+fn without_empty(value: Value) -> Value {
+    match value {
+        Value::Object(object) => Value::Object(
+            object
+                .into_iter()
+                .filter(|(key, v)| {
+                    !(v.is_null()
+                        || v.as_array().is_some_and(Vec::is_empty)
+                        || (matches!(key.as_str(), "inverted" | "caseInsensitive")
+                            && *v == Value::Bool(false)))
+                })
+                .map(|(key, v)| (key, without_empty(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.into_iter().map(without_empty).collect()),
+        other => other,
     }
 }
 
@@ -179,7 +188,7 @@ mod tests {
             [
                 "features.a.enabled: Unleash false, Flagpole true",
                 "features.b.strategies[0].constraints[0].values[0]: Unleash \"1\", Flagpole \"2\"",
-                "segments: only in Unleash: {\"2\":{\"constraints\":[],\"id\":2,\"name\":\"s\"}}",
+                "segments: only in Unleash: {\"2\":{\"id\":2,\"name\":\"s\"}}",
             ]
         );
     }
