@@ -64,13 +64,14 @@ install_node_sdk() {
   echo "$want" >"$stamp"
 }
 
-# A real unleash-server (7.5.1, Apache-2.0, pinned in tests/unleash/) for tests/it/migration.rs,
-# which also needs PostgreSQL 15's initdb and postgres (Debian's postgresql-15). Installed like
-# the Node SDK, without install scripts (one is telemetry); unset: those tests say "skipping".
+# Real unleash-servers (7.5.1 and 6.10.1, Apache-2.0, pinned in tests/unleash/ and
+# tests/unleash-6/) for tests/it/migration.rs, which also needs PostgreSQL 15's initdb and
+# postgres. Installed like the Node SDK, without install scripts (one is telemetry); unset:
+# those tests say "skipping".
 install_unleash_server() {
-  local dir=tests/unleash stamp=tests/unleash/node_modules/.flagpole-stamp
+  local dir=$1 stamp=$1/node_modules/.flagpole-stamp
   local want
-  want="$(sdk_hash tests/unleash/package.json tests/unleash/package-lock.json)"
+  want="$(sdk_hash "$dir/package.json" "$dir/package-lock.json")"
   if [ -d "$dir/node_modules/unleash-server" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
     return 0
   fi
@@ -101,10 +102,17 @@ else
     fi
   fi
   if [ -z "${FLAGPOLE_UNLEASH_DIR:-}" ]; then
-    if install_unleash_server; then
+    if install_unleash_server tests/unleash; then
       export FLAGPOLE_UNLEASH_DIR="$PWD/tests/unleash"
     else
       echo "# WARNING: could not install unleash-server (tests/unleash/package.json): the migration tests will be skipped (tests/it/migration.rs)" >&2
+    fi
+  fi
+  if [ -z "${FLAGPOLE_UNLEASH6_DIR:-}" ]; then
+    if install_unleash_server tests/unleash-6; then
+      export FLAGPOLE_UNLEASH6_DIR="$PWD/tests/unleash-6"
+    else
+      echo "# WARNING: could not install unleash-server 6 (tests/unleash-6/package.json): its migration case will be skipped (tests/it/migration.rs)" >&2
     fi
   fi
 fi

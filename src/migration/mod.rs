@@ -28,10 +28,10 @@ pub use verify::{compare, normalise, Caller};
 /// Runs the command with the server's `settings` (for the replica that commits and serves
 /// the comparison); prints the summary on stdout, problems on stderr.
 pub async fn run(settings: Settings, args: ImportUnleashArgs) -> ExitCode {
-    // Its output is its report: the replica's logs go to stderr, warnings only (`RUST_LOG`
-    // overrides).
+    // Its output is its report: the replica's logs go to stderr, warnings only, less the
+    // 503s of its readiness probe while it loads (`RUST_LOG` overrides).
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,tower_http=off"));
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(filter)

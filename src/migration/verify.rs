@@ -86,7 +86,10 @@ pub fn normalise(mut document: Value) -> Value {
                 .into_iter()
                 .map(|s| (s["id"].to_string(), without_empty(s)))
                 .collect();
-            top.insert("segments".into(), Value::Object(by_id));
+            // No segments: as absent (Unleash sends `[]` by reference, Flagpole nothing).
+            if !by_id.is_empty() {
+                top.insert("segments".into(), Value::Object(by_id));
+            }
         }
     }
     document

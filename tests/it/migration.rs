@@ -3,7 +3,8 @@
 //! one Unleash for every case): refusals that commit nothing, then into both stores a dry
 //! run, the migration with its verification, a rerun that changes nothing, and the real Node
 //! SDK evaluating a few hundred contexts the same against Unleash and Flagpole with each
-//! migrated token; the bundle of `--out` imported through the API. Without unleash-server
+//! migrated token; the bundle of `--out` imported through the API; then an Unleash 6.10.1
+//! (`FLAGPOLE_UNLEASH6_DIR`) moved and checked the same way. Without unleash-server
 //! (`FLAGPOLE_UNLEASH_DIR`, installed by scripts/test.sh), the Node SDK or PostgreSQL, it says
 //! "skipping".
 
@@ -88,31 +89,40 @@ fn start_postgres(dir: &Path) -> (Process, u16) {
         .spawn()
         .expect("postgres starts");
     let process = Process(child);
-    let psql = postgres_program("psql").expect("psql");
     let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let created = Command::new(&psql)
-            .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "postgres"])
-            .args(["-qc", "CREATE DATABASE unleash"])
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if created {
-            return (process, port);
-        }
+    while !create_database(port, "unleash") {
         assert!(Instant::now() < deadline, "PostgreSQL did not start");
         std::thread::sleep(Duration::from_millis(200));
     }
+    (process, port)
 }
 
-/// Starts unleash-server on the database and waits for its health check (its first start
-/// runs every migration: about 1.5 minutes).
-async fn start_unleash(unleash_dir: &Path, pg_port: u16) -> (Process, String) {
+/// Creates the database `name`; whether it worked.
+fn create_database(port: u16, name: &str) -> bool {
+    let psql = postgres_program("psql").expect("psql");
+    Command::new(&psql)
+        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "postgres"])
+        .args(["-qc", &format!("CREATE DATABASE {name}")])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Starts the unleash-server installed in `installed` (tests/unleash's `server.js` in
+/// `scripts`) on database `database` and waits for its health check (its first start runs
+/// every migration: about 1.5 minutes).
+async fn start_unleash(
+    installed: &Path,
+    scripts: &Path,
+    pg_port: u16,
+    database: &str,
+) -> (Process, String) {
     let port = free_port();
     let child = Command::new("node")
-        .arg("server.js")
-        .current_dir(unleash_dir)
+        .arg(scripts.join("server.js"))
+        .current_dir(installed)
         .env("PGPORT", pg_port.to_string())
+        .env("PGDATABASE", database)
         .env("UNLEASH_PORT", port.to_string())
         .env("CHECK_VERSION", "false")
         .env("SEND_TELEMETRY", "false")
@@ -133,11 +143,62 @@ async fn start_unleash(unleash_dir: &Path, pg_port: u16) -> (Process, String) {
             .await
             .is_ok_and(|r| r.status().is_success());
         if healthy {
+            settle(&http, &base).await;
             return (process, base);
         }
         assert!(Instant::now() < deadline, "unleash-server did not start");
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+}
+
+/// Waits until Unleash's client document revision holds still (it follows writes about a
+/// second late; the command refuses an Unleash that changes while it reads).
+async fn settle(http: &reqwest::Client, base: &str) {
+    let revision = || async {
+        http.get(format!("{base}/api/client/features"))
+            .header("Authorization", ADMIN_TOKEN)
+            .send()
+            .await
+            .ok()
+            .and_then(|r| r.headers().get("etag").map(|v| v.as_bytes().to_vec()))
+    };
+    let mut last = revision().await;
+    for _ in 0..30 {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let now = revision().await;
+        if now == last {
+            return;
+        }
+        last = now;
+    }
+    panic!("Unleash's revision kept moving");
+}
+
+/// Fills the Unleash at `base` (tests/unleash's fill.js, run where the server is installed):
+/// its tokens, `(secret, type)`.
+async fn fill(installed: &Path, scripts: &Path, base: &str, pg_port: u16, database: &str) -> Vec<(String, String)> {
+    let filled = node(
+        installed,
+        &[&scripts.join("fill.js").display().to_string()],
+        &[
+            ("UNLEASH_URL", base.to_string()),
+            ("ADMIN_TOKEN", ADMIN_TOKEN.into()),
+            ("PGPORT", pg_port.to_string()),
+            ("PGDATABASE", database.to_string()),
+        ],
+    );
+    settle(&reqwest::Client::new(), base).await;
+    filled["tokens"]
+        .as_array()
+        .expect("tokens")
+        .iter()
+        .map(|t| {
+            (
+                t["secret"].as_str().expect("secret").to_string(),
+                t["type"].as_str().expect("type").to_string(),
+            )
+        })
+        .collect()
 }
 
 /// Runs a Node script of tests/unleash: its JSON line.
@@ -202,27 +263,9 @@ async fn an_unleash_instance_moves_into_both_stores_and_evaluates_the_same() {
     let unleash_dir = PathBuf::from(unleash_dir);
     let cluster = Path::new(env!("CARGO_TARGET_TMPDIR")).join("migration-postgres");
     let (_postgres, pg_port) = start_postgres(&cluster);
-    let (_unleash, unleash) = start_unleash(&unleash_dir, pg_port).await;
-    let filled = node(
-        &unleash_dir,
-        &["fill.js"],
-        &[
-            ("UNLEASH_URL", unleash.clone()),
-            ("ADMIN_TOKEN", ADMIN_TOKEN.into()),
-            ("PGPORT", pg_port.to_string()),
-        ],
-    );
-    let tokens: Vec<(String, String)> = filled["tokens"]
-        .as_array()
-        .expect("tokens")
-        .iter()
-        .map(|t| {
-            (
-                t["secret"].as_str().expect("secret").to_string(),
-                t["type"].as_str().expect("type").to_string(),
-            )
-        })
-        .collect();
+    let unleash_process = start_unleash(&unleash_dir, &unleash_dir, pg_port, "unleash").await;
+    let unleash = unleash_process.1.clone();
+    let tokens = fill(&unleash_dir, &unleash_dir, &unleash, pg_port, "unleash").await;
     let backend_token = tokens
         .iter()
         .find(|(_, kind)| kind == "backend")
@@ -257,7 +300,10 @@ async fn an_unleash_instance_moves_into_both_stores_and_evaluates_the_same() {
     assert_eq!(bundle["archivedFeatures"][0]["name"], "retired");
     let reenter = text(&out.stdout);
     assert!(reenter.contains("Re-enter"), "{reenter}");
-    assert!(reenter.contains("url, authorization") || reenter.contains("authorization, url"), "{reenter}");
+    assert!(
+        reenter.contains("url, customHeaders (Unleash's authorization)"),
+        "{reenter}"
+    );
 
     for backend in [Backend::embedded(), Backend::redis()] {
         let flags = store_flags(&backend);
@@ -299,4 +345,52 @@ async fn an_unleash_instance_moves_into_both_stores_and_evaluates_the_same() {
         }
         app.stop().await;
     }
+
+    // The bundle is what the import API takes: into an empty store, then again (no change).
+    let app = TestApp::spawn(&Backend::embedded()).await;
+    let report = app
+        .post("/api/admin/state/import", bundle.clone())
+        .await
+        .expect(202)
+        .json;
+    assert_eq!(report["changed"], true, "{report}");
+    assert_eq!(report["summary"]["apiTokens"]["created"], 6, "{report}");
+    let again = app
+        .post("/api/admin/state/import", bundle)
+        .await
+        .expect(202)
+        .json;
+    assert_eq!(again["changed"], false, "{again}");
+    app.stop().await;
+    drop(unleash_process);
+
+    // An older Unleash: 6.10 (the same route set; no REGEX, `client` tokens).
+    let Ok(unleash6_dir) = std::env::var("FLAGPOLE_UNLEASH6_DIR") else {
+        eprintln!("skipping Unleash 6: FLAGPOLE_UNLEASH6_DIR not set");
+        return;
+    };
+    let unleash6_dir = PathBuf::from(unleash6_dir);
+    assert!(create_database(pg_port, "unleash6"), "database unleash6");
+    let (_unleash6, unleash6) = start_unleash(&unleash6_dir, &unleash_dir, pg_port, "unleash6").await;
+    let tokens6 = fill(&unleash6_dir, &unleash_dir, &unleash6, pg_port, "unleash6").await;
+    let backend = Backend::embedded();
+    let mut args = vec!["--url".to_string(), unleash6.clone(), "--token".into(), ADMIN_TOKEN.into()];
+    args.extend(store_flags(&backend));
+    let moved = import_unleash(&args);
+    let report = format!("{}\n{}", text(&moved.stdout), text(&moved.stderr));
+    assert!(moved.status.success(), "{report}");
+    assert!(report.contains("Read Unleash 6.10.1"), "{report}");
+    assert!(report.contains("Verified"), "{report}");
+    let mut settings = backend.settings();
+    settings.auth.mode = flagpole::config::AuthMode::Token;
+    settings.auth.client_auth = flagpole::config::ClientAuth::Token;
+    let app = TestApp::spawn_with(settings).await;
+    let (secret, _) = tokens6.iter().find(|(_, k)| k == "client").expect("a client token");
+    let compared = node(
+        &unleash_dir,
+        &["compare.js", &unleash6, &app.base, secret, CONTEXTS],
+        &[("FLAGPOLE_SDK_NODE_DIR", sdk_dir.clone())],
+    );
+    assert_eq!(compared["differences"], serde_json::json!([]), "{compared}");
+    app.stop().await;
 }

@@ -8,7 +8,7 @@
 // Prints one JSON line: {"tokens": [{secret, type, environment, projects}]}.
 'use strict';
 
-const { Client } = require('pg');
+const { Client } = require(require.resolve('pg', { paths: [process.cwd()] }));
 
 const BASE = process.env.UNLEASH_URL;
 const TOKEN = process.env.ADMIN_TOKEN;
@@ -73,14 +73,28 @@ const constraint = (contextName, operator, values, extra = {}) => ({
   ...extra,
 });
 
+// The server's version: REGEX constraints come with 7.5, `backend` tokens with 7.2.
+async function version() {
+  const config = await call('GET', '/api/admin/ui-config');
+  const text = (config.versionInfo && config.versionInfo.current && config.versionInfo.current.oss) || config.version;
+  const [major, minor] = text.split('.').map(Number);
+  return major * 100 + minor;
+}
+
 async function main() {
   await prepareDatabase();
+  const at = await version();
   await call('POST', '/api/admin/context', {
     name: 'region',
     description: 'where the user is',
     stickiness: true,
     legalValues: [{ value: 'eu' }, { value: 'us', description: 'America' }],
   });
+  // 6.x refuses constraints on fields it does not know; 7.x has `appVersion` already.
+  const fields = await call('GET', '/api/admin/context');
+  if (!fields.some((f) => f.name === 'appVersion')) {
+    await call('POST', '/api/admin/context', { name: 'appVersion', description: 'the app version' });
+  }
   await call('POST', '/api/admin/strategies', {
     name: 'byRegion',
     description: 'on in some regions',
@@ -175,7 +189,7 @@ async function main() {
       constraint('userId', 'NUM_GT', [], { value: '3' }),
       constraint('currentTime', 'DATE_AFTER', [], { value: '2020-01-01T00:00:00.000Z' }),
       constraint('appVersion', 'SEMVER_GT', [], { value: '1.2.0', inverted: true }),
-      constraint('sessionId', 'REGEX', [], { value: '^s[0-9]+$' }),
+      ...(at >= 705 ? [constraint('sessionId', 'REGEX', [], { value: '^s[0-9]+$' })] : []),
       constraint('userId', 'STR_CONTAINS', ['1', '2'], { inverted: true }),
     ],
   });
@@ -209,7 +223,8 @@ async function main() {
     { tokenName: 'legacy', type: 'client', projects: ['*'], environment: 'default' },
     { tokenName: 'browser', type: 'frontend', projects: ['*'], environment: 'development' },
   ]) {
-    const token = await call('POST', '/api/admin/api-tokens', body);
+    const kind = body.type === 'backend' && at < 702 ? 'client' : body.type;
+    const token = await call('POST', '/api/admin/api-tokens', { ...body, type: kind });
     tokens.push({ secret: token.secret, type: token.type, environment: token.environment, projects: token.projects });
   }
   await call('POST', '/api/admin/addons', {
