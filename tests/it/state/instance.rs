@@ -94,7 +94,7 @@ async fn populate_instance(app: &TestApp) {
                "events": ["feature-created"]}),
     )
     .await
-    .expect(200);
+    .expect(201);
 }
 
 /// The client document of `environment` (segments by reference with `spec`), less `meta`.
@@ -209,7 +209,8 @@ async fn problems_of_the_instance_sections_are_listed_and_nothing_is_written(bac
     let app = spawn_isolated(backend, "instance-invalid").await;
     let before = export(&app, "").await;
     let document = json!({"version": 2,
-        "features": [{"name": "checkout", "enabled": true, "strategies": [{"name": "default"}]}],
+        "features": [{"name": "checkout"},
+                     {"name": "configured-here", "enabled": true, "strategies": [{"name": "default"}]}],
         "featureEnvironments": [
             {"featureName": "checkout", "environment": "nowhere", "enabled": true},
             {"featureName": "checkout", "environment": "production", "enabled": true,
@@ -234,7 +235,7 @@ async fn problems_of_the_instance_sections_are_listed_and_nothing_is_written(bac
             "featureEnvironments[1].strategies[0].segments",
             "featureEnvironments[1].strategies[1].name",
             "featureEnvironments[2].featureName",
-            "features[0].strategies",
+            "features[1].strategies",
             "segments[1].id",
         ]
     );
