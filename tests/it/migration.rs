@@ -63,8 +63,27 @@ fn as_postgres(program: &Path) -> Command {
     }
 }
 
+/// A PostgreSQL cluster of this test: stopped when dropped (the postmaster named in its
+/// `postmaster.pid`, which `runuser` does not pass a kill on to).
+struct Postgres {
+    _runner: Process,
+    dir: PathBuf,
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let pid = std::fs::read_to_string(self.dir.join("postmaster.pid"))
+            .ok()
+            .and_then(|text| text.lines().next().map(str::to_string));
+        if let Some(pid) = pid {
+            // SIGQUIT: PostgreSQL's immediate shutdown.
+            let _ = Command::new("kill").args(["-QUIT", &pid]).status();
+        }
+    }
+}
+
 /// Starts a cluster in `dir` on a free port, with a database `unleash`.
-fn start_postgres(dir: &Path) -> (Process, u16) {
+fn start_postgres(dir: &Path) -> (Postgres, u16) {
     let initdb = postgres_program("initdb").expect("initdb");
     let postgres = postgres_program("postgres").expect("postgres");
     let _ = std::fs::remove_dir_all(dir);
@@ -88,7 +107,10 @@ fn start_postgres(dir: &Path) -> (Process, u16) {
         .stderr(Stdio::null())
         .spawn()
         .expect("postgres starts");
-    let process = Process(child);
+    let process = Postgres {
+        _runner: Process(child),
+        dir: dir.to_path_buf(),
+    };
     let deadline = Instant::now() + Duration::from_secs(60);
     while !create_database(port, "unleash") {
         assert!(Instant::now() < deadline, "PostgreSQL did not start");

@@ -104,7 +104,7 @@ async function main() {
   const segment = await call('POST', '/api/admin/segments', {
     name: 'beta-users',
     description: 'early adopters',
-    constraints: [constraint('userId', 'IN', ['1', '2', '3', '5', '8'])],
+    constraints: [constraint('userId', 'IN', ['1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12'])],
   });
   const features = (p) => `/api/admin/projects/${p}/features`;
   const create = (p, name, extra = {}) => call('POST', features(p), { name, ...extra });
