@@ -43,7 +43,10 @@ pub fn build_bundle(instance: &UnleashInstance) -> (Value, Notes) {
     bundle.insert("projects".into(), Value::Array(projects));
     bundle.insert("environments".into(), environments(&instance.environments));
     bundle.insert("strategies".into(), strategies(&instance.strategies));
-    bundle.insert("contextFields".into(), context_fields(&instance.context_fields));
+    bundle.insert(
+        "contextFields".into(),
+        context_fields(&instance.context_fields),
+    );
     bundle.insert("tagTypes".into(), tag_types(&instance.tag_types));
     bundle.insert("tags".into(), tags(&instance.tags, &feature_tags));
     bundle.insert("segments".into(), Value::Array(segments));
@@ -166,7 +169,14 @@ fn segments(listed: &[Value]) -> Vec<Value> {
         .map(|s| {
             let mut item = pick(
                 s,
-                &["id", "name", "description", "project", "createdBy", "createdAt"],
+                &[
+                    "id",
+                    "name",
+                    "description",
+                    "project",
+                    "createdBy",
+                    "createdAt",
+                ],
             );
             item["constraints"] = constraints(&s["constraints"]);
             item
@@ -183,7 +193,14 @@ fn constraints(listed: &Value) -> Value {
         .map(|c| {
             pick(
                 c,
-                &["contextName", "operator", "values", "value", "inverted", "caseInsensitive"],
+                &[
+                    "contextName",
+                    "operator",
+                    "values",
+                    "value",
+                    "inverted",
+                    "caseInsensitive",
+                ],
             )
         })
         .collect()
@@ -217,7 +234,12 @@ fn strategy(s: &Value) -> Value {
         .as_array()
         .into_iter()
         .flatten()
-        .map(|v| pick(v, &["name", "weight", "weightType", "stickiness", "payload"]))
+        .map(|v| {
+            pick(
+                v,
+                &["name", "weight", "weightType", "stickiness", "payload"],
+            )
+        })
         .collect();
     item["variants"] = json!(variants);
     item
@@ -243,7 +265,15 @@ fn toggle_variants(listed: &Value) -> Value {
 fn toggle(f: &Value) -> Value {
     let mut item = pick(
         f,
-        &["name", "description", "type", "project", "stale", "impressionData", "createdAt"],
+        &[
+            "name",
+            "description",
+            "type",
+            "project",
+            "stale",
+            "impressionData",
+            "createdAt",
+        ],
     );
     if item.get("project").is_none() {
         item["project"] = json!(DEFAULT_PROJECT);
@@ -251,7 +281,12 @@ fn toggle(f: &Value) -> Value {
     item
 }
 
-type Sections = (Vec<Value>, Vec<Value>, BTreeMap<String, Vec<Value>>, Vec<Value>);
+type Sections = (
+    Vec<Value>,
+    Vec<Value>,
+    BTreeMap<String, Vec<Value>>,
+    Vec<Value>,
+);
 
 /// 6.x–7.x: toggles, their configuration per environment, dependencies and tags from one
 /// features-batch export per environment.
@@ -262,13 +297,22 @@ fn from_exports(exports: &[(String, Value)]) -> Sections {
     let mut feature_tags = BTreeMap::new();
     for (environment, export) in exports {
         for f in export["features"].as_array().into_iter().flatten() {
-            features.entry(field(f, "name")).or_insert_with(|| toggle(f));
+            features
+                .entry(field(f, "name"))
+                .or_insert_with(|| toggle(f));
         }
         let mut strategies: BTreeMap<String, Vec<&Value>> = BTreeMap::new();
         for s in export["featureStrategies"].as_array().into_iter().flatten() {
-            strategies.entry(field(s, "featureName")).or_default().push(s);
+            strategies
+                .entry(field(s, "featureName"))
+                .or_default()
+                .push(s);
         }
-        for fe in export["featureEnvironments"].as_array().into_iter().flatten() {
+        for fe in export["featureEnvironments"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
             let name = text(&fe["featureName"]).unwrap_or_else(|| field(fe, "name"));
             let mut listed = strategies.remove(&name).unwrap_or_default();
             listed.sort_by_key(|s| s["sortOrder"].as_i64().unwrap_or(0));
@@ -305,7 +349,10 @@ fn dependency_list(listed: &Value) -> Vec<Value> {
         .map(|d| {
             let enabled = d["enabled"].as_bool().unwrap_or(true);
             let mut item = json!({"feature": d["feature"], "enabled": enabled});
-            if let Some(variants) = d["variants"].as_array().filter(|v| enabled && !v.is_empty()) {
+            if let Some(variants) = d["variants"]
+                .as_array()
+                .filter(|v| enabled && !v.is_empty())
+            {
                 item["variants"] = json!(variants);
             }
             item
@@ -341,7 +388,9 @@ fn from_state_export(state: &Value, read_dependencies: &[Value]) -> Sections {
         .flatten()
         .fold(BTreeMap::new(), |mut map, link| {
             if let Some(id) = link["segmentId"].as_u64() {
-                map.entry(field(link, "featureStrategyId")).or_default().push(id);
+                map.entry(field(link, "featureStrategyId"))
+                    .or_default()
+                    .push(id);
             }
             map
         });
@@ -352,7 +401,11 @@ fn from_state_export(state: &Value, read_dependencies: &[Value]) -> Sections {
         .map(|f| (field(f, "name"), f["variants"].clone()))
         .collect();
     let mut per_environment = Vec::new();
-    for fe in state["featureEnvironments"].as_array().into_iter().flatten() {
+    for fe in state["featureEnvironments"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
         let name = field(fe, "featureName");
         if !active.contains(&name) {
             continue;
@@ -401,11 +454,17 @@ fn from_state_export(state: &Value, read_dependencies: &[Value]) -> Sections {
     (features, per_environment, dependencies, feature_tags)
 }
 
-fn with_dependencies(features: Vec<Value>, dependencies: &BTreeMap<String, Vec<Value>>) -> Vec<Value> {
+fn with_dependencies(
+    features: Vec<Value>,
+    dependencies: &BTreeMap<String, Vec<Value>>,
+) -> Vec<Value> {
     features
         .into_iter()
         .map(|mut f| {
-            if let Some(list) = dependencies.get(&field(&f, "name")).filter(|l| !l.is_empty()) {
+            if let Some(list) = dependencies
+                .get(&field(&f, "name"))
+                .filter(|l| !l.is_empty())
+            {
                 f["dependencies"] = json!(list);
             }
             f
@@ -426,7 +485,14 @@ fn archived(listed: &[Value], features: &[Value]) -> Vec<Value> {
         .map(|a| {
             pick(
                 a,
-                &["name", "project", "type", "description", "createdAt", "archivedAt"],
+                &[
+                    "name",
+                    "project",
+                    "type",
+                    "description",
+                    "createdAt",
+                    "archivedAt",
+                ],
             )
         })
         .collect()
@@ -501,9 +567,9 @@ fn addons(listed: &[Value], notes: &mut Notes) -> Value {
         let id = a["id"].as_u64().unwrap_or(0);
         let name = field(a, "provider");
         let Some(provider) = known.iter().find(|p| p.name == name) else {
-            notes
-                .left_behind
-                .push(format!("addon {id} ({name}): Flagpole has no {name} provider"));
+            notes.left_behind.push(format!(
+                "addon {id} ({name}): Flagpole has no {name} provider"
+            ));
             continue;
         };
         let mut parameters = Map::new();

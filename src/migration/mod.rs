@@ -221,7 +221,9 @@ fn print_report(report: &Value) {
 
 fn print_notes(notes: &Notes) {
     if !notes.reenter.is_empty() {
-        println!("Addons moved in disabled: Unleash shows their secrets masked. Re-enter, then enable:");
+        println!(
+            "Addons moved in disabled: Unleash shows their secrets masked. Re-enter, then enable:"
+        );
         for (id, provider, description, parameters) in &notes.reenter {
             println!(
                 "  addon {id} ({provider}{}): {}",
@@ -256,7 +258,10 @@ struct Replica {
 const READY_WITHIN: Duration = Duration::from_secs(120);
 
 impl Replica {
-    async fn start(mut settings: Settings, args: &ImportUnleashArgs) -> Result<Self, MigrationError> {
+    async fn start(
+        mut settings: Settings,
+        args: &ImportUnleashArgs,
+    ) -> Result<Self, MigrationError> {
         let mut random = [0u8; 24];
         getrandom::fill(&mut random)
             .map_err(|e| MigrationError::Store(format!("no randomness for a token: {e}")))?;

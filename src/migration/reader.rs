@@ -159,9 +159,7 @@ async fn read_route_set(
                 &json!({"environment": environment, "features": []}),
             )
             .await?;
-        toggles += export["featureEnvironments"]
-            .as_array()
-            .map_or(0, Vec::len);
+        toggles += export["featureEnvironments"].as_array().map_or(0, Vec::len);
         progress.count("toggle environments", toggles);
         instance.exports.push((environment, export));
     }
@@ -218,7 +216,8 @@ async fn read_state_export(
     progress.count("toggles", features.len());
     if version >= Version(5, 5, 0) {
         for feature in features.iter().filter(|f| f["archived"] != json!(true)) {
-            let (Some(name), Some(project)) = (feature["name"].as_str(), feature["project"].as_str())
+            let (Some(name), Some(project)) =
+                (feature["name"].as_str(), feature["project"].as_str())
             else {
                 continue;
             };

@@ -71,7 +71,9 @@ impl UnleashApi {
 
     /// `GET route` as JSON.
     pub async fn get(&self, route: &str) -> Result<Value, MigrationError> {
-        self.call(Method::GET, route, None, &[]).await.map(|(v, _)| v)
+        self.call(Method::GET, route, None, &[])
+            .await
+            .map(|(v, _)| v)
     }
 
     /// `POST route` with a JSON body, answered with JSON.

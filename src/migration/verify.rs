@@ -41,13 +41,19 @@ pub async fn verify(
         let theirs = UnleashApi::new(unleash.base(), &caller.unleash_token)?;
         let ours = UnleashApi::new(flagpole_base, &caller.flagpole_token)?;
         for spec in [Some(SPEC), None] {
-            let headers: Vec<(&'static str, &str)> =
-                spec.map(|s| ("Unleash-Client-Spec", s)).into_iter().collect();
+            let headers: Vec<(&'static str, &str)> = spec
+                .map(|s| ("Unleash-Client-Spec", s))
+                .into_iter()
+                .collect();
             let (expected, _) = theirs.get_with(&route, &headers).await?;
             let (actual, _) = ours.get_with(&route, &headers).await.map_err(|e| {
                 MigrationError::Store(format!("Flagpole's own client API ({route}): {e}"))
             })?;
-            let form = if spec.is_some() { "by reference" } else { "inlined" };
+            let form = if spec.is_some() {
+                "by reference"
+            } else {
+                "inlined"
+            };
             let mut found = Vec::new();
             compare(&normalise(expected), &normalise(actual), "", &mut found);
             differences.extend(
@@ -180,7 +186,12 @@ mod tests {
                 "constraints": [{"contextName": "x", "operator": "IN", "values": ["1"]}]}]}],
             "segments": [{"id": 2, "name": "s", "constraints": []}]});
         let mut found = Vec::new();
-        compare(&normalise(unleash.clone()), &normalise(same), "", &mut found);
+        compare(
+            &normalise(unleash.clone()),
+            &normalise(same),
+            "",
+            &mut found,
+        );
         assert_eq!(found, Vec::<String>::new());
         let other = json!({"version": 2, "features": [{"name": "a", "enabled": true},
             {"name": "b", "enabled": true, "strategies": [{"name": "default",

@@ -8,11 +8,10 @@ use super::tags::tag_type_data;
 use super::{Actor, Plan, Service, ServiceError};
 use crate::domain::addon::{slack_tag_type, AddonConfig, AddonSpec};
 use crate::domain::config_state::ConfigState;
-use crate::domain::import::ADDON_IDS;
 use crate::domain::event::EventKind;
+use crate::domain::import::ADDON_IDS;
 use crate::domain::DomainError;
 use crate::store::Collection;
-
 
 fn existing<'a>(state: &'a ConfigState, id: &str) -> Result<&'a AddonConfig, DomainError> {
     state

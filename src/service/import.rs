@@ -450,11 +450,7 @@ pub(super) fn record_changes<T>(
                     (EventKind::EnvironmentUpdated, event_data(e), vec![])
                 }
                 Written(e) => (EventKind::EnvironmentCreated, event_data(e), vec![]),
-                Removed(_) => (
-                    EventKind::EnvironmentDeleted,
-                    json!({"name": name}),
-                    vec![],
-                ),
+                Removed(_) => (EventKind::EnvironmentDeleted, json!({"name": name}), vec![]),
             })
         },
         actor,

@@ -198,7 +198,13 @@ async fn settle(http: &reqwest::Client, base: &str) {
 
 /// Fills the Unleash at `base` (tests/unleash's fill.js, run where the server is installed):
 /// its tokens, `(secret, type)`.
-async fn fill(installed: &Path, scripts: &Path, base: &str, pg_port: u16, database: &str) -> Vec<(String, String)> {
+async fn fill(
+    installed: &Path,
+    scripts: &Path,
+    base: &str,
+    pg_port: u16,
+    database: &str,
+) -> Vec<(String, String)> {
     let filled = node(
         installed,
         &[&scripts.join("fill.js").display().to_string()],
@@ -304,11 +310,19 @@ async fn an_unleash_instance_moves_into_both_stores_and_evaluates_the_same() {
     };
     let unreachable = import_unleash(&with("http://127.0.0.1:1", ADMIN_TOKEN));
     assert_eq!(unreachable.status.code(), Some(1));
-    assert!(text(&unreachable.stderr).contains("cannot reach Unleash"), "{}", text(&unreachable.stderr));
+    assert!(
+        text(&unreachable.stderr).contains("cannot reach Unleash"),
+        "{}",
+        text(&unreachable.stderr)
+    );
     assert!(text(&unreachable.stderr).contains("Nothing was committed"));
     let not_admin = import_unleash(&with(&unleash, &backend_token));
     assert_eq!(not_admin.status.code(), Some(1));
-    assert!(text(&not_admin.stderr).contains("an admin token is needed"), "{}", text(&not_admin.stderr));
+    assert!(
+        text(&not_admin.stderr).contains("an admin token is needed"),
+        "{}",
+        text(&not_admin.stderr)
+    );
 
     // The bundle: written, then taken by the import API of an empty store.
     let bundle_path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("migration-bundle.json");
@@ -340,7 +354,11 @@ async fn an_unleash_instance_moves_into_both_stores_and_evaluates_the_same() {
         dry.push("--dry-run".into());
         let dry_run = import_unleash(&dry);
         assert!(dry_run.status.success(), "{}", text(&dry_run.stderr));
-        assert!(text(&dry_run.stdout).contains("Dry run, nothing written"), "{}", text(&dry_run.stdout));
+        assert!(
+            text(&dry_run.stdout).contains("Dry run, nothing written"),
+            "{}",
+            text(&dry_run.stdout)
+        );
 
         let moved = import_unleash(&args);
         let report = format!("{}\n{}", text(&moved.stdout), text(&moved.stderr));
@@ -349,7 +367,11 @@ async fn an_unleash_instance_moves_into_both_stores_and_evaluates_the_same() {
         assert!(report.contains("Verified"), "{report}");
         let again = import_unleash(&args);
         assert!(again.status.success(), "{}", text(&again.stderr));
-        assert!(text(&again.stdout).contains("No changes"), "{}", text(&again.stdout));
+        assert!(
+            text(&again.stdout).contains("No changes"),
+            "{}",
+            text(&again.stdout)
+        );
 
         let mut settings = backend.settings();
         settings.auth.mode = flagpole::config::AuthMode::Token;
@@ -361,7 +383,11 @@ async fn an_unleash_instance_moves_into_both_stores_and_evaluates_the_same() {
                 &["compare.js", &unleash, &app.base, secret, CONTEXTS],
                 &[("FLAGPOLE_SDK_NODE_DIR", sdk_dir.clone())],
             );
-            assert_eq!(compared["differences"], serde_json::json!([]), "{kind} {secret}: {compared}");
+            assert_eq!(
+                compared["differences"],
+                serde_json::json!([]),
+                "{kind} {secret}: {compared}"
+            );
             assert!(compared["toggles"].as_u64() > Some(0), "{compared}");
             assert!(compared["enabled"].as_u64() > Some(0), "{compared}");
         }
@@ -393,10 +419,16 @@ async fn an_unleash_instance_moves_into_both_stores_and_evaluates_the_same() {
     };
     let unleash6_dir = PathBuf::from(unleash6_dir);
     assert!(create_database(pg_port, "unleash6"), "database unleash6");
-    let (_unleash6, unleash6) = start_unleash(&unleash6_dir, &unleash_dir, pg_port, "unleash6").await;
+    let (_unleash6, unleash6) =
+        start_unleash(&unleash6_dir, &unleash_dir, pg_port, "unleash6").await;
     let tokens6 = fill(&unleash6_dir, &unleash_dir, &unleash6, pg_port, "unleash6").await;
     let backend = Backend::embedded();
-    let mut args = vec!["--url".to_string(), unleash6.clone(), "--token".into(), ADMIN_TOKEN.into()];
+    let mut args = vec![
+        "--url".to_string(),
+        unleash6.clone(),
+        "--token".into(),
+        ADMIN_TOKEN.into(),
+    ];
     args.extend(store_flags(&backend));
     let moved = import_unleash(&args);
     let report = format!("{}\n{}", text(&moved.stdout), text(&moved.stderr));
@@ -407,7 +439,10 @@ async fn an_unleash_instance_moves_into_both_stores_and_evaluates_the_same() {
     settings.auth.mode = flagpole::config::AuthMode::Token;
     settings.auth.client_auth = flagpole::config::ClientAuth::Token;
     let app = TestApp::spawn_with(settings).await;
-    let (secret, _) = tokens6.iter().find(|(_, k)| k == "client").expect("a client token");
+    let (secret, _) = tokens6
+        .iter()
+        .find(|(_, k)| k == "client")
+        .expect("a client token");
     let compared = node(
         &unleash_dir,
         &["compare.js", &unleash6, &app.base, secret, CONTEXTS],

@@ -75,7 +75,8 @@ pub struct ExportedToken<'a> {
 /// The version-2 sections of `state` that `sections` asks for.
 pub fn instance_sections(state: &ConfigState, sections: ExportSections) -> InstanceSections<'_> {
     InstanceSections {
-        environments: sections.projects
+        environments: sections
+            .projects
             .then(|| state.environments.values().map(|e| &**e).collect()),
         feature_environments: sections.features.then(|| {
             state
@@ -92,7 +93,9 @@ pub fn instance_sections(state: &ConfigState, sections: ExportSections) -> Insta
                 })
                 .collect()
         }),
-        segments: sections.projects.then(|| state.segments.values().map(|s| &**s).collect()),
+        segments: sections
+            .projects
+            .then(|| state.segments.values().map(|s| &**s).collect()),
         archived_features: sections.features.then(|| {
             state
                 .archive
@@ -124,6 +127,8 @@ pub fn instance_sections(state: &ConfigState, sections: ExportSections) -> Insta
                 })
                 .collect()
         }),
-        addons: sections.projects.then(|| state.addons.values().map(|a| &**a).collect()),
+        addons: sections
+            .projects
+            .then(|| state.addons.values().map(|a| &**a).collect()),
     }
 }

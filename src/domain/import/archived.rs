@@ -56,7 +56,10 @@ pub fn read_archived(
             continue;
         };
         if item.name.is_empty() {
-            errors.push(format!("{path}.name"), "\"name\" is not allowed to be empty");
+            errors.push(
+                format!("{path}.name"),
+                "\"name\" is not allowed to be empty",
+            );
             continue;
         }
         if let Some(earlier) = seen.insert(item.name.clone(), i) {
@@ -124,8 +127,7 @@ pub fn apply_archived(
                 ..(*active).clone()
             }
             .switched_off();
-            next.archive
-                .insert(archived.name.clone(), Arc::new(toggle));
+            next.archive.insert(archived.name.clone(), Arc::new(toggle));
             counts.archived += 1;
             continue;
         }
@@ -143,8 +145,7 @@ pub fn apply_archived(
             tags: Vec::new(),
             archived_at,
         };
-        next.archive
-            .insert(archived.name.clone(), Arc::new(toggle));
+        next.archive.insert(archived.name.clone(), Arc::new(toggle));
         counts.created += 1;
     }
     counts

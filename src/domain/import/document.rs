@@ -19,10 +19,10 @@ use super::tokens::read_tokens;
 use crate::domain::addon::AddonConfig;
 use crate::domain::api_token::ApiToken;
 use crate::domain::context_field::{is_built_in, ContextField, ContextFieldSpec};
+use crate::domain::environment::Environment;
 use crate::domain::export::DOCUMENT_VERSION;
 use crate::domain::fields::{refuse_unsupported, says_nothing, ExtraFields};
 use crate::domain::name::{check_name, NAME_MAX};
-use crate::domain::environment::Environment;
 use crate::domain::project::{Project, ProjectSpec};
 use crate::domain::segment::Segment;
 use crate::domain::strategy::{built_in_strategies, StrategyDefinition, StrategyDefinitionSpec};
@@ -186,7 +186,9 @@ pub fn read_document(value: Value, now: DateTime<Utc>) -> (ImportDocument, Valid
         archived_features: raw
             .archived_features
             .map(|list| read_archived(list, &mut errors)),
-        api_tokens: raw.api_tokens.map(|list| read_tokens(list, now, &mut errors)),
+        api_tokens: raw
+            .api_tokens
+            .map(|list| read_tokens(list, now, &mut errors)),
         addons: raw.addons.map(|list| read_addons(list, now, &mut errors)),
     };
     refuse_duplicates(&document, &mut errors);

@@ -26,6 +26,6 @@ pub use client_shape::{
     apply_client_document, read_client_document, read_client_document_in, ClientDocument,
     ClientImportCounts, ClientImportSummary,
 };
-pub use instance::InstanceSummary;
 pub use document::{read_document, FeatureTagRef, ImportDocument, ImportedToggle};
 pub use format::{parse_document, DocumentFormat};
+pub use instance::InstanceSummary;

@@ -55,7 +55,10 @@ pub fn read_segments(
         if let Some(earlier) = ids.insert(item.id, i) {
             errors.push(
                 format!("{path}.id"),
-                format!("the segment id {} appears twice (also at segments[{earlier}])", item.id),
+                format!(
+                    "the segment id {} appears twice (also at segments[{earlier}])",
+                    item.id
+                ),
             );
             continue;
         }

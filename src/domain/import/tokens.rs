@@ -135,7 +135,8 @@ pub fn apply_tokens(
             );
         }
         for project in &token.projects {
-            if project != "*" && project != DEFAULT_PROJECT && !next.projects.contains_key(project) {
+            if project != "*" && project != DEFAULT_PROJECT && !next.projects.contains_key(project)
+            {
                 errors.push(
                     format!("{path}.projects"),
                     format!("there is no project \"{project}\" (in the document or stored)"),

@@ -138,11 +138,16 @@ async fn a_whole_instance_round_trips_with_the_same_client_documents(backend: &B
     assert_eq!(report["changed"], true, "{report}");
     assert_eq!(report["summary"]["segments"]["created"], 1, "{report}");
     assert_eq!(report["summary"]["apiTokens"]["created"], 1, "{report}");
-    assert_eq!(report["summary"]["archivedFeatures"]["created"], 1, "{report}");
+    assert_eq!(
+        report["summary"]["archivedFeatures"]["created"], 1,
+        "{report}"
+    );
     for environment in ENVIRONMENTS {
         for spec in [Some("5.2.0"), None] {
             let expected = client_document(&source, environment, spec).await;
-            assert!(expected["features"].as_array().is_some_and(|f| !f.is_empty()));
+            assert!(expected["features"]
+                .as_array()
+                .is_some_and(|f| !f.is_empty()));
             let actual = client_document(&target, environment, spec).await;
             assert_eq!(actual, expected, "{environment}, spec {spec:?}");
         }
@@ -157,7 +162,11 @@ async fn a_whole_instance_round_trips_with_the_same_client_documents(backend: &B
         without_timestamps(&original)
     );
     // The archived name stays taken; the token and the addon are there as they were.
-    let archive = target.get("/api/admin/archive/features").await.expect(200).json;
+    let archive = target
+        .get("/api/admin/archive/features")
+        .await
+        .expect(200)
+        .json;
     assert_eq!(archive["features"][0]["name"], "old");
     assert_eq!(
         target.get("/api/admin/api-tokens").await.expect(200).json,
@@ -191,13 +200,19 @@ async fn a_token_moved_in_with_its_secret_is_served_its_environment(backend: &Ba
     let token = &listed["tokens"][0];
     assert_eq!(token["tokenName"], "moved");
     assert_eq!(token["environment"], "production");
-    assert!(!token["secret"].as_str().expect("masked").contains("0123456789abcdef0123"));
+    assert!(!token["secret"]
+        .as_str()
+        .expect("masked")
+        .contains("0123456789abcdef0123"));
     // The secret is stored only as its SHA-256: the export names it so.
     let exported = export(&app, "").await;
     assert_eq!(exported["apiTokens"][0].get("secret"), None);
     let production = client_document(&app, "production", None).await;
     assert_eq!(production["features"][0]["enabled"], true);
-    assert_eq!(production["features"][0]["strategies"][0]["name"], "default");
+    assert_eq!(
+        production["features"][0]["strategies"][0]["name"],
+        "default"
+    );
     let development = client_document(&app, "development", None).await;
     assert_eq!(development["features"][0]["enabled"], false);
     // Again: nothing changes.
