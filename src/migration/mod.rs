@@ -14,7 +14,7 @@ mod verify;
 
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -87,28 +87,40 @@ async fn commit_and_verify(
     args: &ImportUnleashArgs,
     bundle: &Value,
 ) -> Result<bool, MigrationError> {
+    let started = Instant::now();
     let report = replica.import(bundle, args.dry_run).await?;
+    let imported = started.elapsed();
     print_report(&report);
+    println!("  (worked out in {:.1} s)", imported.as_secs_f64());
     if args.dry_run || args.no_verify {
         return Ok(true);
     }
     let callers = callers(bundle, &args.token.0, &replica.admin_token);
-    let mut differences = verify::verify(api, &replica.base, &callers).await?;
-    if !differences.is_empty() {
+    let started = Instant::now();
+    let mut verification = verify::verify(api, &replica.base, &callers).await?;
+    if !verification.differences.is_empty() {
         // The replica builds its client documents right after the commit: look once more.
         tokio::time::sleep(Duration::from_secs(2)).await;
-        differences = verify::verify(api, &replica.base, &callers).await?;
+        verification = verify::verify(api, &replica.base, &callers).await?;
     }
-    if differences.is_empty() {
+    let timing = format!(
+        "in {:.1} s, {:.1} s of it waiting for Unleash",
+        started.elapsed().as_secs_f64(),
+        verification.unleash_time.as_secs_f64()
+    );
+    if verification.differences.is_empty() {
         println!(
             "Verified: {} client documents are the same in Unleash and Flagpole \
-             (every environment and client token, segments inlined and by reference).",
+             (every environment and client token, segments inlined and by reference; {timing}).",
             callers.len() * 2
         );
         Ok(true)
     } else {
-        eprintln!("Verification found {} differences:", differences.len());
-        for difference in &differences {
+        eprintln!(
+            "Verification found {} differences ({timing}):",
+            verification.differences.len()
+        );
+        for difference in &verification.differences {
             eprintln!("  {difference}");
         }
         Ok(false)

@@ -9,6 +9,8 @@
 //! segments by id, keys), and empty lists, nulls and `false` constraint flags, which SDKs read
 //! as absent.
 
+use std::time::{Duration, Instant};
+
 use serde_json::{Map, Value};
 
 use super::unleash_api::{MigrationError, UnleashApi};
@@ -26,13 +28,22 @@ pub struct Caller {
 /// The spec version modern SDKs send (Node unleash-client 6.x): segments by reference.
 const SPEC: &str = "5.2.0";
 
-/// The differences of every caller, as `caller, with/without spec: path: …` lines.
+/// What the comparison found, and how long Unleash took to answer its part.
+#[derive(Debug, Default)]
+pub struct Verification {
+    /// Each difference as `caller (form): path: …`.
+    pub differences: Vec<String>,
+    /// Time spent waiting for Unleash's documents (fetched while Flagpole's are).
+    pub unleash_time: Duration,
+}
+
+/// Compares the documents of every caller, Unleash's and Flagpole's fetched side by side.
 pub async fn verify(
     unleash: &UnleashApi,
     flagpole_base: &str,
     callers: &[Caller],
-) -> Result<Vec<String>, MigrationError> {
-    let mut differences = Vec::new();
+) -> Result<Verification, MigrationError> {
+    let mut verification = Verification::default();
     for caller in callers {
         let route = match &caller.environment {
             Some(e) => format!("/api/client/features?environment={e}"),
@@ -45,8 +56,16 @@ pub async fn verify(
                 .map(|s| ("Unleash-Client-Spec", s))
                 .into_iter()
                 .collect();
-            let (expected, _) = theirs.get_with(&route, &headers).await?;
-            let (actual, _) = ours.get_with(&route, &headers).await.map_err(|e| {
+            let timed = async {
+                let started = Instant::now();
+                let answer = theirs.get_with(&route, &headers).await;
+                (answer, started.elapsed())
+            };
+            let ((expected, waited), actual) =
+                tokio::join!(timed, ours.get_with(&route, &headers));
+            verification.unleash_time += waited;
+            let (expected, _) = expected?;
+            let (actual, _) = actual.map_err(|e| {
                 MigrationError::Store(format!("Flagpole's own client API ({route}): {e}"))
             })?;
             let form = if spec.is_some() {
@@ -56,14 +75,14 @@ pub async fn verify(
             };
             let mut found = Vec::new();
             compare(&normalise(expected), &normalise(actual), "", &mut found);
-            differences.extend(
+            verification.differences.extend(
                 found
                     .into_iter()
                     .map(|d| format!("{} (segments {form}): {d}", caller.label)),
             );
         }
     }
-    Ok(differences)
+    Ok(verification)
 }
 
 /// The document with what is allowed to differ taken out and lists made comparable.
