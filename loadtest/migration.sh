@@ -54,5 +54,5 @@ for run in first second; do
   echo "# $run run"
   /usr/bin/time -f "wall %e s, peak RSS %M KB" "$FLAGPOLE_BIN" import-unleash --quiet \
     --url "http://127.0.0.1:$UNLEASH_PORT" --token "$ADMIN" --data-dir "$WORK/store" 2>&1 |
-    grep -E '^(Read Unleash|Committed|No changes|Verified|Verification|wall)' || true
+    grep -E '^(Read Unleash|Committed|No changes|Verified|Verification|wall|  \(worked)' || true
 done

@@ -61,8 +61,7 @@ pub async fn verify(
                 let answer = theirs.get_with(&route, &headers).await;
                 (answer, started.elapsed())
             };
-            let ((expected, waited), actual) =
-                tokio::join!(timed, ours.get_with(&route, &headers));
+            let ((expected, waited), actual) = tokio::join!(timed, ours.get_with(&route, &headers));
             verification.unleash_time += waited;
             let (expected, _) = expected?;
             let (actual, _) = actual.map_err(|e| {
@@ -219,8 +218,8 @@ mod tests {
         assert_eq!(
             found,
             [
-                "features.a.enabled: Unleash false, Flagpole true",
                 "features.b.strategies[0].constraints[0].values[0]: Unleash \"1\", Flagpole \"2\"",
+                "features.a.enabled: Unleash false, Flagpole true",
                 "segments: only in Unleash: {\"2\":{\"id\":2,\"name\":\"s\"}}",
             ]
         );
