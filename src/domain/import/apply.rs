@@ -285,7 +285,7 @@ fn move_orphans_to_default(next: &mut ConfigState) {
 /// are replaced (after `carry` copies over what the document does not decide) unless `keep`
 /// or equal; with `drop`, records not listed are removed unless `protected`. Returns the
 /// counts and the removed keys.
-fn merge<V: Clone + PartialEq>(
+pub(super) fn merge<V: Clone + PartialEq>(
     map: &mut OrdMap<String, Arc<V>>,
     listed: Vec<V>,
     options: ImportOptions,

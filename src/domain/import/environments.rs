@@ -21,7 +21,7 @@ use crate::domain::text::Text;
 use crate::domain::toggle::{Toggle, Variant};
 use crate::domain::ValidationErrors;
 
-use super::apply::RecordCounts;
+use super::apply::{merge, ImportOptions, RecordCounts};
 
 /// An `environments` item.
 #[derive(Debug, Deserialize)]
@@ -175,40 +175,29 @@ pub fn read_feature_environments(
 }
 
 /// Merges the document's environments into `next`: new ones are added, listed ones replaced
-/// (their creation time kept) unless `keep`. Environments are never dropped: toggles of
-/// other environments would lose their configuration silently.
+/// (their creation time kept, `default` still protected) unless `keep`. Environments are
+/// never dropped: toggles of other environments would lose their configuration silently.
 pub fn apply_environments(
     next: &mut ConfigState,
     listed: &[(usize, Environment)],
     keep: bool,
 ) -> RecordCounts {
-    let mut counts = RecordCounts::default();
-    for (_, environment) in listed {
-        match next.environments.get(&environment.name) {
-            None => {
-                counts.created += 1;
-                next.environments
-                    .insert(environment.name.clone(), Arc::new(environment.clone()));
-            }
-            Some(_) if keep => counts.unchanged += 1,
-            Some(old) => {
-                let record = Environment {
-                    created_at: old.created_at,
-                    // `default` stays protected: the 3.x API acts on it.
-                    protected: environment.protected || old.protected,
-                    ..environment.clone()
-                };
-                if **old == record {
-                    counts.unchanged += 1;
-                } else {
-                    counts.updated += 1;
-                    next.environments
-                        .insert(record.name.clone(), Arc::new(record));
-                }
-            }
-        }
-    }
-    counts
+    let listed: Vec<Environment> = listed.iter().map(|(_, e)| e.clone()).collect();
+    let options = ImportOptions { drop: false, keep };
+    let carry = |old: &Environment, new: &mut Environment| {
+        new.created_at = old.created_at;
+        // `default` stays protected: the 3.x API acts on it.
+        new.protected |= old.protected;
+    };
+    merge(
+        &mut next.environments,
+        listed,
+        options,
+        |e| &e.name,
+        carry,
+        |_| true,
+    )
+    .0
 }
 
 /// Gives each toggle the import wrote (`written`) exactly the environments the section lists

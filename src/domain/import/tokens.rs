@@ -4,13 +4,12 @@
 //! token. A document with secrets is itself a secret.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::apply::RecordCounts;
+use super::apply::{merge, ImportOptions, RecordCounts};
 use super::document::parse_item;
 use crate::domain::api_token::{ApiToken, TokenType};
 use crate::domain::config_state::ConfigState;
@@ -122,7 +121,6 @@ pub fn apply_tokens(
     keep: bool,
     errors: &mut ValidationErrors,
 ) -> RecordCounts {
-    let mut counts = RecordCounts::default();
     for (i, token) in listed {
         let path = format!("apiTokens[{i}]");
         if token.environment != "*" && !next.environments.contains_key(&token.environment) {
@@ -143,27 +141,17 @@ pub fn apply_tokens(
                 );
             }
         }
-        match next.api_tokens.get(&token.hash) {
-            None => {
-                counts.created += 1;
-                next.api_tokens
-                    .insert(token.hash.clone(), Arc::new(token.clone()));
-            }
-            Some(_) if keep => counts.unchanged += 1,
-            Some(old) => {
-                let record = ApiToken {
-                    created_at: old.created_at,
-                    ..token.clone()
-                };
-                if **old == record {
-                    counts.unchanged += 1;
-                } else {
-                    counts.updated += 1;
-                    next.api_tokens
-                        .insert(record.hash.clone(), Arc::new(record));
-                }
-            }
-        }
     }
-    counts
+    let listed: Vec<ApiToken> = listed.iter().map(|(_, t)| t.clone()).collect();
+    let options = ImportOptions { drop: false, keep };
+    let carry = |old: &ApiToken, new: &mut ApiToken| new.created_at = old.created_at;
+    merge(
+        &mut next.api_tokens,
+        listed,
+        options,
+        |t| &t.hash,
+        carry,
+        |_| true,
+    )
+    .0
 }
