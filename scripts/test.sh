@@ -18,6 +18,15 @@ if ! command -v redis-server >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server >/dev/null
 fi
 
+# PostgreSQL 15 for the real Unleash of tests/it/migration.rs (a private cluster under target/).
+if ! command -v initdb >/dev/null 2>&1 && [ ! -x /usr/lib/postgresql/15/bin/initdb ]; then
+  echo "# installing postgresql-15" >&2
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO="sudo"
+  (DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq postgresql-15 >/dev/null) ||
+    echo "# WARNING: could not install postgresql-15: the migration tests will be skipped" >&2
+fi
+
 # The real Unleash SDKs for tests/it/sdks.rs: Python's UnleashClient in a venv under target/,
 # Node's unleash-client under tests/sdk/node_modules (versions pinned in tests/sdk/). Each is
 # installed once and again only when its pins change. When one cannot be installed (no network,
@@ -55,6 +64,26 @@ install_node_sdk() {
   echo "$want" >"$stamp"
 }
 
+# Real unleash-servers (7.5.1 and 6.10.1, Apache-2.0, pinned in tests/unleash/ and
+# tests/unleash-6/) for tests/it/migration.rs, which also needs PostgreSQL 15's initdb and
+# postgres. Installed like the Node SDK, without install scripts (one is telemetry); unset:
+# those tests say "skipping".
+install_unleash_server() {
+  local dir=$1 stamp=$1/node_modules/.flagpole-stamp
+  local want
+  want="$(sdk_hash "$dir/package.json" "$dir/package-lock.json")"
+  if [ -d "$dir/node_modules/unleash-server" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+    return 0
+  fi
+  command -v npm >/dev/null 2>&1 || { echo "# npm not found" >&2; return 1; }
+  echo "# installing unleash-server into $dir/node_modules" >&2
+  (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error \
+    --fetch-retries=1 --fetch-retry-mintimeout=2000 \
+    --fetch-retry-maxtimeout=10000 --fetch-timeout=30000 >&2) || return 1
+  (cd "$dir" && node -e 'require("unleash-server")') >&2 || return 1
+  echo "$want" >"$stamp"
+}
+
 if [ "${FLAGPOLE_SDK_SKIP_INSTALL:-}" = 1 ]; then
   echo "# FLAGPOLE_SDK_SKIP_INSTALL=1: not installing the Unleash SDKs" >&2
 else
@@ -70,6 +99,20 @@ else
       export FLAGPOLE_SDK_NODE_DIR="$PWD/tests/sdk"
     else
       sdk_warn "could not install the Node Unleash SDK (tests/sdk/package.json)" Node
+    fi
+  fi
+  if [ -z "${FLAGPOLE_UNLEASH_DIR:-}" ]; then
+    if install_unleash_server tests/unleash; then
+      export FLAGPOLE_UNLEASH_DIR="$PWD/tests/unleash"
+    else
+      echo "# WARNING: could not install unleash-server (tests/unleash/package.json): the migration tests will be skipped (tests/it/migration.rs)" >&2
+    fi
+  fi
+  if [ -z "${FLAGPOLE_UNLEASH6_DIR:-}" ]; then
+    if install_unleash_server tests/unleash-6; then
+      export FLAGPOLE_UNLEASH6_DIR="$PWD/tests/unleash-6"
+    else
+      echo "# WARNING: could not install unleash-server 6 (tests/unleash-6/package.json): its migration case will be skipped (tests/it/migration.rs)" >&2
     fi
   fi
 fi

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, ValueEnum};
 
+mod import_unleash;
 mod streaming;
+pub use import_unleash::{Command, ImportUnleashArgs};
 pub use streaming::StreamingSettings;
 
 /// The memory, in MiB, redb may hold of the file's pages (`--embedded-cache-mib`). redb's own
@@ -121,6 +123,10 @@ pub struct Settings {
     /// Logs, traces and metrics.
     #[command(flatten)]
     pub telemetry: TelemetrySettings,
+
+    /// A one-off command instead of serving.
+    #[command(subcommand)]
+    pub command: Option<Command>,
 }
 
 /// The HTTP server: address, public URL, proxy, CORS, limits, probes and the shutdown drain.

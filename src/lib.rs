@@ -13,6 +13,7 @@ pub mod forwarding;
 mod fuzz;
 pub mod health;
 pub mod http;
+pub mod migration;
 pub mod service;
 pub mod snapshot;
 pub mod state;

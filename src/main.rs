@@ -3,7 +3,7 @@
 use clap::Parser;
 use tokio_util::sync::CancellationToken;
 
-use flagpole::config::Settings;
+use flagpole::config::{Command, Settings};
 
 /// jemalloc, with the settings in `.cargo/config.toml`. Against glibc's malloc at 10,000 toggles
 /// (docs/performance.md, "The allocator"): 19–45 % more writes/s on the Redis store, where glibc's free
@@ -16,6 +16,9 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let mut settings = Settings::parse();
+    if let Some(Command::ImportUnleash(args)) = settings.command.take() {
+        return flagpole::migration::run(settings, args).await;
+    }
     let traces = match flagpole::telemetry::traces::provider_from_env() {
         Ok(traces) => traces,
         Err(e) => {

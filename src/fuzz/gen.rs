@@ -11,7 +11,7 @@ use proptest::sample::Index;
 use crate::domain::config_state::ConfigState;
 use crate::domain::constraint::{Constraint, Operand, Operator};
 use crate::domain::context_field::{built_in_context_fields, is_built_in, ContextField};
-use crate::domain::environment::{only_default, FeatureEnvironment};
+use crate::domain::environment::{only_default, seeded_environments, FeatureEnvironment};
 use crate::domain::project::{default_project, Project, DEFAULT_PROJECT};
 use crate::domain::strategy::{built_in_strategies, ParameterDefinition, StrategyDefinition};
 use crate::domain::tag::{simple_tag_type, Tag, TagRef, TagType};
@@ -25,8 +25,8 @@ pub(crate) fn seeded_at() -> DateTime<Utc> {
     Utc.timestamp_opt(1_700_000_000, 0).unwrap()
 }
 
-/// What a store holds once seeded: the built-in strategies and context fields, `simple` and
-/// `default`.
+/// What a store holds once seeded: the built-in strategies and context fields, `simple`,
+/// `default` and the seeded environments.
 pub(crate) fn seeded() -> ConfigState {
     let now = seeded_at();
     let mut state = ConfigState::default();
@@ -42,6 +42,11 @@ pub(crate) fn seeded() -> ConfigState {
         .insert(simple.name.clone(), Arc::new(simple));
     let default = default_project(now);
     state.projects.insert(default.id.clone(), Arc::new(default));
+    for environment in seeded_environments(now) {
+        state
+            .environments
+            .insert(environment.name.clone(), Arc::new(environment));
+    }
     state
 }
 

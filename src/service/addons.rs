@@ -9,11 +9,9 @@ use super::{Actor, Plan, Service, ServiceError};
 use crate::domain::addon::{slack_tag_type, AddonConfig, AddonSpec};
 use crate::domain::config_state::ConfigState;
 use crate::domain::event::EventKind;
+use crate::domain::import::ADDON_IDS;
 use crate::domain::DomainError;
 use crate::store::Collection;
-
-/// The id sequence of addon configurations.
-const ADDON_IDS: &str = "addon";
 
 fn existing<'a>(state: &'a ConfigState, id: &str) -> Result<&'a AddonConfig, DomainError> {
     state
@@ -24,7 +22,7 @@ fn existing<'a>(state: &'a ConfigState, id: &str) -> Result<&'a AddonConfig, Dom
 }
 
 /// Event data without the parameters (they hold secrets).
-fn addon_data(addon: &AddonConfig) -> serde_json::Value {
+pub(super) fn addon_data(addon: &AddonConfig) -> serde_json::Value {
     json!({"id": addon.id, "provider": addon.provider, "enabled": addon.enabled,
            "description": addon.description, "events": addon.events})
 }

@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use super::addons::addon_data;
 use super::projects::project_data;
 use super::{event_data, Actor, Plan, Service, ServiceError, COMMIT_ATTEMPTS};
 use crate::domain::config_state::ConfigState;
@@ -434,6 +435,54 @@ pub(super) fn record_changes<T>(
                     json!({"id": id, "deleted": true}),
                     vec![],
                 ),
+            })
+        },
+        actor,
+    )?;
+    diff_records(
+        &before.environments,
+        &after.environments,
+        Collection::Environments,
+        plan,
+        |name, change| {
+            Some(match change {
+                Written(e) if before.environments.contains_key(name) => {
+                    (EventKind::EnvironmentUpdated, event_data(e), vec![])
+                }
+                Written(e) => (EventKind::EnvironmentCreated, event_data(e), vec![]),
+                Removed(_) => (EventKind::EnvironmentDeleted, json!({"name": name}), vec![]),
+            })
+        },
+        actor,
+    )?;
+    diff_records(
+        &before.api_tokens,
+        &after.api_tokens,
+        Collection::ApiTokens,
+        plan,
+        |hash, change| {
+            Some(match change {
+                Written(t) if before.api_tokens.contains_key(hash) => {
+                    (EventKind::ApiTokenUpdated, json!(t.view()), vec![])
+                }
+                Written(t) => (EventKind::ApiTokenCreated, json!(t.view()), vec![]),
+                Removed(t) => (EventKind::ApiTokenDeleted, json!(t.view()), vec![]),
+            })
+        },
+        actor,
+    )?;
+    diff_records(
+        &before.addons,
+        &after.addons,
+        Collection::Addons,
+        plan,
+        |id, change| {
+            Some(match change {
+                Written(a) if before.addons.contains_key(id) => {
+                    (EventKind::AddonConfigUpdated, addon_data(a), vec![])
+                }
+                Written(a) => (EventKind::AddonConfigCreated, addon_data(a), vec![]),
+                Removed(a) => (EventKind::AddonConfigDeleted, addon_data(a), vec![]),
             })
         },
         actor,

@@ -21,6 +21,7 @@ mod forwarding;
 mod frontend;
 mod frontend_ofrep;
 mod frontend_sdks;
+mod migration;
 mod openapi;
 mod probes;
 mod projects;

@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::document::ImportDocument;
+use super::instance::{apply_after_toggles, apply_before_toggles, InstanceSummary};
 use crate::domain::config_state::ConfigState;
 use crate::domain::context_field::is_built_in;
 use crate::domain::event_diff::differences;
@@ -48,6 +49,9 @@ pub struct ImportSummary {
     pub tags: Option<RecordCounts>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub feature_tags: Option<FeatureTagCounts>,
+    /// The sections of a whole instance (version 2).
+    #[serde(flatten)]
+    pub instance: InstanceSummary,
 }
 
 /// What happened to the toggles.
@@ -223,12 +227,24 @@ pub fn apply_import(
     if let Some(tags) = &document.tags {
         summary.tags = Some(import_tags(&mut next, tags, options, &mut errors));
     }
+    summary.instance = apply_before_toggles(&mut next, document, options, &mut errors);
     let mut written = HashSet::new();
     if let Some(features) = &document.features {
         let (counts, names) = import_toggles(&mut next, features, options, now);
         summary.features = Some(counts);
         written = names;
     }
+    apply_after_toggles(
+        state,
+        &mut next,
+        document,
+        options,
+        &written,
+        summary.features.as_mut(),
+        &mut summary.instance,
+        now,
+        &mut errors,
+    );
     if let Some(feature_tags) = &document.feature_tags {
         summary.feature_tags = Some(import_feature_tags(
             &mut next,
@@ -269,7 +285,7 @@ fn move_orphans_to_default(next: &mut ConfigState) {
 /// are replaced (after `carry` copies over what the document does not decide) unless `keep`
 /// or equal; with `drop`, records not listed are removed unless `protected`. Returns the
 /// counts and the removed keys.
-fn merge<V: Clone + PartialEq>(
+pub(super) fn merge<V: Clone + PartialEq>(
     map: &mut OrdMap<String, Arc<V>>,
     listed: Vec<V>,
     options: ImportOptions,

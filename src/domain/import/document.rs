@@ -9,18 +9,29 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::addons::read_addons;
+use super::archived::{read_archived, ArchivedName};
+use super::environments::{
+    read_environments, read_feature_environments, ImportedFeatureEnvironment,
+};
+use super::segments::read_segments;
+use super::tokens::read_tokens;
+use crate::domain::addon::AddonConfig;
+use crate::domain::api_token::ApiToken;
 use crate::domain::context_field::{is_built_in, ContextField, ContextFieldSpec};
+use crate::domain::environment::Environment;
 use crate::domain::export::DOCUMENT_VERSION;
 use crate::domain::fields::{refuse_unsupported, says_nothing, ExtraFields};
 use crate::domain::name::{check_name, NAME_MAX};
 use crate::domain::project::{Project, ProjectSpec};
+use crate::domain::segment::Segment;
 use crate::domain::strategy::{built_in_strategies, StrategyDefinition, StrategyDefinitionSpec};
 use crate::domain::tag::{TagRef, TagSpec, TagType, TagTypeSpec};
-use crate::domain::toggle::{ToggleSpec, ValidToggle};
+use crate::domain::toggle::{StrategySpec, ToggleSpec, ValidToggle};
 use crate::domain::{DomainError, ValidationErrors};
 
 /// The top-level keys a document may have.
-const KEYS: [&str; 8] = [
+const KEYS: [&str; 14] = [
     "version",
     "features",
     "strategies",
@@ -29,6 +40,22 @@ const KEYS: [&str; 8] = [
     "tagTypes",
     "tags",
     "featureTags",
+    "environments",
+    "featureEnvironments",
+    "segments",
+    "archivedFeatures",
+    "apiTokens",
+    "addons",
+];
+
+/// The keys only a version-2 document (a whole instance) may have.
+const INSTANCE_KEYS: [&str; 6] = [
+    "environments",
+    "featureEnvironments",
+    "segments",
+    "archivedFeatures",
+    "apiTokens",
+    "addons",
 ];
 
 /// The valid items of a document, section by section (`None`: the section is absent), each
@@ -42,6 +69,12 @@ pub struct ImportDocument {
     pub tag_types: Option<Vec<(usize, TagType)>>,
     pub tags: Option<Vec<(usize, TagRef)>>,
     pub feature_tags: Option<Vec<(usize, FeatureTagRef)>>,
+    pub environments: Option<Vec<(usize, Environment)>>,
+    pub feature_environments: Option<Vec<(usize, ImportedFeatureEnvironment)>>,
+    pub segments: Option<Vec<(usize, Segment)>>,
+    pub archived_features: Option<Vec<(usize, ArchivedName)>>,
+    pub api_tokens: Option<Vec<(usize, ApiToken)>>,
+    pub addons: Option<Vec<(usize, AddonConfig)>>,
 }
 
 /// A toggle of the document, with its `createdAt` when it has a valid one.
@@ -94,11 +127,21 @@ pub fn read_document(value: Value, now: DateTime<Utc>) -> (ImportDocument, Valid
     match sections.get("version") {
         None | Some(Value::Null) => {}
         Some(v) if v.as_u64() == Some(u64::from(DOCUMENT_VERSION)) => {}
+        Some(v) if v.as_u64() == Some(1) => {
+            for key in INSTANCE_KEYS.iter().filter(|k| sections.contains_key(**k)) {
+                errors.push(
+                    *key,
+                    format!("\"{key}\" is a section of version {DOCUMENT_VERSION} documents"),
+                );
+            }
+        }
         Some(v) => errors.push(
             "version",
-            format!("\"version\" must be {DOCUMENT_VERSION}, got {v}"),
+            format!("\"version\" must be 1 or {DOCUMENT_VERSION}, got {v}"),
         ),
     }
+    // A whole instance's toggles are configured per environment, nowhere else.
+    let per_environment = sections.contains_key("featureEnvironments");
     let mut section = |name: &str| items(&mut sections, name, &mut errors);
     let raw = RawSections {
         features: section("features"),
@@ -108,9 +151,17 @@ pub fn read_document(value: Value, now: DateTime<Utc>) -> (ImportDocument, Valid
         tag_types: section("tagTypes"),
         tags: section("tags"),
         feature_tags: section("featureTags"),
+        environments: section("environments"),
+        feature_environments: section("featureEnvironments"),
+        segments: section("segments"),
+        archived_features: section("archivedFeatures"),
+        api_tokens: section("apiTokens"),
+        addons: section("addons"),
     };
     let document = ImportDocument {
-        features: raw.features.map(|list| features(list, &mut errors)),
+        features: raw
+            .features
+            .map(|list| features(list, per_environment, &mut errors)),
         strategies: raw.strategies.map(|list| strategies(list, &mut errors)),
         projects: raw.projects.map(|list| projects(list, now, &mut errors)),
         context_fields: raw
@@ -123,6 +174,22 @@ pub fn read_document(value: Value, now: DateTime<Utc>) -> (ImportDocument, Valid
             .tags
             .map(|list| parse_each::<TagSpec, _>(list, "tags", &mut errors, TagSpec::validate)),
         feature_tags: raw.feature_tags.map(|list| feature_tags(list, &mut errors)),
+        environments: raw
+            .environments
+            .map(|list| read_environments(list, now, &mut errors)),
+        feature_environments: raw
+            .feature_environments
+            .map(|list| read_feature_environments(list, &mut errors)),
+        segments: raw
+            .segments
+            .map(|list| read_segments(list, now, &mut errors)),
+        archived_features: raw
+            .archived_features
+            .map(|list| read_archived(list, &mut errors)),
+        api_tokens: raw
+            .api_tokens
+            .map(|list| read_tokens(list, now, &mut errors)),
+        addons: raw.addons.map(|list| read_addons(list, now, &mut errors)),
     };
     refuse_duplicates(&document, &mut errors);
     (document, errors)
@@ -136,6 +203,12 @@ struct RawSections {
     tag_types: Option<Vec<(usize, Value)>>,
     tags: Option<Vec<(usize, Value)>>,
     feature_tags: Option<Vec<(usize, Value)>>,
+    environments: Option<Vec<(usize, Value)>>,
+    feature_environments: Option<Vec<(usize, Value)>>,
+    segments: Option<Vec<(usize, Value)>>,
+    archived_features: Option<Vec<(usize, Value)>>,
+    api_tokens: Option<Vec<(usize, Value)>>,
+    addons: Option<Vec<(usize, Value)>>,
 }
 
 /// The items of section `name` (`None` when absent or null); a section that is not a list is
@@ -218,16 +291,41 @@ fn created_at(extra: &ExtraFields) -> Option<DateTime<Utc>> {
 
 fn features(
     list: Vec<(usize, Value)>,
+    per_environment: bool,
     errors: &mut ValidationErrors,
 ) -> Vec<(usize, ImportedToggle)> {
-    parse_each::<ToggleSpec, _>(list, "features", errors, |spec| {
+    parse_each::<ToggleSpec, _>(list, "features", errors, |mut spec| {
         let created_at = created_at(&spec.extra);
         // A toggle body's `tags` are ignored (responses carry them); a document's tags on
         // toggles are `featureTags`, and one written by hand must not lose them silently.
         let tagged = spec.extra.get("tags").is_some_and(|t| !says_nothing(t));
-        let result = spec
+        let configured_here =
+            spec.enabled.is_some() || spec.strategies.is_some() || spec.variants.is_some();
+        if per_environment {
+            // Checked as a 3.x toggle with one placeholder strategy, taken off again: its
+            // configuration comes from `featureEnvironments`.
+            spec.strategies = Some(vec![StrategySpec {
+                name: Some("default".into()),
+                ..StrategySpec::default()
+            }]);
+        }
+        let mut result = spec
             .validate(None)
+            .map(|mut toggle| {
+                if per_environment {
+                    toggle.strategies.clear();
+                }
+                toggle
+            })
             .map(|toggle| ImportedToggle { toggle, created_at });
+        if per_environment && configured_here {
+            result = with_problem(
+                result,
+                "strategies",
+                "with \"featureEnvironments\", a toggle's \"enabled\", \"strategies\" and \
+                 \"variants\" are given per environment there, not on the toggle",
+            );
+        }
         if tagged {
             return with_problem(
                 result,

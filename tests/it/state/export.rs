@@ -15,7 +15,7 @@ conformance!(
 );
 
 /// Every section, in the order the document has them.
-const ALL: [&str; 8] = [
+const ALL: [&str; 14] = [
     "version",
     "features",
     "strategies",
@@ -24,6 +24,25 @@ const ALL: [&str; 8] = [
     "tagTypes",
     "tags",
     "featureTags",
+    "environments",
+    "featureEnvironments",
+    "segments",
+    "archivedFeatures",
+    "apiTokens",
+    "addons",
+];
+
+/// The sections that go with `featureToggles`.
+const TOGGLES: [&str; 3] = ["features", "featureEnvironments", "archivedFeatures"];
+
+/// The sections that go with `projects`.
+const PROJECTS: [&str; 6] = [
+    "projects",
+    "contextFields",
+    "environments",
+    "segments",
+    "apiTokens",
+    "addons",
 ];
 
 /// The top-level keys of a document, in order.
@@ -64,10 +83,11 @@ async fn the_document_holds_active_toggles_and_everything_but_built_ins(backend:
     assert_eq!(reply.header("content-disposition"), None);
     let document = reply.json;
     assert_eq!(keys(&document), ALL);
-    assert_eq!(document["version"], 1);
+    assert_eq!(document["version"], 2);
 
-    // Active toggles only (not the archived `old`), each as the admin API serves it, less
-    // its tags (they travel in `featureTags`).
+    // Active toggles only (the archived `old` is in `archivedFeatures`), each as the admin
+    // API serves it, less its tags (they travel in `featureTags`) and its configuration
+    // (`featureEnvironments`, per environment).
     assert_eq!(
         column(&document["features"], "name"),
         ["checkout", "search"]
@@ -79,9 +99,25 @@ async fn the_document_holds_active_toggles_and_everything_but_built_ins(backend:
             .await
             .expect(200)
             .json;
-        admin.as_object_mut().expect("toggle").remove("tags");
+        for field in ["tags", "enabled", "strategies", "variants"] {
+            admin.as_object_mut().expect("toggle").remove(field);
+        }
         assert_eq!(exported, &admin);
+        let default = document["featureEnvironments"]
+            .as_array()
+            .expect("featureEnvironments")
+            .iter()
+            .find(|fe| fe["featureName"] == name && fe["environment"] == "default")
+            .expect("the default environment");
+        let served = app
+            .get(&format!("/api/admin/features/{name}"))
+            .await
+            .expect(200)
+            .json;
+        assert_eq!(default["enabled"], served["enabled"]);
+        assert_eq!(default["strategies"], served["strategies"]);
     }
+    assert_eq!(column(&document["archivedFeatures"], "name"), ["old"]);
     assert_eq!(document["features"][0]["impressionData"], true);
     assert_eq!(document["features"][1]["stale"], true);
 
@@ -199,15 +235,15 @@ async fn sections_can_be_left_out(backend: &Backend) {
         ("?featureToggles=true", all_but(&[])),
         ("?featureToggles=TRUE", all_but(&[])),
         ("?featureToggles=-2", all_but(&[])),
-        ("?featureToggles=0", all_but(&["features"])),
-        ("?featureToggles=false", all_but(&["features"])),
+        ("?featureToggles=0", all_but(&TOGGLES)),
+        ("?featureToggles=false", all_but(&TOGGLES)),
         // A bare parameter, or anything but an integer or "true", is false.
-        ("?featureToggles", all_but(&["features"])),
-        ("?featureToggles=", all_but(&["features"])),
-        ("?featureToggles=yes", all_but(&["features"])),
+        ("?featureToggles", all_but(&TOGGLES)),
+        ("?featureToggles=", all_but(&TOGGLES)),
+        ("?featureToggles=yes", all_but(&TOGGLES)),
         ("?strategies=0", all_but(&["strategies"])),
         ("?tags=false", all_but(&["tagTypes", "tags", "featureTags"])),
-        ("?projects=0", all_but(&["projects", "contextFields"])),
+        ("?projects=0", all_but(&PROJECTS)),
         ("?projects=1&tags=1&strategies=TRUE", all_but(&[])),
         (
             "?featureToggles=0&strategies=0&tags=0&projects=0",
@@ -221,9 +257,13 @@ async fn sections_can_be_left_out(backend: &Backend) {
                 "featureTags",
                 "projects",
                 "contextFields",
+                "environments",
+                "segments",
+                "apiTokens",
+                "addons",
             ]),
         ),
-        ("?format=yaml&featureToggles", all_but(&["features"])),
+        ("?format=yaml&featureToggles", all_but(&TOGGLES)),
         (
             "?download=1&strategies=0&featureToggles=1",
             all_but(&["strategies"]),

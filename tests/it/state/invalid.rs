@@ -109,12 +109,12 @@ fn invalid_cases() -> Vec<(&'static str, Upload, Vec<&'static str>)> {
         ),
         (
             "an unknown top-level key",
-            doc(json!({"segments": []})),
-            vec!["segments"],
+            doc(json!({"users": []})),
+            vec!["users"],
         ),
         (
             "an unsupported version",
-            doc(json!({"version": 2})),
+            doc(json!({"version": 3})),
             vec!["version"],
         ),
         (

@@ -3,13 +3,14 @@
 //! YAML files, atomicity across replicas (`import.rs`); `drop`, `keep`, both and `dryRun` with
 //! their summaries and events, dropping projects (`drop_keep.rs`); refused documents of every
 //! kind — every problem listed with its path, nothing written — the body limit and YAML bombs
-//! (`invalid.rs`); the round trip between stores and backends (`round_trip.rs`); and the
-//! start-up seed (`seed.rs`).
+//! (`invalid.rs`); the round trip between stores and backends (`round_trip.rs`); version-2
+//! documents of a whole instance (`instance.rs`); and the start-up seed (`seed.rs`).
 
 mod client_shape;
 mod drop_keep;
 mod export;
 mod import;
+mod instance;
 mod invalid;
 mod round_trip;
 mod seed;

@@ -9,15 +9,20 @@ use super::dependency::Dependency;
 use super::project::Project;
 use super::strategy::{ParameterDefinition, StrategyDefinition};
 use super::tag::{TagRef, TagType};
-use super::toggle::{Strategy, Toggle, Variant};
+use super::toggle::Toggle;
 use super::views::ContextFieldView;
 use super::views::{ClientSegment, ClientToggle, SegmentForm};
 
+mod instance;
+pub use instance::{instance_sections, InstanceSections};
+
 /// The version of the document format.
-pub const DOCUMENT_VERSION: u32 = 1;
+pub const DOCUMENT_VERSION: u32 = 2;
 
 /// Which sections an export holds (the `featureToggles`, `strategies`, `tags` and `projects`
-/// query parameters; context fields go with projects).
+/// query parameters; context fields, environments, segments, API tokens and addons go with
+/// projects, each toggle's configuration per environment and the archived toggles with the
+/// toggles).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ExportSections {
     pub features: bool,
@@ -56,10 +61,12 @@ pub struct StateDocument<'a> {
     pub tags: Option<Vec<TagRef>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub feature_tags: Option<Vec<FeatureTag<'a>>>,
+    #[serde(flatten)]
+    pub instance: InstanceSections<'a>,
 }
 
-/// An active toggle with the admin field set, in the 3.x shape: its `default` environment
-/// (tags travel in `featureTags`).
+/// An active toggle's toggle-wide fields (its configuration per environment travels in
+/// `featureEnvironments`, its tags in `featureTags`).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExportedToggle<'a> {
@@ -68,10 +75,7 @@ pub struct ExportedToggle<'a> {
     #[serde(rename = "type")]
     pub kind: &'a str,
     pub project: &'a str,
-    pub enabled: bool,
     pub stale: bool,
-    pub strategies: &'a [Strategy],
-    pub variants: &'a [Variant],
     #[serde(skip_serializing_if = "Option::is_none")]
     pub impression_data: Option<bool>,
     #[serde(skip_serializing_if = "<[Dependency]>::is_empty")]
@@ -100,16 +104,12 @@ pub struct FeatureTag<'a> {
 
 impl<'a> ExportedToggle<'a> {
     fn new(toggle: &'a Toggle) -> Self {
-        let environment = toggle.default_environment();
         Self {
             name: &toggle.name,
             description: &toggle.description,
             kind: &toggle.kind,
             project: &toggle.project,
-            enabled: environment.enabled,
             stale: toggle.stale,
-            strategies: &environment.strategies,
-            variants: &environment.variants,
             impression_data: toggle.impression_data,
             dependencies: &toggle.dependencies,
             created_at: toggle.created_at,
@@ -130,6 +130,9 @@ impl<'a> ExportedStrategy<'a> {
 }
 
 /// The document of `state` with the chosen sections.
+///
+/// Version 2: the 3.x sections, toggles with their toggle-wide fields only, and the sections
+/// of a whole instance (see `instance_sections`).
 pub fn export(state: &ConfigState, sections: ExportSections) -> StateDocument<'_> {
     let features = sections.features.then(|| {
         state
@@ -184,6 +187,7 @@ pub fn export(state: &ConfigState, sections: ExportSections) -> StateDocument<'_
         tag_types,
         tags,
         feature_tags,
+        instance: instance_sections(state, sections),
     }
 }
 
