@@ -41,7 +41,12 @@ pub async fn run(settings: Settings, args: ImportUnleashArgs) -> ExitCode {
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("flagpole import-unleash: {e}");
-            eprintln!("Nothing was committed.");
+            match e {
+                MigrationError::Verification(_) => eprintln!(
+                    "The import was committed; run the command again to verify (a rerun commits no changes)."
+                ),
+                _ => eprintln!("Nothing was committed."),
+            }
             ExitCode::FAILURE
         }
     }
@@ -97,11 +102,17 @@ async fn commit_and_verify(
     }
     let callers = callers(bundle, &args.token.0, &replica.admin_token);
     let started = Instant::now();
-    let mut verification = verify::verify(api, &replica.base, &callers).await?;
+    // After the commit: a failure here must not say that nothing was committed.
+    let after_commit = |e: MigrationError| MigrationError::Verification(e.to_string());
+    let mut verification = verify::verify(api, &replica.base, &callers)
+        .await
+        .map_err(after_commit)?;
     if !verification.differences.is_empty() {
         // The replica builds its client documents right after the commit: look once more.
         tokio::time::sleep(Duration::from_secs(2)).await;
-        verification = verify::verify(api, &replica.base, &callers).await?;
+        verification = verify::verify(api, &replica.base, &callers)
+            .await
+            .map_err(after_commit)?;
     }
     let timing = format!(
         "in {:.1} s, {:.1} s of it waiting for Unleash",
@@ -182,6 +193,10 @@ fn write_bundle(path: &std::path::Path, bundle: &Value) -> Result<(), MigrationE
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     let mut file = options.open(path).map_err(fail)?;
+    // `mode` applies only to a file it creates: an existing one is made private too.
+    #[cfg(unix)]
+    file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .map_err(fail)?;
     let text = serde_json::to_vec_pretty(bundle)
         .map_err(|e| MigrationError::Output(format!("the bundle: {e}")))?;
     file.write_all(&text).map_err(fail)?;
@@ -285,6 +300,11 @@ impl Replica {
         settings.auth.admin_token = Some(SecretString(admin_token.clone()));
         // No webhook may hear of the import from here: delivery is the server's business.
         settings.delivery.enabled = false;
+        // What the server's environment may set is not this replica's business: no start-up
+        // document of its own, no writes sent on to another replica (the bundle is committed
+        // here, in one commit).
+        settings.import.import_file = None;
+        settings.replication.forward_writes = false;
         settings.server.import_body_limit_mib = 1024;
         settings.server.request_timeout_ms = 600_000;
         // Nobody but this command talks to it: no drain at the end.

@@ -32,6 +32,9 @@ pub enum MigrationError {
     Refused(String),
     #[error("{0}")]
     Output(String),
+    /// After the commit: the verification could not finish.
+    #[error("the verification could not finish: {0}")]
+    Verification(String),
 }
 
 /// An Unleash instance's API, as one admin.

@@ -85,9 +85,15 @@ fn viewer(state: &AppState, headers: &HeaderMap) -> Option<Viewer> {
     let value = cookie_value(headers)?;
     let user = state.auth.sessions.verify(value, Utc::now())?;
     let claims: Claims = serde_json::from_str(&user).ok()?;
-    if let Some(hash) = &claims.t {
+    match &claims.t {
         // A deleted or expired token ends the sessions it opened.
-        state.auth.admin_token_user(hash)?;
+        Some(hash) => {
+            state.auth.admin_token_user(hash)?;
+        }
+        // A session opened by a name (another mode, with the same session secret) opens
+        // nothing where tokens are required.
+        None if state.auth.mode() == crate::config::AuthMode::Token => return None,
+        None => {}
     }
     Some(Viewer {
         actor: Actor(claims.n),

@@ -177,3 +177,54 @@ async fn ui_pages_sessions_and_form_guards(backend: &Backend) {
     assert!(is_stale().await);
     app.stop().await;
 }
+
+/// A session opened by a name (insecure mode) opens nothing once the installation requires
+/// tokens, even with the same session secret.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_named_session_opens_nothing_where_tokens_are_required() {
+    use flagpole::config::{AuthMode, ClientAuth, SecretString};
+    let backend = Backend::embedded();
+    let secret = SecretString("a-session-secret-shared-by-both".into());
+    let http = reqwest::Client::builder()
+        .redirect(Policy::none())
+        .build()
+        .expect("client");
+    let mut settings = backend.settings();
+    settings.auth.mode = AuthMode::Insecure;
+    settings.auth.session_secret = Some(secret.clone());
+    let app = TestApp::spawn_with(settings.clone()).await;
+    let signed = http
+        .post(format!("{}/ui/sign-in", app.base))
+        .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(form(&[("name", "Ann"), ("next", "/ui/toggles")]))
+        .send()
+        .await
+        .expect("sign in");
+    assert_eq!(signed.status(), StatusCode::SEE_OTHER);
+    let cookie = signed.headers()[SET_COOKIE]
+        .to_str()
+        .expect("cookie")
+        .split(';')
+        .next()
+        .expect("pair")
+        .to_string();
+    let open = |app: &TestApp| {
+        http.get(format!("{}/ui/toggles", app.base))
+            .header(COOKIE, cookie.clone())
+            .send()
+    };
+    assert_eq!(open(&app).await.expect("GET").status(), StatusCode::OK);
+    app.stop().await;
+
+    settings.auth.mode = AuthMode::Token;
+    settings.auth.client_auth = ClientAuth::Token;
+    settings.auth.admin_token = Some(SecretString("test-admin-token-0001".into()));
+    let app = TestApp::spawn_with(settings).await;
+    let refused = open(&app).await.expect("GET");
+    assert_eq!(refused.status(), StatusCode::SEE_OTHER);
+    assert!(refused.headers()[LOCATION]
+        .to_str()
+        .unwrap_or_default()
+        .starts_with("/ui/sign-in"));
+    app.stop().await;
+}
