@@ -390,7 +390,10 @@ fn check_parameters(
                 None => {
                     errors.push(
                         path,
-                        format!("\"{name}\" is masked, but nothing is stored to keep"),
+                        format!(
+                            "\"{name}\" is masked ({MASK}), but nothing is stored to keep: \
+                             send its value (a state export holds it with addonSecrets=true)"
+                        ),
                     );
                     continue;
                 }

@@ -1,7 +1,9 @@
 //! The sections a version-2 state document adds for a whole instance: environments, each
 //! toggle's configuration per environment, segments, archived toggles, API tokens (by the
-//! SHA-256 of their secret: secrets are never stored) and addons (with their secrets: an
-//! export is as secret as the store).
+//! SHA-256 of their secret: secrets are never stored) and addons (their secrets masked unless
+//! asked for: an admin token that may read the export may not read webhook secrets elsewhere).
+
+use std::borrow::Cow;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -27,7 +29,7 @@ pub struct InstanceSections<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub api_tokens: Option<Vec<ExportedToken<'a>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub addons: Option<Vec<&'a AddonConfig>>,
+    pub addons: Option<Vec<Cow<'a, AddonConfig>>>,
 }
 
 /// One toggle's configuration in one environment.
@@ -127,8 +129,15 @@ pub fn instance_sections(state: &ConfigState, sections: ExportSections) -> Insta
                 })
                 .collect()
         }),
-        addons: sections
-            .projects
-            .then(|| state.addons.values().map(|a| &**a).collect()),
+        addons: sections.projects.then(|| {
+            state
+                .addons
+                .values()
+                .map(|a| match sections.addon_secrets {
+                    true => Cow::Borrowed(&**a),
+                    false => Cow::Owned(a.masked()),
+                })
+                .collect()
+        }),
     }
 }

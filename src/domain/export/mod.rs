@@ -22,13 +22,15 @@ pub const DOCUMENT_VERSION: u32 = 2;
 /// Which sections an export holds (the `featureToggles`, `strategies`, `tags` and `projects`
 /// query parameters; context fields, environments, segments, API tokens and addons go with
 /// projects, each toggle's configuration per environment and the archived toggles with the
-/// toggles).
+/// toggles), and whether addons carry their secrets (`addonSecrets`; masked otherwise, as the
+/// addon views show them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ExportSections {
     pub features: bool,
     pub strategies: bool,
     pub tags: bool,
     pub projects: bool,
+    pub addon_secrets: bool,
 }
 
 impl Default for ExportSections {
@@ -38,6 +40,7 @@ impl Default for ExportSections {
             strategies: true,
             tags: true,
             projects: true,
+            addon_secrets: false,
         }
     }
 }

@@ -1,6 +1,8 @@
 //! The `addons` section of a version-2 document: addon configurations by id, validated as the
-//! admin API validates them. Unleash 7 shows webhook and Slack secrets only masked; the
-//! migration brings such addons in disabled, with what to re-enter listed (see `migration`).
+//! admin API validates them when applied, so that a masked secret (`*****`, as an export shows
+//! it unless asked for secrets) keeps the value stored under the same id. Unleash 7 shows
+//! webhook and Slack secrets only masked; the migration brings such addons in disabled, with
+//! what to re-enter listed (see `migration`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,12 +19,20 @@ use crate::domain::ValidationErrors;
 /// The id sequence of addons (as the admin API advances it).
 pub const ADDON_IDS: &str = "addon";
 
+/// An addon of the document, parsed; validated when applied against what is stored.
+#[derive(Debug, Clone)]
+pub struct ListedAddon {
+    id: u64,
+    created_at: DateTime<Utc>,
+    spec: AddonSpec,
+}
+
 /// Reads the `addons` section: each item an addon as the admin API takes it, plus its `id`.
 pub fn read_addons(
     list: Vec<(usize, Value)>,
     now: DateTime<Utc>,
     errors: &mut ValidationErrors,
-) -> Vec<(usize, AddonConfig)> {
+) -> Vec<(usize, ListedAddon)> {
     let mut seen = HashMap::new();
     let mut read = Vec::new();
     for (i, item) in list {
@@ -40,9 +50,6 @@ pub fn read_addons(
             errors.push(format!("{path}.id"), "\"id\" must be a positive integer");
             continue;
         };
-        let Some(valid) = errors.absorb(&path, spec.validate(None)) else {
-            continue;
-        };
         if let Some(earlier) = seen.insert(id, i) {
             errors.push(
                 format!("{path}.id"),
@@ -50,7 +57,14 @@ pub fn read_addons(
             );
             continue;
         }
-        read.push((i, AddonConfig::create(id, valid, created_at)));
+        read.push((
+            i,
+            ListedAddon {
+                id,
+                created_at,
+                spec,
+            },
+        ));
     }
     read
 }
@@ -59,12 +73,27 @@ pub fn read_addons(
 /// past them; a Slack addon brings the tag type its channels are read from.
 pub fn apply_addons(
     next: &mut ConfigState,
-    listed: &[(usize, AddonConfig)],
+    listed: &[(usize, ListedAddon)],
     keep: bool,
+    errors: &mut ValidationErrors,
 ) -> RecordCounts {
     let mut counts = RecordCounts::default();
-    for (_, addon) in listed {
-        let key = addon.id.to_string();
+    for (i, listed) in listed {
+        let key = listed.id.to_string();
+        // A masked secret keeps the stored one only of an addon of the same provider: another
+        // provider under the same id is a replacement, as it always was.
+        let stored = next
+            .addons
+            .get(&key)
+            .filter(|old| listed.spec.provider.as_deref() == Some(old.provider.as_str()))
+            .cloned();
+        let Some(valid) = errors.absorb(
+            &format!("addons[{i}]"),
+            listed.spec.clone().validate(stored.as_deref()),
+        ) else {
+            continue;
+        };
+        let addon = AddonConfig::create(listed.id, valid, listed.created_at);
         match next.addons.get(&key) {
             None => {
                 counts.created += 1;

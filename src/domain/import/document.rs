@@ -9,14 +9,13 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::addons::read_addons;
+use super::addons::{read_addons, ListedAddon};
 use super::archived::{read_archived, ArchivedName};
 use super::environments::{
     read_environments, read_feature_environments, ImportedFeatureEnvironment,
 };
 use super::segments::read_segments;
 use super::tokens::read_tokens;
-use crate::domain::addon::AddonConfig;
 use crate::domain::api_token::ApiToken;
 use crate::domain::context_field::{is_built_in, ContextField, ContextFieldSpec};
 use crate::domain::environment::Environment;
@@ -74,7 +73,7 @@ pub struct ImportDocument {
     pub segments: Option<Vec<(usize, Segment)>>,
     pub archived_features: Option<Vec<(usize, ArchivedName)>>,
     pub api_tokens: Option<Vec<(usize, ApiToken)>>,
-    pub addons: Option<Vec<(usize, AddonConfig)>>,
+    pub addons: Option<Vec<(usize, ListedAddon)>>,
 }
 
 /// A toggle of the document, with its `createdAt` when it has a valid one.

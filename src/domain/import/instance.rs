@@ -52,7 +52,7 @@ pub fn apply_before_toggles(
         addons: document
             .addons
             .as_ref()
-            .map(|listed| apply_addons(next, listed, options.keep)),
+            .map(|listed| apply_addons(next, listed, options.keep, errors)),
         api_tokens: document
             .api_tokens
             .as_ref()

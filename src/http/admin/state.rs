@@ -40,6 +40,7 @@ pub fn router(import_limit: usize) -> OpenApiRouter<AppState> {
         ("strategies" = Option<String>, Query, description = "Include strategy definitions (default true)"),
         ("tags" = Option<String>, Query, description = "Include tag types, tags and toggle tags (default true)"),
         ("projects" = Option<String>, Query, description = "Include projects (default true)"),
+        ("addonSecrets" = Option<String>, Query, description = "Addons with their secrets (default false: masked as `*****`, which an import reads as \"keep the stored value\")"),
         ("environment" = Option<String>, Query, description = "Instead: the client document of this environment (every active toggle, segments by reference, every segment), which the import takes back with the same parameter"),
     ),
     responses(
@@ -56,6 +57,7 @@ async fn export_state(State(service): State<Service>, query: QueryFlags) -> ApiR
         strategies: query.flag("strategies", true),
         tags: query.flag("tags", true),
         projects: query.flag("projects", true),
+        addon_secrets: query.flag("addonSecrets", false),
     };
     let state = service.state()?;
     let yaml = query.get("format") == Some("yaml");

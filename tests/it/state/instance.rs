@@ -1,8 +1,9 @@
 //! Version-2 state documents (issue 33): a whole instance — environments, each toggle's
 //! configuration per environment, segments, archived names, API tokens, addons — exported,
 //! imported into an empty store and served the same client documents in every environment,
-//! with and without `Unleash-Client-Spec`; a token moved in with its secret works; problems of
-//! the new sections are reported with their paths and nothing is written.
+//! with and without `Unleash-Client-Spec`; a token moved in with its secret works; addon
+//! secrets leave only when asked for; problems of the new sections are reported with their
+//! paths and nothing is written.
 
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -14,6 +15,7 @@ use crate::conformance;
 conformance!(
     a_whole_instance_round_trips_with_the_same_client_documents,
     a_token_moved_in_with_its_secret_is_served_its_environment,
+    addon_secrets_are_exported_masked_unless_asked_for,
     problems_of_the_instance_sections_are_listed_and_nothing_is_written,
 );
 
@@ -115,7 +117,7 @@ async fn client_document(app: &TestApp, environment: &str, spec: Option<&str>) -
 async fn a_whole_instance_round_trips_with_the_same_client_documents(backend: &Backend) {
     let source = spawn_isolated(backend, "instance-source").await;
     populate_instance(&source).await;
-    let original = export(&source, "").await;
+    let original = export(&source, "?addonSecrets=true").await;
     assert_eq!(original["version"], 2);
     for section in [
         "environments",
@@ -158,7 +160,7 @@ async fn a_whole_instance_round_trips_with_the_same_client_documents(backend: &B
     assert_eq!(checkout["strategies"].as_array().map(Vec::len), Some(1));
     assert_eq!(checkout["strategies"][0]["variants"][1]["name"], "b");
     assert_eq!(
-        without_timestamps(&export(&target, "").await),
+        without_timestamps(&export(&target, "?addonSecrets=true").await),
         without_timestamps(&original)
     );
     // The archived name stays taken; the token and the addon are there as they were.
@@ -175,7 +177,7 @@ async fn a_whole_instance_round_trips_with_the_same_client_documents(backend: &B
     let addons = target.get("/api/admin/addons").await.expect(200).json;
     assert_eq!(addons["addons"][0]["enabled"], true);
 
-    // Its own export again changes nothing.
+    // Its own export again (the addon's secrets masked) changes nothing.
     let again = import(&target, "", &export(&target, "").await)
         .await
         .expect(202)
@@ -218,6 +220,57 @@ async fn a_token_moved_in_with_its_secret_is_served_its_environment(backend: &Ba
     // Again: nothing changes.
     let again = import(&app, "", &document).await.expect(202).json;
     assert_eq!(again["changed"], false, "{again}");
+}
+
+async fn addon_secrets_are_exported_masked_unless_asked_for(backend: &Backend) {
+    let app = spawn_isolated(backend, "instance-addon-secrets").await;
+    let url = "https://hooks.example.com/T0-private-path";
+    app.post(
+        "/api/admin/addons",
+        json!({"provider": "webhook", "enabled": true,
+               "parameters": {"url": url, "secret": "signing-key-1",
+                              "contentType": "application/json"},
+               "events": ["feature-created"]}),
+    )
+    .await
+    .expect(201);
+    let masked = export(&app, "").await;
+    let text = masked.to_string();
+    assert!(
+        !text.contains("private-path") && !text.contains("signing-key-1"),
+        "{masked}"
+    );
+    let parameters = &masked["addons"][0]["parameters"];
+    assert_eq!(parameters["url"], "*****");
+    assert_eq!(parameters["secret"], "*****");
+    assert_eq!(parameters["contentType"], "application/json");
+    let full = export(&app, "?addonSecrets=1").await;
+    assert_eq!(full["addons"][0]["parameters"]["url"], url);
+    assert_eq!(full["addons"][0]["parameters"]["secret"], "signing-key-1");
+
+    // Back into the same store, a masked secret keeps the stored one.
+    let again = import(&app, "", &masked).await.expect(202).json;
+    assert_eq!(again["changed"], false, "{again}");
+    assert_eq!(export(&app, "?addonSecrets=true").await, full);
+
+    // Into another store, there is nothing to keep: refused, nothing written.
+    let other = spawn_isolated(backend, "instance-addon-secrets-other").await;
+    let reply = import(&other, "", &masked).await.expect(400);
+    assert_eq!(
+        refused_paths(&reply),
+        ["addons[0].parameters.secret", "addons[0].parameters.url"]
+    );
+    let addons = other.get("/api/admin/addons").await.expect(200).json;
+    assert_eq!(addons["addons"], json!([]), "{addons}");
+    let features = other.get("/api/admin/features").await.expect(200).json;
+    assert_eq!(features["features"], json!([]), "{features}");
+    import(&other, "", &full).await.expect(202);
+    let moved = other.get("/api/admin/addons").await.expect(200).json;
+    assert_eq!(moved["addons"][0]["parameters"]["url"], "*****");
+    assert_eq!(
+        export(&other, "?addonSecrets=true").await["addons"],
+        full["addons"]
+    );
 }
 
 async fn problems_of_the_instance_sections_are_listed_and_nothing_is_written(backend: &Backend) {
