@@ -77,7 +77,7 @@ pub struct EdgeSettings {
 
 impl EdgeSettings {
     /// Whether no layer applies to the client routes (no CORS, no sampled client traces): only
-    /// then are they answered before routing (`FeaturesFirst`) and streams served outside hyper
+    /// then are they answered before routing (`PollsFirst`) and streams served outside hyper
     /// (`StreamsFirst`), so that the answers are the same either way.
     pub fn client_routes_unlayered(&self) -> bool {
         self.cors_origins.is_empty() && self.trace_client_every.is_none()

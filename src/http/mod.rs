@@ -13,6 +13,8 @@ mod index;
 pub mod listener;
 pub mod ofrep;
 pub mod openapi;
+mod polls_first;
+pub use polls_first::PollsFirst;
 mod request_docs;
 pub mod response;
 
@@ -38,8 +40,8 @@ use crate::telemetry::metrics::{is_operational, track_requests};
 
 /// The whole application. `NormalizePath` wraps the router (as a router layer it would run
 /// after routing) so that `POST /api/admin/features/` reaches the same handler; what SDKs
-/// poll is answered before both (`client::FeaturesFirst`).
-pub fn app(state: AppState) -> client::FeaturesFirst<NormalizePath<Router>> {
+/// poll is answered before both (`PollsFirst`).
+pub fn app(state: AppState) -> PollsFirst<NormalizePath<Router>> {
     let edge = state.edge.clone();
     let authenticate = middleware::from_fn_with_state(state.clone(), extract::authenticate_admin);
     // Every admin route: identified (except login and logout), bounded in body and time.
@@ -92,7 +94,7 @@ pub fn app(state: AppState) -> client::FeaturesFirst<NormalizePath<Router>> {
     // Their own CORS (`--frontend-origin`), outside the API's; no other layer (a hot path).
     let evaluation_routes = evaluation_routes
         .method_not_allowed_fallback(method_not_allowed)
-        .with_state(evaluation)
+        .with_state(evaluation.clone())
         .layer(frontend::cors(&edge.frontend_origins));
     let client_routes = match edge.trace_client_every {
         Some(every) => client_routes.layer(
@@ -148,8 +150,10 @@ pub fn app(state: AppState) -> client::FeaturesFirst<NormalizePath<Router>> {
         None => router,
     };
     let router = router.merge(evaluation_routes);
-    client::FeaturesFirst::new(
+    PollsFirst::new(
         unlayered.then_some(client),
+        evaluation,
+        frontend::cors(&edge.frontend_origins),
         NormalizePathLayer::trim_trailing_slash().layer(router),
     )
 }

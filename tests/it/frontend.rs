@@ -17,6 +17,7 @@ conformance!(
     frontend_tokens_choose_environment_and_projects,
     frontend_refuses_bad_contexts_and_wrong_tokens,
     frontend_cors_preflight_and_usage_reports,
+    frontend_polls_answered_before_routing_equal_routed_ones,
     playground_explains_each_strategy_constraint_and_segment,
     frontend_fills_remote_address_from_the_caller,
 );
@@ -466,6 +467,62 @@ async fn frontend_refuses_bad_contexts_and_wrong_tokens(backend: &Backend) {
     )
     .await
     .expect(200);
+}
+
+/// The status, body and headers (less `date`) of a reply.
+fn answer_of(reply: &Reply) -> (u16, String, Vec<(String, String)>) {
+    let mut headers: Vec<(String, String)> = reply
+        .headers
+        .iter()
+        .filter(|(name, _)| *name != "date")
+        .map(|(name, value)| {
+            let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+            (name.to_string(), value)
+        })
+        .collect();
+    headers.sort();
+    let body = String::from_utf8_lossy(&reply.bytes).into_owned();
+    (reply.status.as_u16(), body, headers)
+}
+
+/// `GET /api/frontend` (and `/api/proxy`) is answered before routing (`http::PollsFirst`);
+/// the same path with a trailing slash goes through the router: both answers are the same,
+/// CORS included, for a 200, a 304, a refusal and a bad context.
+async fn frontend_polls_answered_before_routing_equal_routed_ones(backend: &Backend) {
+    let (app, token) = start(backend).await;
+    let origin = ("Origin", "https://shop.example");
+    let first = get(&app, "/api/frontend?userId=u1", Some(&token), &[origin])
+        .await
+        .expect(200);
+    let etag = first.header("etag").expect("an ETag");
+    let too_large = format!("?userId={}", "x".repeat(17 * 1024));
+    let cases: [(&str, Option<&str>, Vec<(&str, &str)>); 6] = [
+        ("?userId=u1", Some(&token), vec![origin]),
+        (&too_large, Some(&token), vec![origin]),
+        (
+            "?userId=u1",
+            Some(&token),
+            vec![origin, ("If-None-Match", &etag)],
+        ),
+        ("?userId=u1", Some(&token), vec![]),
+        ("?userId=u1", Some("not-a-token"), vec![origin]),
+        (
+            "?properties[a]=1&a=2&remoteAddress=x",
+            Some(&token),
+            vec![origin],
+        ),
+    ];
+    for base in ["/api/frontend", "/api/proxy"] {
+        for (query, token, headers) in &cases {
+            let first = get(&app, &format!("{base}{query}"), *token, headers).await;
+            let routed = get(&app, &format!("{base}/{query}"), *token, headers).await;
+            assert_eq!(
+                answer_of(&first),
+                answer_of(&routed),
+                "{base}{query} {headers:?}"
+            );
+        }
+    }
 }
 
 async fn frontend_cors_preflight_and_usage_reports(backend: &Backend) {

@@ -1,15 +1,14 @@
 //! The client API: what SDKs poll. These routes are the hot path: they carry only the
 //! snapshot as state and none of the per-request layers of the rest of the API (each layer
 //! and the nesting of routers cost measurable CPU per request; see loadtest/README.md), and
-//! `GET /api/client/features` itself is answered before routing (`FeaturesFirst`).
+//! `GET /api/client/features` itself is answered before routing (`http::PollsFirst`).
 
 mod features;
-mod features_first;
 mod streaming;
 mod streams_first;
 mod usage;
 
-pub use features_first::FeaturesFirst;
+pub(super) use features::list_client_features;
 pub use streams_first::StreamsFirst;
 pub(crate) use usage::{client_identity, ClientMetrics, ClientRegistration};
 
