@@ -469,6 +469,9 @@ async fn frontend_refuses_bad_contexts_and_wrong_tokens(backend: &Backend) {
     .expect(200);
 }
 
+/// A request of a comparison: query, token and headers.
+type Case<'a> = (&'a str, Option<&'a str>, Vec<(&'a str, &'a str)>);
+
 /// The status, body and headers (less `date`) of a reply.
 fn answer_of(reply: &Reply) -> (u16, String, Vec<(String, String)>) {
     let mut headers: Vec<(String, String)> = reply
@@ -496,7 +499,7 @@ async fn frontend_polls_answered_before_routing_equal_routed_ones(backend: &Back
         .expect(200);
     let etag = first.header("etag").expect("an ETag");
     let too_large = format!("?userId={}", "x".repeat(17 * 1024));
-    let cases: [(&str, Option<&str>, Vec<(&str, &str)>); 6] = [
+    let cases: [Case; 6] = [
         ("?userId=u1", Some(&token), vec![origin]),
         (&too_large, Some(&token), vec![origin]),
         (
