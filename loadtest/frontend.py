@@ -9,10 +9,19 @@
   frontend.py propagation URL N   N times: switch a toggle on or off through the admin API, then
                                   poll the client API and the frontend API until they hold it;
                                   print how long the write and each took
+  frontend.py unleash-load URL ADMIN_TOKEN N
+                                  load the same N toggles into a real Unleash (6.x/7.x) as its
+                                  `development` environment (its admin API), then create a
+                                  frontend token for it and print the token's secret
+With FRONTEND_TOKEN set, `etags` sends it as the Authorization header (for a peer server); the
+OFREP and client-API ETags are then left out when the peer does not answer them.
 """
+import os
+import concurrent.futures
 import json
 import sys
 import time
+import urllib.error
 import urllib.request
 
 ADMIN = {"Authorization": "Basic YWRtaW46", "Content-Type": "application/json"}
@@ -52,15 +61,25 @@ def document(n):
 
 def request(url, method="GET", body=None, headers=None):
     req = urllib.request.Request(url, data=body, method=method, headers=headers or {})
-    with urllib.request.urlopen(req, timeout=10) as resp:
-        return resp.status, resp.headers, resp.read()
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, resp.headers, resp.read()
+    except urllib.error.HTTPError as e:
+        if e.code == 304:
+            raise
+        sys.exit(f"{method} {url}: {e.code} {e.read()[:2000].decode(errors='replace')}")
 
 
 def etags(url, n, out):
+    token = os.environ.get("FRONTEND_TOKEN")
+    auth = {"Authorization": token} if token else {}
     frontend, bulk = [], []
     for i in range(n):
-        _, headers, _ = request(f"{url}/api/frontend?appName=web&userId=ctx-{i}&properties%5Bplan%5D=pro")
+        _, headers, _ = request(
+            f"{url}/api/frontend?appName=web&userId=ctx-{i}&properties%5Bplan%5D=pro", headers=auth)
         frontend.append(headers["ETag"])
+        if token:
+            continue
         body = json.dumps({"context": {"targetingKey": f"ctx-{i}", "appName": "web"}}).encode()
         _, headers, _ = request(f"{url}/ofrep/v1/evaluate/flags", "POST", body,
                                 {"Content-Type": "application/json"})
@@ -68,6 +87,43 @@ def etags(url, n, out):
     with open(out, "w") as f:
         f.write("frontend_etags = {" + ",".join(json.dumps(e) for e in frontend) + "}\n")
         f.write("bulk_etags = {" + ",".join(json.dumps(e) for e in bulk) + "}\n")
+        if not token:
+            _, headers, _ = request(f"{url}/api/client/features")
+            f.write(f"client_etag = {json.dumps(headers['ETag'])}\n")
+
+
+def unleash_load(url, admin_token, n):
+    """The toggles of document(n) into Unleash's `development` through its admin API (8 at a
+    time; an admin token may not use the features-batch import), and a frontend token for it."""
+    headers = {"Authorization": admin_token, "Content-Type": "application/json"}
+    base = f"{url}/api/admin/projects/default/features"
+
+    def call(method, path, body):
+        request(f"{base}{path}", method, json.dumps(body).encode(), headers)
+
+    def load(feature):
+        name = feature["name"]
+        environment = f"/{name}/environments/development"
+        call("POST", "", {"name": name, "type": "release"})
+        # Unleash 7 refuses toggle variants where strategies exist: strategy variants instead.
+        variants = [dict(v, weightType="variable") for v in feature.get("variants", [])]
+        for strategy in feature["strategies"]:
+            if strategy["name"] == "userWithId":  # not in Unleash 7: the same as a constraint
+                strategy = {"name": "default", "constraints": [
+                    {"contextName": "userId", "operator": "IN",
+                     "values": strategy["parameters"]["userIds"].split(",")}]}
+            call("POST", f"{environment}/strategies", {
+                "name": strategy["name"], "parameters": strategy.get("parameters", {}),
+                "constraints": strategy.get("constraints", []), "variants": variants})
+        if feature["enabled"]:
+            call("POST", f"{environment}/on", {})
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(pool.map(load, document(n)["features"]))
+    body = json.dumps({"tokenName": "frontend-bench", "type": "frontend",
+                       "environment": "development", "projects": ["*"]}).encode()
+    _, _, reply = request(f"{url}/api/admin/api-tokens", "POST", body, headers)
+    print(json.loads(reply)["secret"])
 
 
 def wait_until(check, limit=10.0):
@@ -120,5 +176,7 @@ if __name__ == "__main__":
         etags(sys.argv[2], int(sys.argv[3]), sys.argv[4])
     elif cmd == "propagation":
         propagation(sys.argv[2], int(sys.argv[3]))
+    elif cmd == "unleash-load":
+        unleash_load(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     else:
         sys.exit(__doc__)
