@@ -36,6 +36,9 @@ pub struct ToggleFacts {
     pub has_payloads: bool,
     /// Only unconstrained `default` strategies (or none): OFREP's `STATIC`.
     pub static_rollout: bool,
+    /// The start of the toggle's entry in a frontend answer, `{"name":…,"enabled":true,
+    /// "variant":`, escaped once here rather than on every answer.
+    pub frontend_prefix: Box<[u8]>,
 }
 
 /// One toggle's evaluation: whether it is on for the context, and its variant.
@@ -178,7 +181,12 @@ impl ToggleFacts {
             .iter()
             .flat_map(|s| s.variants.iter())
             .any(|v| v.payload.is_some());
+        let mut frontend_prefix = br#"{"name":"#.to_vec();
+        // Serialising a string into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut frontend_prefix, toggle.name.as_str());
+        frontend_prefix.extend_from_slice(br#","enabled":true,"variant":"#);
         Self {
+            frontend_prefix: frontend_prefix.into_boxed_slice(),
             name: toggle.name.to_string(),
             project: toggle.project.to_string(),
             impression_data: toggle.impression_data.unwrap_or(false),

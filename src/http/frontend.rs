@@ -82,9 +82,7 @@ async fn try_evaluate(
         return Ok(not_modified(etag));
     }
     counts.evaluated.inc();
-    let answer = frontend::answer(&engine, &scope, &context.to_engine());
-    let body = serde_json::to_vec(&answer)
-        .map_err(|e| ApiError::Internal(format!("frontend answer: {e}")))?;
+    let body = frontend::answer_json(&engine, &scope, &context.to_engine());
     let etag = before.unwrap_or_else(|| frontend::body_etag(AnswerKind::Frontend, &body));
     if holds(&etag) {
         return Ok(not_modified(&etag));
