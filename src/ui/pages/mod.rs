@@ -3,14 +3,18 @@
 pub mod addons;
 pub mod applications;
 pub mod archive;
+mod constraint_form;
 pub mod events;
 pub mod new_toggle;
 pub mod playground;
 pub mod settings;
+pub mod settings_edit;
 pub mod sign_in;
 pub mod state;
+pub mod strategy_edit;
 mod strategy_form;
 pub mod toggle;
+pub mod toggle_dependency;
 mod toggle_usage;
 pub mod toggles;
 pub mod tokens;
