@@ -1,9 +1,13 @@
 """Editing in the admin UI, driven by role, label and visible text against the real binary on
 both stores, with the admin API checked afterwards: dependencies, a strategy edited in place,
-a token deleted; axe-core on each new page in both themes."""
+settings records edited and deleted, a token deleted, the list's usage sparklines; axe-core on
+each new page in both themes."""
 
 from __future__ import annotations
 
+import json
+import time
+import urllib.request
 import uuid
 
 from playwright.sync_api import expect
@@ -253,3 +257,54 @@ def test_context_field_legal_values_project_strategy_and_tag_type_are_edited(ser
     page.get_by_role("button", name=f"Delete tag type {tag_type}").click()
     expect(page.get_by_role("status").first).to_contain_text(f"Deleted {tag_type}")
     server.api("GET", f"/api/admin/tag-types/{tag_type}", expect=404)
+
+
+def test_the_toggle_list_shows_last_hour_usage_per_row(server, watched):
+    prefix = unique("spark")
+    used, unused = f"{prefix}-used", f"{prefix}-unused"
+    create_toggle(server, used)
+    create_toggle(server, unused)
+    body = {"appName": "shop", "instanceId": "i-1",
+            "bucket": {"start": "2026-11-22T10:00:00Z", "stop": "2026-11-22T10:00:10Z",
+                       "toggles": {used: {"yes": 5, "no": 2}}}}
+    request = urllib.request.Request(server.url + "/api/client/metrics",
+                                     data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    if server.token:
+        request.add_header("Authorization", server.token)
+    assert urllib.request.urlopen(request, timeout=10).status == 202
+    deadline = time.monotonic() + 30
+    while server.api("GET", "/api/admin/metrics/feature-toggles",
+                     expect=200)["lastHour"].get(used, {}).get("yes") != 5:
+        assert time.monotonic() < deadline, "the report was not counted"
+        time.sleep(0.2)
+    page = watched.page
+    sign_in(page, server)
+    # The sums are kept for 15 s and made again in the background: reload until it shows.
+    shown = page.get_by_role("img", name=f"{used}: 7 evaluations in the last hour")
+    deadline = time.monotonic() + 45
+    while True:
+        page.goto(f"{server.url}/ui/toggles?q={prefix}")
+        if shown.count() == 1:
+            break
+        assert time.monotonic() < deadline, "the sparkline did not show the report"
+        time.sleep(1)
+    expect(shown).to_be_visible()
+    expect(page.get_by_role("img", name=f"{unused}: 0 evaluations in the last hour")).to_be_visible()
+    audit(page, f"toggles-usage-{server.store}")
+
+
+def test_toggle_variants_are_shown_per_environment(server, watched):
+    name = unique("variants")
+    server.api("POST", "/api/admin/features", {
+        "name": name, "strategies": [{"name": "default"}],
+        "variants": [{"name": "blue", "weight": 1000, "weightType": "variable",
+                      "stickiness": "default",
+                      "payload": {"type": "string", "value": "<b>sky</b>"}}]}, expect=(200, 201))
+    page = watched.page
+    sign_in(page, server)
+    page.goto(f"{server.url}/ui/toggles/{name}")
+    default = page.get_by_role("article", name="default")
+    expect(default).to_contain_text("Toggle variants")
+    expect(default).to_contain_text("blue: 100.0%")
+    expect(default.get_by_text("<b>sky</b>")).to_be_visible()  # escaped, shown as text

@@ -226,9 +226,7 @@ fn section(
                                 @if editable(registry.kind) {
                                     td {
                                         @if !key.is_empty() {
-                                            a href=(edit_path(registry.kind, &key)) {
-                                                "Edit " span.visually-hidden { (name) }
-                                            }
+                                            a href=(edit_path(registry.kind, &key)) aria-label={ "Edit " (name) } { "Edit" }
                                         }
                                     }
                                 }

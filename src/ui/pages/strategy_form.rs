@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 use crate::domain::config_state::ConfigState;
 use crate::domain::feature_strategy::Strategy;
 use crate::domain::toggle::Toggle;
-use crate::domain::variant::WeightType;
+use crate::domain::variant::{Variant, WeightType};
 use crate::ui::form::Errors;
 use crate::ui::layout::csrf;
 use crate::ui::session::Viewer;
@@ -60,6 +60,30 @@ impl Fields {
             }
         }
         fields
+    }
+}
+
+/// A toggle's variants in one environment (read only: the service writes them only through
+/// the 3.x toggle `PUT` and imports; see docs/ui.md).
+pub fn toggle_variants(variants: &[Variant]) -> Markup {
+    html! {
+        @if !variants.is_empty() {
+            p { "Toggle variants (for strategies without variants of their own):" }
+            ul.variants {
+                @for v in variants {
+                    li {
+                        code { (v.name) } ": " (format!("{:.1}", f64::from(v.weight) / 10.0)) "%"
+                        @if v.weight_type == WeightType::Fix { " (fixed)" }
+                        ", stickiness " (v.stickiness)
+                        @if let Some(p) = &v.payload { ", payload (" (p.kind) ") " code { (p.value) } }
+                        @for o in &v.overrides {
+                            ", when " code { (o.context_name) } " is "
+                            (o.values.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", "))
+                        }
+                    }
+                }
+            }
+        }
     }
 }
 

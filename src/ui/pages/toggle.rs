@@ -23,7 +23,9 @@ use crate::ui::problem::{PageResult, Problem};
 use crate::ui::session::{Posted, Viewer};
 use crate::usage::views::{current_config_versions, toggle_detail, DEFAULT_STALE_AFTER_SECONDS};
 
-use super::strategy_form::{strategy_body, strategy_form, strategy_row, Fields, StrategyDraft};
+use super::strategy_form::{
+    strategy_body, strategy_form, strategy_row, toggle_variants, Fields, StrategyDraft,
+};
 use super::toggle_dependency::{dependency_section, DependencyDraft};
 use super::toggle_usage::{history, reach_table, usage_chart};
 use super::toggles::{switch, Notice};
@@ -126,6 +128,7 @@ pub(super) async fn render(
                     } @else {
                         ol.strategies { @for s in &fe.strategies { (strategy_row(viewer, &config, &toggle, &env.name, s)) } }
                     }
+                    (toggle_variants(&fe.variants))
                     (strategy_form(viewer, &config, &toggle, &env.name, draft.as_ref()))
                 }
             }
