@@ -5,6 +5,7 @@
 
 mod assets;
 mod form;
+mod guard;
 mod layout;
 mod negotiate;
 mod pages;
@@ -19,8 +20,9 @@ use crate::state::AppState;
 
 pub use toggle_query::{ListQuery, ToggleList};
 
-/// The UI's routes: `/` for browsers, everything else under `/ui`.
-pub fn router() -> Router<AppState> {
+/// The UI's routes: `/` for browsers, everything else under `/ui`; with the admin API's rate
+/// limit and request time limit (`guard`).
+pub fn router(app: &AppState) -> Router<AppState> {
     use pages::{
         addons, applications, archive, events, new_toggle, playground, settings, settings_edit,
         sign_in, state, strategy_edit, toggle, toggle_dependency, toggles, tokens,
@@ -101,4 +103,8 @@ pub fn router() -> Router<AppState> {
         .route("/ui/applications", get(applications::list))
         .route("/ui/applications/{app}", get(applications::detail))
         .route("/ui/state/export", get(state::download))
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            guard::limits,
+        ))
 }

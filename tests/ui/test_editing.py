@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.error
 import urllib.request
 import uuid
 
@@ -308,3 +309,32 @@ def test_toggle_variants_are_shown_per_environment(server, watched):
     expect(default).to_contain_text("Toggle variants")
     expect(default).to_contain_text("blue: 100.0%")
     expect(default.get_by_text("<b>sky</b>")).to_be_visible()  # escaped, shown as text
+
+
+def test_ui_requests_count_against_the_admin_rate_limit(tmp_path):
+    """With --rate-limit-admin 1 (a burst of 2), a signed-in person's third page at once is
+    answered 429 with Retry-After, as the admin API answers; the sign-in page is not counted."""
+    from conftest import Flagpole
+    import http.cookiejar
+    flagpole = Flagpole("embedded", ["--auth", "insecure", "--rate-limit-admin", "1"], tmp_path)
+    try:
+        jar = http.cookiejar.CookieJar()
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        for _ in range(4):
+            assert opener.open(flagpole.url + "/ui/sign-in", timeout=10).status == 200
+        opener.open(urllib.request.Request(flagpole.url + "/ui/sign-in", data=b"name=Rita",
+                                           method="POST"), timeout=10)
+        statuses = []
+        for _ in range(4):
+            try:
+                with opener.open(flagpole.url + "/ui/toggles", timeout=10) as r:
+                    statuses.append(r.status)
+            except urllib.error.HTTPError as e:
+                statuses.append(e.code)
+                if e.code == 429:
+                    assert int(e.headers["Retry-After"]) >= 1
+                    assert "Too many requests" in e.read().decode()
+        assert 429 in statuses, statuses
+        assert statuses[0] == 200, statuses
+    finally:
+        flagpole.stop()
