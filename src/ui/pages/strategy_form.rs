@@ -418,3 +418,72 @@ pub fn strategy_body(fields: &Fields) -> Result<Value, Errors> {
     }
     Ok(body)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strategy(value: Value) -> Strategy {
+        serde_json::from_value(value).expect("a stored strategy")
+    }
+
+    #[test]
+    fn an_unchanged_edit_form_describes_the_same_strategy() {
+        let held = strategy(json!({
+            "id": "s1", "name": "flexibleRollout", "title": "Beta", "disabled": true,
+            "parameters": {"rollout": "25", "stickiness": "default", "groupId": "g", "extra": "x"},
+            "constraints": [
+                {"contextName": "userId", "operator": "IN", "values": ["a", "b"], "inverted": true},
+                {"contextName": "currentTime", "operator": "DATE_AFTER", "value": "2026-01-01T00:00:00Z"},
+                {"contextName": "appName", "operator": "IN", "values": ["w"]},
+                {"contextName": "appName", "operator": "STR_CONTAINS", "values": ["q"], "caseInsensitive": true}
+            ],
+            "segments": [3],
+            "variants": [
+                {"name": "red", "weight": 400, "weightType": "fix", "stickiness": "default",
+                 "payload": {"type": "json", "value": "{}"}},
+                {"name": "black", "weight": 600, "weightType": "variable", "stickiness": "default"}
+            ]
+        }));
+        let body = strategy_body(&Fields::of_strategy(&held)).unwrap_or_else(|_| panic!("valid"));
+        assert_eq!(body["title"], "Beta");
+        assert_eq!(body["disabled"], true);
+        assert_eq!(
+            body["parameters"],
+            json!({"rollout": "25", "stickiness": "default", "groupId": "g", "extra": "x"})
+        );
+        let constraints = body["constraints"].as_array().expect("constraints");
+        assert_eq!(
+            constraints.len(),
+            4,
+            "more constraints than the form's minimum rows"
+        );
+        assert_eq!(constraints[0]["values"], json!(["a", "b"]));
+        assert_eq!(constraints[0]["inverted"], true);
+        assert_eq!(constraints[1]["value"], "2026-01-01T00:00:00Z");
+        assert_eq!(constraints[3]["caseInsensitive"], true);
+        assert_eq!(body["segments"], json!([3]));
+        let variants = body["variants"].as_array().expect("variants");
+        assert_eq!(variants[0]["name"], "red");
+        assert_eq!(variants[0]["weight"], json!(400.0));
+        assert_eq!(
+            variants[0]["payload"],
+            json!({"type": "json", "value": "{}"})
+        );
+        assert_eq!(variants[1]["weightType"], "variable");
+    }
+
+    #[test]
+    fn rows_reach_past_the_highest_row_sent() {
+        let fields: Fields = serde_json::from_value(json!([
+            ["c0.contextName", "userId"],
+            ["c4.values", "x"],
+            ["v1.name", "a"],
+            ["cx.y", "z"]
+        ]))
+        .expect("fields");
+        assert_eq!(fields.rows("c", 3), 5);
+        assert_eq!(fields.rows("v", 3), 3);
+        assert_eq!(Fields::default().rows("c", 3), 3);
+    }
+}
