@@ -90,6 +90,7 @@ def test_a_strategy_is_edited_in_place(server, watched):
     page.goto(f"{server.url}/ui/toggles/{name}")
     page.get_by_role("link", name="Edit strategy Beta in development").click()
     expect(page.get_by_role("heading", name="Edit strategy Beta in development", level=1)).to_be_visible()
+    edit_url = page.url
     # Prefilled with what the strategy holds.
     expect(page.get_by_label("Rollout (%)")).to_have_value("25")
     expect(page.get_by_label("Values 1 (comma-separated)")).to_have_value("a, b")
@@ -128,6 +129,15 @@ def test_a_strategy_is_edited_in_place(server, watched):
     assert strategy["constraints"][1]["values"] == ["web"]
     red = next(v for v in strategy["variants"] if v["name"] == "red")
     assert red["weight"] == 400 and red["payload"] == {"type": "json", "value": "{\"x\": 1}"}
+    # The edit page and the toggle page (dependencies, variants) fit a 390 px screen.
+    page.set_viewport_size({"width": 390, "height": 844})
+    for url in (edit_url, f"{server.url}/ui/toggles/{name}"):
+        page.goto(url)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        wide = page.evaluate("""[...document.querySelectorAll('body *')].filter(e =>
+            e.getBoundingClientRect().right > 392).slice(0, 6).map(e => e.tagName + '.' +
+            e.className + ' ' + Math.round(e.getBoundingClientRect().right) + ' ' + (e.parentElement.tagName) + ' ' + (e.textContent || '').slice(0, 60))""")
+        assert width <= 391, f"{url} is {width}px wide at 390px: {wide}"
 
 
 def test_a_token_is_deleted_without_showing_its_secret(server, watched):
