@@ -116,7 +116,7 @@ pub fn app(state: AppState) -> PollsFirst<NormalizePath<Router>> {
     let router = routes
         .merge(openapi::router(document))
         // The admin UI (`/` for browsers, `/ui/*`): pages, not API routes.
-        .merge(crate::ui::router())
+        .merge(crate::ui::router(&state))
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(CatchPanicLayer::custom(|_| {

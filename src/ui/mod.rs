@@ -5,6 +5,7 @@
 
 mod assets;
 mod form;
+mod guard;
 mod layout;
 mod negotiate;
 mod pages;
@@ -19,11 +20,12 @@ use crate::state::AppState;
 
 pub use toggle_query::{ListQuery, ToggleList};
 
-/// The UI's routes: `/` for browsers, everything else under `/ui`.
-pub fn router() -> Router<AppState> {
+/// The UI's routes: `/` for browsers, everything else under `/ui`; with the admin API's rate
+/// limit and request time limit (`guard`).
+pub fn router(app: &AppState) -> Router<AppState> {
     use pages::{
-        addons, applications, archive, events, new_toggle, playground, settings, sign_in, state,
-        toggle, toggles, tokens,
+        addons, applications, archive, events, new_toggle, playground, settings, settings_edit,
+        sign_in, state, strategy_edit, toggle, toggle_dependency, toggles, tokens,
     };
     Router::new()
         .route("/", get(negotiate::index))
@@ -48,8 +50,20 @@ pub fn router() -> Router<AppState> {
             post(toggle::add_strategy),
         )
         .route(
+            "/ui/toggles/{name}/environments/{env}/strategies/{id}",
+            get(strategy_edit::form).post(strategy_edit::save),
+        )
+        .route(
             "/ui/toggles/{name}/environments/{env}/strategies/{id}/delete",
             post(toggle::delete_strategy),
+        )
+        .route(
+            "/ui/toggles/{name}/dependency",
+            post(toggle_dependency::set),
+        )
+        .route(
+            "/ui/toggles/{name}/dependency/remove",
+            post(toggle_dependency::remove),
         )
         .route("/ui/toggles/{name}/stale", post(toggle::stale))
         .route("/ui/toggles/{name}/archive", post(toggle::archive))
@@ -63,6 +77,7 @@ pub fn router() -> Router<AppState> {
             get(playground::form).post(playground::run),
         )
         .route("/ui/tokens", get(tokens::list).post(tokens::create))
+        .route("/ui/tokens/{id}/delete", post(tokens::delete))
         .route("/ui/state", get(state::form).post(state::submit))
         .route("/ui/addons", get(addons::list).post(addons::create))
         .route("/ui/addons/{id}", get(addons::detail))
@@ -77,7 +92,19 @@ pub fn router() -> Router<AppState> {
             post(settings::environment_enabled),
         )
         .route("/ui/settings/{kind}", post(settings::create))
+        .route(
+            "/ui/settings/{kind}/{key}",
+            get(settings_edit::form).post(settings_edit::save),
+        )
+        .route(
+            "/ui/settings/{kind}/{key}/delete",
+            post(settings_edit::delete),
+        )
         .route("/ui/applications", get(applications::list))
         .route("/ui/applications/{app}", get(applications::detail))
         .route("/ui/state/export", get(state::download))
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            guard::limits,
+        ))
 }

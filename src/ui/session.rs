@@ -101,6 +101,16 @@ fn viewer(state: &AppState, headers: &HeaderMap) -> Option<Viewer> {
     })
 }
 
+/// Whether the request has a valid session: `Some` with the hash of the admin token it was
+/// opened with (token mode), `None` without a session.
+pub fn session_token(state: &AppState, headers: &HeaderMap) -> Option<Option<String>> {
+    viewer(state, headers)?;
+    let value = cookie_value(headers)?;
+    let user = state.auth.sessions.verify(value, Utc::now())?;
+    let claims: Claims = serde_json::from_str(&user).ok()?;
+    Some(claims.t)
+}
+
 /// Where to go back to after signing in: only a page of the UI (no open redirect).
 pub fn safe_next(next: Option<&str>) -> &str {
     match next {

@@ -94,6 +94,7 @@ async fn ui_pages_sessions_and_form_guards(backend: &Backend) {
         "/ui/addons",
         "/ui/applications",
         "/ui/settings",
+        "/ui/settings/tag-types/simple",
     ] {
         let page = http
             .get(url(path))

@@ -408,7 +408,8 @@ def test_settings_create_a_project_and_switch_an_environment(server, watched):
 
 @pytest.mark.parametrize("path", ["/ui/toggles", "/ui/new-toggle", "/ui/archive", "/ui/events",
                                   "/ui/playground", "/ui/tokens", "/ui/state",
-                                  "/ui/addons", "/ui/applications", "/ui/settings"])
+                                  "/ui/addons", "/ui/applications", "/ui/settings",
+                                  "/ui/settings/tag-types/simple"])
 def test_every_page_at_390_px(server, browser, path):
     context = browser.new_context(viewport={"width": 390, "height": 844})
     page = context.new_page()

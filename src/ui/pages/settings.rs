@@ -1,5 +1,6 @@
 //! The registries on one page: segments, environments (switched on or off), projects, context
-//! fields, strategy definitions and tag types, each listed with a form creating one.
+//! fields, strategy definitions and tag types, each listed with a form creating one and (but
+//! environments) a link to each record's edit page (`settings_edit`).
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -18,6 +19,7 @@ use crate::ui::layout::{csrf, page, Section};
 use crate::ui::problem::{PageResult, Problem};
 use crate::ui::session::{Posted, Viewer};
 
+use super::settings_edit::{edit_path, editable};
 use super::toggles::Notice;
 use super::{see_other, segment, with_notice};
 
@@ -92,13 +94,15 @@ impl Fields {
     }
 }
 
-fn rows(state: &ConfigState, kind: &str) -> Vec<(String, String, String)> {
+/// The rows of a registry's table: (key, name, description, extra).
+fn rows(state: &ConfigState, kind: &str) -> Vec<(String, String, String, String)> {
     match kind {
         "segments" => state
             .segments
             .values()
             .map(|s| {
                 (
+                    s.id.to_string(),
                     s.name.clone(),
                     s.description.clone().unwrap_or_default(),
                     format!("{} constraints", s.constraints.len()),
@@ -110,32 +114,57 @@ fn rows(state: &ConfigState, kind: &str) -> Vec<(String, String, String)> {
             .map(|e| {
                 (
                     e.name.clone(),
+                    e.name.clone(),
                     e.kind.clone(),
                     if e.enabled { "on".into() } else { "off".into() },
                 )
             })
             .collect(),
         "projects" => {
-            let mut rows = vec![("default".to_string(), "Default".to_string(), String::new())];
+            let mut rows = vec![(
+                String::new(),
+                "default".to_string(),
+                "Default".to_string(),
+                String::new(),
+            )];
             rows.extend(
                 state
                     .projects
                     .values()
                     .filter(|p| p.id != "default")
-                    .map(|p| (p.id.clone(), p.name.clone(), p.description.clone())),
+                    .map(|p| {
+                        (
+                            p.id.clone(),
+                            p.id.clone(),
+                            p.name.clone(),
+                            p.description.clone(),
+                        )
+                    }),
             );
             rows
         }
         "context-fields" => state
             .context_fields
             .values()
-            .map(|c| (c.name.clone(), c.description.clone(), String::new()))
+            .map(|c| {
+                (
+                    c.name.clone(),
+                    c.name.clone(),
+                    c.description.clone(),
+                    c.legal_values.join(", "),
+                )
+            })
             .collect(),
         "strategies" => state
             .strategies
             .values()
             .map(|s| {
                 (
+                    if s.built_in {
+                        String::new()
+                    } else {
+                        s.name.clone()
+                    },
                     s.name.clone(),
                     s.description.clone(),
                     if s.deprecated {
@@ -149,7 +178,14 @@ fn rows(state: &ConfigState, kind: &str) -> Vec<(String, String, String)> {
         _ => state
             .tag_types
             .values()
-            .map(|t| (t.name.clone(), t.description.clone(), String::new()))
+            .map(|t| {
+                (
+                    t.name.clone(),
+                    t.name.clone(),
+                    t.description.clone(),
+                    String::new(),
+                )
+            })
             .collect(),
     }
 }
@@ -173,7 +209,7 @@ fn section(
             div.table-scroll tabindex="0" role="region" aria-labelledby=(heading) {
                 table {
                     tbody {
-                        @for (name, description, extra) in rows(state, registry.kind) {
+                        @for (key, name, description, extra) in rows(state, registry.kind) {
                             tr {
                                 th scope="row" { (name) }
                                 td { (description) }
@@ -186,6 +222,13 @@ fn section(
                                                 aria-label={ "Environment " (name) " enabled" } { (if extra == "on" { "On" } else { "Off" }) }
                                         }
                                     } @else { (extra) }
+                                }
+                                @if editable(registry.kind) {
+                                    td {
+                                        @if !key.is_empty() {
+                                            a href=(edit_path(registry.kind, &key)) aria-label={ "Edit " (name) } { "Edit" }
+                                        }
+                                    }
                                 }
                             }
                         }
@@ -261,7 +304,7 @@ async fn create_one(
         "environments" => service.create_environment(actor, spec(json!({"name": text("name"), "type": if text("type").is_empty() { "development".into() } else { text("type") }}))?).await.map(drop),
         "projects" => service.create_project(actor, spec(json!({"id": text("id"), "name": if text("name").is_empty() { text("id") } else { text("name") }, "description": text("description")}))?).await.map(drop),
         "context-fields" => {
-            let legal: Vec<Value> = f.get("legalValues").split(',').map(str::trim).filter(|v| !v.is_empty()).map(|v| json!({"value": v})).collect();
+            let legal: Vec<&str> = f.get("legalValues").split(',').map(str::trim).filter(|v| !v.is_empty()).collect();
             service.create_context_field(actor, spec(json!({"name": text("name"), "description": text("description"), "legalValues": legal}))?).await.map(drop)
         }
         "strategies" => service.create_strategy(actor, spec(json!({"name": text("name"), "description": text("description"), "parameters": []}))?).await.map(drop),

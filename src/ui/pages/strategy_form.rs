@@ -4,43 +4,86 @@
 //! API's request body.
 
 use maud::{html, Markup};
-use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::domain::config_state::ConfigState;
-use crate::domain::constraint::Operator;
 use crate::domain::feature_strategy::Strategy;
 use crate::domain::toggle::Toggle;
+use crate::domain::variant::{Variant, WeightType};
 use crate::ui::form::Errors;
 use crate::ui::layout::csrf;
 use crate::ui::session::Viewer;
 
+pub use super::constraint_form::Fields;
+use super::constraint_form::{constraint_fieldset, constraints_body};
 use super::{segment, toggle_path};
 
-/// Constraint rows in the add-strategy form (blank rows are ignored).
-pub const CONSTRAINT_ROWS: usize = 3;
 /// Variant rows in the add-strategy form.
 pub const VARIANT_ROWS: usize = 3;
 
-/// A submitted form as its fields in order (rows of repeated fields are numbered).
-#[derive(Deserialize, Default)]
-#[serde(transparent)]
-pub struct Fields(Vec<(String, String)>);
-
 impl Fields {
-    pub fn get(&self, name: &str) -> &str {
-        self.0
-            .iter()
-            .find(|(k, _)| k == name)
-            .map_or("", |(_, v)| v.trim())
+    /// The form's fields describing `strategy`, to edit it in place (a blank row of each kind
+    /// is left for adding one).
+    pub fn of_strategy(strategy: &Strategy) -> Self {
+        let mut fields = Self::default();
+        fields.push("name", strategy.name.as_str());
+        if let Some(title) = &strategy.title {
+            fields.push("title", title.as_str());
+        }
+        if strategy.disabled {
+            fields.push("disabled", "true");
+        }
+        let mut params = Vec::new();
+        for (k, v) in strategy.parameters.iter() {
+            match k.as_str() {
+                "rollout" | "stickiness" | "groupId" => fields.push(k.as_str(), v.to_string()),
+                _ => params.push(format!("{k}={v}")),
+            }
+        }
+        fields.push("params", params.join("\n"));
+        fields.push_constraints(&strategy.constraints);
+        for id in &strategy.segments {
+            fields.push("segment", id.to_string());
+        }
+        for (i, v) in strategy.variants.iter().enumerate() {
+            let p = format!("v{i}");
+            fields.push(format!("{p}.name"), v.name.as_str());
+            if v.weight_type != Some(WeightType::Variable) {
+                fields.push(
+                    format!("{p}.weight"),
+                    (f64::from(v.weight) / 10.0).to_string(),
+                );
+            }
+            if let Some(payload) = &v.payload {
+                fields.push(format!("{p}.payloadType"), payload.kind.as_str());
+                fields.push(format!("{p}.payload"), payload.value.as_str());
+            }
+        }
+        fields
     }
+}
 
-    pub fn all(&self, name: &str) -> Vec<&str> {
-        self.0
-            .iter()
-            .filter(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-            .collect()
+/// A toggle's variants in one environment (read only: the service writes them only through
+/// the 3.x toggle `PUT` and imports; see docs/ui.md).
+pub fn toggle_variants(variants: &[Variant]) -> Markup {
+    html! {
+        @if !variants.is_empty() {
+            p { "Toggle variants (for strategies without variants of their own):" }
+            ul.variants {
+                @for v in variants {
+                    li {
+                        code { (v.name) } ": " (format!("{:.1}", f64::from(v.weight) / 10.0)) "%"
+                        @if v.weight_type == WeightType::Fix { " (fixed)" }
+                        ", stickiness " (v.stickiness)
+                        @if let Some(p) = &v.payload { ", payload (" (p.kind) ") " code { (p.value) } }
+                        @for o in &v.overrides {
+                            ", when " code { (o.context_name) } " is "
+                            (o.values.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", "))
+                        }
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -72,12 +115,13 @@ pub fn strategy_row(
     environment: &str,
     strategy: &Strategy,
 ) -> Markup {
-    let delete = format!(
-        "{}/environments/{}/strategies/{}/delete",
+    let edit = format!(
+        "{}/environments/{}/strategies/{}",
         toggle_path(&toggle.name),
         segment(environment),
         segment(&strategy.id)
     );
+    let delete = format!("{edit}/delete");
     let title = strategy.title.as_deref().unwrap_or(&strategy.name);
     html! {
         li.strategy {
@@ -105,6 +149,10 @@ pub fn strategy_row(
                     li { "Variant " code { (v.name) } ": " (format!("{:.1}", f64::from(v.weight) / 10.0)) "%" }
                 }
             }
+            a href=(edit) {
+                "Edit strategy " span.visually-hidden { (title) " in " (environment) }
+            }
+            " "
             form.inline method="post" action=(delete) {
                 (csrf(viewer))
                 button.secondary.outline type="submit"
@@ -116,6 +164,8 @@ pub fn strategy_row(
     }
 }
 
+/// The add-strategy form of one environment (open, with what was typed and its problems,
+/// when `draft` is about this environment).
 pub fn strategy_form(
     viewer: &Viewer,
     state: &ConfigState,
@@ -129,132 +179,153 @@ pub fn strategy_form(
         Some(d) if d.environment == environment => (d.fields, d.errors, true),
         _ => (&empty, &no_errors, false),
     };
-    let id = |name: &str| format!("s-{}-{name}", segment(environment).replace('%', "_"));
-    let value_or = |name: &str, default: &'static str| -> String {
-        let v = fields.get(name);
-        if v.is_empty() && !open {
-            default.to_string()
-        } else {
-            v.to_string()
-        }
-    };
     let action = format!(
         "{}/environments/{}/strategies",
         toggle_path(&toggle.name),
         segment(environment)
     );
-    let mut contexts: Vec<String> = [
-        "userId",
-        "sessionId",
-        "remoteAddress",
-        "environment",
-        "appName",
-        "currentTime",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    for name in state.context_fields.keys() {
-        if !contexts.contains(name) {
-            contexts.push(name.clone());
-        }
-    }
-    let chosen_segments = fields.all("segment");
     html! {
         details open[open] {
             summary { "Add a strategy in " (environment) }
             form method="post" action=(action) {
                 (csrf(viewer))
-                (errors.summary())
-                div.grid {
-                    label for=(id("name")) { "Strategy"
-                        select id=(id("name")) name="name" {
-                            @for s in state.strategies.values() {
-                                @if !s.deprecated {
-                                    option value=(s.name) selected[value_or("name", "flexibleRollout") == s.name.as_str()] { (s.name) }
-                                }
-                            }
-                        }
-                    }
-                    label for=(id("title")) { "Title (optional)"
-                        input type="text" id=(id("title")) name="title" value=(fields.get("title"));
-                    }
-                }
-                div.grid {
-                    label for=(id("rollout")) { "Rollout (%)"
-                        input type="number" min="0" max="100" id=(id("rollout")) name="rollout" value=(value_or("rollout", "100"))
-                            aria-invalid=[errors.has("parameters.rollout").then_some("true")];
-                    }
-                    label for=(id("stickiness")) { "Stickiness"
-                        input type="text" id=(id("stickiness")) name="stickiness" value=(value_or("stickiness", "default"));
-                    }
-                    label for=(id("group")) { "Group id"
-                        input type="text" id=(id("group")) name="groupId" value=(if open { fields.get("groupId").to_string() } else { toggle.name.to_string() });
-                    }
-                }
-                label for=(id("params")) { "Other parameters (one name=value a line)"
-                    textarea id=(id("params")) name="params" rows="2" { (fields.get("params")) }
-                }
-                fieldset {
-                    legend { "Constraints (all must hold)" }
-                    @for i in 0..CONSTRAINT_ROWS {
-                        @let p = format!("c{i}");
-                        div.grid.constraint {
-                            label for=(id(&format!("{p}-ctx"))) { "Context field " (i + 1)
-                                select id=(id(&format!("{p}-ctx")) ) name={ (p) ".contextName" } {
-                                    option value="" { "—" }
-                                    @for c in &contexts {
-                                        option value=(c) selected[fields.get(&format!("{p}.contextName")) == c] { (c) }
-                                    }
-                                }
-                            }
-                            label for=(id(&format!("{p}-op"))) { "Operator " (i + 1)
-                                select id=(id(&format!("{p}-op"))) name={ (p) ".operator" } {
-                                    @for op in Operator::ALL {
-                                        option value=(op.as_str()) selected[fields.get(&format!("{p}.operator")) == op.as_str()] { (op.as_str()) }
-                                    }
-                                }
-                            }
-                            label for=(id(&format!("{p}-val"))) { "Values " (i + 1) " (comma-separated)"
-                                input type="text" id=(id(&format!("{p}-val"))) name={ (p) ".values" }
-                                    value=(fields.get(&format!("{p}.values")))
-                                    aria-invalid=[errors.has(&format!("constraints[{i}]")).then_some("true")];
-                            }
-                            label { input type="checkbox" name={ (p) ".inverted" } value="true" checked[fields.get(&format!("{p}.inverted")) == "true"]; "Negate " (i + 1) }
-                            label { input type="checkbox" name={ (p) ".caseInsensitive" } value="true" checked[fields.get(&format!("{p}.caseInsensitive")) == "true"]; "Ignore case " (i + 1) }
-                        }
-                        (errors.under(&id(&format!("{p}-val")), &format!("constraints[{i}]")))
-                    }
-                }
-                @if !state.segments.is_empty() {
-                    fieldset {
-                        legend { "Segments" }
-                        @for s in state.segments.values() {
-                            label { input type="checkbox" name="segment" value=(s.id) checked[chosen_segments.contains(&s.id.to_string().as_str())]; (s.name) }
-                        }
-                    }
-                }
-                fieldset {
-                    legend { "Strategy variants (weights in %, blank to share the rest; together at most 100)" }
-                    @for i in 0..VARIANT_ROWS {
-                        @let p = format!("v{i}");
-                        div.grid {
-                            label for=(id(&format!("{p}-name"))) { "Variant " (i + 1) " name"
-                                input type="text" id=(id(&format!("{p}-name"))) name={ (p) ".name" } value=(fields.get(&format!("{p}.name")));
-                            }
-                            label for=(id(&format!("{p}-weight"))) { "Variant " (i + 1) " weight (%)"
-                                input type="number" min="0" max="100" step="0.1" id=(id(&format!("{p}-weight"))) name={ (p) ".weight" }
-                                    value=(fields.get(&format!("{p}.weight")))
-                                    aria-invalid=[errors.has("variants").then_some("true")];
-                            }
-                            label for=(id(&format!("{p}-payload"))) { "Variant " (i + 1) " payload (text)"
-                                input type="text" id=(id(&format!("{p}-payload"))) name={ (p) ".payload" } value=(fields.get(&format!("{p}.payload")));
-                            }
-                        }
-                    }
-                    (errors.under(&id("variants"), "variants"))
-                }
+                (strategy_inputs(state, toggle, environment, fields, errors, open))
                 button type="submit" { "Add strategy in " (environment) }
+            }
+        }
+    }
+}
+
+/// The form editing the strategy `id` in place: the add form's fields, filled with what the
+/// strategy holds (or with what was typed, when a save was refused).
+pub fn strategy_edit_form(
+    viewer: &Viewer,
+    state: &ConfigState,
+    toggle: &Toggle,
+    environment: &str,
+    id: &str,
+    fields: &Fields,
+    errors: &Errors,
+) -> Markup {
+    let action = format!(
+        "{}/environments/{}/strategies/{}",
+        toggle_path(&toggle.name),
+        segment(environment),
+        segment(id)
+    );
+    html! {
+        form method="post" action=(action) {
+            (csrf(viewer))
+            (strategy_inputs(state, toggle, environment, fields, errors, true))
+            button type="submit" { "Save strategy" }
+        }
+    }
+}
+
+/// The fields of a strategy form. `filled`: the fields are what a person typed or what a
+/// strategy holds (blank means blank); otherwise they start from the defaults.
+fn strategy_inputs(
+    state: &ConfigState,
+    toggle: &Toggle,
+    environment: &str,
+    fields: &Fields,
+    errors: &Errors,
+    filled: bool,
+) -> Markup {
+    let id = |name: &str| format!("s-{}-{name}", segment(environment).replace('%', "_"));
+    let value_or = |name: &str, default: &'static str| -> String {
+        let v = fields.get(name);
+        if v.is_empty() && !filled {
+            default.to_string()
+        } else {
+            v.to_string()
+        }
+    };
+    // A row past the ones filled, for adding one.
+    let variant_rows = fields.rows("v", VARIANT_ROWS).max(
+        (0..)
+            .take_while(|i| !fields.get(&format!("v{i}.name")).is_empty())
+            .count()
+            + 1,
+    );
+    let chosen_segments = fields.all("segment");
+    html! {
+        (errors.summary())
+        div.grid {
+            label for=(id("name")) { "Strategy"
+                select id=(id("name")) name="name" {
+                    @for s in state.strategies.values() {
+                        @if !s.deprecated || fields.get("name") == s.name.as_str() {
+                            option value=(s.name) selected[value_or("name", "flexibleRollout") == s.name.as_str()] { (s.name) }
+                        }
+                    }
+                }
+            }
+            label for=(id("title")) { "Title (optional)"
+                input type="text" id=(id("title")) name="title" value=(fields.get("title"));
+            }
+        }
+        div.grid {
+            label for=(id("rollout")) { "Rollout (%)"
+                input type="number" min="0" max="100" id=(id("rollout")) name="rollout" value=(value_or("rollout", "100"))
+                    aria-invalid=[errors.has("parameters.rollout").then_some("true")];
+            }
+            label for=(id("stickiness")) { "Stickiness"
+                input type="text" id=(id("stickiness")) name="stickiness" value=(value_or("stickiness", "default"));
+            }
+            label for=(id("group")) { "Group id"
+                input type="text" id=(id("group")) name="groupId" value=(if filled { fields.get("groupId").to_string() } else { toggle.name.to_string() });
+            }
+        }
+        (errors.under(&id("rollout"), "parameters"))
+        label for=(id("params")) { "Other parameters (one name=value a line)"
+            textarea id=(id("params")) name="params" rows="2" { (fields.get("params")) }
+        }
+        label { input type="checkbox" name="disabled" value="true" checked[fields.get("disabled") == "true"]; "Disabled (kept, but not sent to SDKs)" }
+        (constraint_fieldset(state, fields, errors, &id("c"), "Constraints (all must hold)"))
+        @if !state.segments.is_empty() {
+            fieldset {
+                legend { "Segments" }
+                @for s in state.segments.values() {
+                    label { input type="checkbox" name="segment" value=(s.id) checked[chosen_segments.contains(&s.id.to_string().as_str())]; (s.name) }
+                }
+            }
+        }
+        fieldset {
+            legend { "Strategy variants (weights in %, blank to share the rest; together at most 100)" }
+            @for i in 0..variant_rows {
+                @let p = format!("v{i}");
+                div.grid {
+                    label for=(id(&format!("{p}-name"))) { "Variant " (i + 1) " name"
+                        input type="text" id=(id(&format!("{p}-name"))) name={ (p) ".name" } value=(fields.get(&format!("{p}.name")));
+                    }
+                    label for=(id(&format!("{p}-weight"))) { "Variant " (i + 1) " weight (%)"
+                        input type="number" min="0" max="100" step="0.1" id=(id(&format!("{p}-weight"))) name={ (p) ".weight" }
+                            value=(fields.get(&format!("{p}.weight")))
+                            aria-invalid=[errors.has("variants").then_some("true")];
+                    }
+                    (payload_type_select(&id(&format!("{p}-ptype")), &format!("{p}.payloadType"), &format!("Variant {} payload type", i + 1), fields.get(&format!("{p}.payloadType"))))
+                    label for=(id(&format!("{p}-payload"))) { "Variant " (i + 1) " payload"
+                        input type="text" id=(id(&format!("{p}-payload"))) name={ (p) ".payload" } value=(fields.get(&format!("{p}.payload")));
+                    }
+                }
+            }
+            (errors.under(&id("variants"), "variants"))
+        }
+    }
+}
+
+/// The payload types the API accepts for a variant.
+pub const PAYLOAD_TYPES: [&str; 4] = ["string", "json", "csv", "number"];
+
+/// A labelled choice of a payload type (`string` unless `chosen` names another).
+pub fn payload_type_select(id: &str, name: &str, label: &str, chosen: &str) -> Markup {
+    html! {
+        label for=(id) { (label)
+            select id=(id) name=(name) {
+                @for t in PAYLOAD_TYPES {
+                    option value=(t) selected[chosen == t] { (t) }
+                }
             }
         }
     }
@@ -273,40 +344,11 @@ pub fn strategy_body(fields: &Fields) -> Result<Value, Errors> {
             parameters.insert(k.trim().into(), json!(v.trim()));
         }
     }
-    let mut constraints = Vec::new();
-    for i in 0..CONSTRAINT_ROWS {
-        let p = format!("c{i}");
-        let context = fields.get(&format!("{p}.contextName"));
-        if context.is_empty() {
-            continue;
-        }
-        let operator = fields.get(&format!("{p}.operator"));
-        let raw = fields.get(&format!("{p}.values"));
-        let mut c = json!({
-            "contextName": context,
-            "operator": operator,
-            "inverted": fields.get(&format!("{p}.inverted")) == "true",
-            "caseInsensitive": fields.get(&format!("{p}.caseInsensitive")) == "true",
-        });
-        let list = Operator::named(operator)
-            .operand()
-            .is_none_or(|o| o.is_list());
-        if list {
-            let values: Vec<&str> = raw
-                .split(',')
-                .map(str::trim)
-                .filter(|v| !v.is_empty())
-                .collect();
-            c["values"] = json!(values);
-        } else {
-            c["value"] = json!(raw);
-        }
-        constraints.push(c);
-    }
+    let constraints = constraints_body(fields);
     let mut variants = Vec::new();
     let mut fixed_total = 0.0;
     let mut all_fixed = true;
-    for i in 0..VARIANT_ROWS {
+    for i in 0..fields.rows("v", VARIANT_ROWS) {
         let p = format!("v{i}");
         let name = fields.get(&format!("{p}.name"));
         if name.is_empty() {
@@ -327,7 +369,11 @@ pub fn strategy_body(fields: &Fields) -> Result<Value, Errors> {
         }
         let payload = fields.get(&format!("{p}.payload"));
         if !payload.is_empty() {
-            v["payload"] = json!({"type": "string", "value": payload});
+            let kind = match fields.get(&format!("{p}.payloadType")) {
+                "" => "string",
+                kind => kind,
+            };
+            v["payload"] = json!({"type": kind, "value": payload});
         }
         variants.push(v);
     }
@@ -367,5 +413,77 @@ pub fn strategy_body(fields: &Fields) -> Result<Value, Errors> {
     if !fields.get("title").is_empty() {
         body["title"] = json!(fields.get("title"));
     }
+    if fields.get("disabled") == "true" {
+        body["disabled"] = json!(true);
+    }
     Ok(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strategy(value: Value) -> Strategy {
+        serde_json::from_value(value).expect("a stored strategy")
+    }
+
+    #[test]
+    fn an_unchanged_edit_form_describes_the_same_strategy() {
+        let held = strategy(json!({
+            "id": "s1", "name": "flexibleRollout", "title": "Beta", "disabled": true,
+            "parameters": {"rollout": "25", "stickiness": "default", "groupId": "g", "extra": "x"},
+            "constraints": [
+                {"contextName": "userId", "operator": "IN", "values": ["a", "b"], "inverted": true},
+                {"contextName": "currentTime", "operator": "DATE_AFTER", "value": "2026-01-01T00:00:00Z"},
+                {"contextName": "appName", "operator": "IN", "values": ["w"]},
+                {"contextName": "appName", "operator": "STR_CONTAINS", "values": ["q"], "caseInsensitive": true}
+            ],
+            "segments": [3],
+            "variants": [
+                {"name": "red", "weight": 400, "weightType": "fix", "stickiness": "default",
+                 "payload": {"type": "json", "value": "{}"}},
+                {"name": "black", "weight": 600, "weightType": "variable", "stickiness": "default"}
+            ]
+        }));
+        let body = strategy_body(&Fields::of_strategy(&held)).unwrap_or_else(|_| panic!("valid"));
+        assert_eq!(body["title"], "Beta");
+        assert_eq!(body["disabled"], true);
+        assert_eq!(
+            body["parameters"],
+            json!({"rollout": "25", "stickiness": "default", "groupId": "g", "extra": "x"})
+        );
+        let constraints = body["constraints"].as_array().expect("constraints");
+        assert_eq!(
+            constraints.len(),
+            4,
+            "more constraints than the form's minimum rows"
+        );
+        assert_eq!(constraints[0]["values"], json!(["a", "b"]));
+        assert_eq!(constraints[0]["inverted"], true);
+        assert_eq!(constraints[1]["value"], "2026-01-01T00:00:00Z");
+        assert_eq!(constraints[3]["caseInsensitive"], true);
+        assert_eq!(body["segments"], json!([3]));
+        let variants = body["variants"].as_array().expect("variants");
+        assert_eq!(variants[0]["name"], "red");
+        assert_eq!(variants[0]["weight"], json!(400.0));
+        assert_eq!(
+            variants[0]["payload"],
+            json!({"type": "json", "value": "{}"})
+        );
+        assert_eq!(variants[1]["weightType"], "variable");
+    }
+
+    #[test]
+    fn rows_reach_past_the_highest_row_sent() {
+        let fields: Fields = serde_json::from_value(json!([
+            ["c0.contextName", "userId"],
+            ["c4.values", "x"],
+            ["v1.name", "a"],
+            ["cx.y", "z"]
+        ]))
+        .expect("fields");
+        assert_eq!(fields.rows("c", 3), 5);
+        assert_eq!(fields.rows("v", 3), 3);
+        assert_eq!(Fields::default().rows("c", 3), 3);
+    }
 }

@@ -23,7 +23,10 @@ use crate::ui::problem::{PageResult, Problem};
 use crate::ui::session::{Posted, Viewer};
 use crate::usage::views::{current_config_versions, toggle_detail, DEFAULT_STALE_AFTER_SECONDS};
 
-use super::strategy_form::{strategy_body, strategy_form, strategy_row, Fields, StrategyDraft};
+use super::strategy_form::{
+    strategy_body, strategy_form, strategy_row, toggle_variants, Fields, StrategyDraft,
+};
+use super::toggle_dependency::{dependency_section, DependencyDraft};
 use super::toggle_usage::{history, reach_table, usage_chart};
 use super::toggles::{switch, Notice};
 use super::{see_other, toggle_path, with_notice};
@@ -32,12 +35,16 @@ use super::{see_other, toggle_path, with_notice};
 const HISTORY: usize = 50;
 
 /// The project of the active toggle `name` (what the per-environment writes address it by).
-fn project_of(state: &AppState, name: &str) -> Result<String, Problem> {
+pub(super) fn project_of(state: &AppState, name: &str) -> Result<String, Problem> {
     let config = state.service.state()?;
-    Ok(active(&config, name)?.project.to_string())
+    Ok(active_toggle(&config, name)?.project.to_string())
 }
 
-fn active(state: &ConfigState, name: &str) -> Result<std::sync::Arc<Toggle>, Problem> {
+/// The active toggle `name` (404 when it is archived or unknown).
+pub(super) fn active_toggle(
+    state: &ConfigState,
+    name: &str,
+) -> Result<std::sync::Arc<Toggle>, Problem> {
     state.features.get(name).cloned().ok_or_else(|| {
         Problem(ApiError::NotFound(format!(
             "There is no active toggle named “{name}” (it may be archived)."
@@ -45,16 +52,31 @@ fn active(state: &ConfigState, name: &str) -> Result<std::sync::Arc<Toggle>, Pro
     })
 }
 
-async fn render(
+/// The forms of a toggle page sent back with their problems (at most one at a time).
+#[derive(Default)]
+pub(super) struct Drafts<'a> {
+    pub strategy: Option<StrategyDraft<'a>>,
+    /// The tag value typed, and its problems.
+    pub tag: Option<(&'a str, &'a Errors)>,
+    pub dependency: Option<DependencyDraft<'a>>,
+}
+
+impl Drafts<'_> {
+    fn any(&self) -> bool {
+        self.strategy.is_some() || self.tag.is_some() || self.dependency.is_some()
+    }
+}
+
+/// The toggle's page; with a draft, the form that was refused shows its problems (422).
+pub(super) async fn render(
     state: &AppState,
     viewer: &Viewer,
     name: &str,
     notice: Option<&str>,
-    draft: Option<StrategyDraft<'_>>,
-    tag_errors: Option<(&str, &Errors)>,
+    drafts: Drafts<'_>,
 ) -> PageResult {
     let config = state.service.state()?;
-    let toggle = active(&config, name)?;
+    let toggle = active_toggle(&config, name)?;
     let events = state.service.events(HISTORY, Some(name)).await?;
     let events = with_diffs(&events);
     let usage = toggle_detail(state.usage.store(), name).await.ok();
@@ -62,14 +84,15 @@ async fn render(
         .await
         .ok();
     let path = toggle_path(name);
-    let status = if draft.is_some() || tag_errors.is_some() {
+    let status = if drafts.any() {
         StatusCode::UNPROCESSABLE_ENTITY
     } else {
         StatusCode::OK
     };
     let environments = environments_in_order(&config);
     let no_errors = Errors::default();
-    let (typed_tag, tag_errors) = tag_errors.unwrap_or(("", &no_errors));
+    let (typed_tag, tag_errors) = drafts.tag.unwrap_or(("", &no_errors));
+    let draft = drafts.strategy;
     let body = html! {
         @if let Some(n) = notice { p.notice role="status" { (n) } }
         @if !toggle.description.is_empty() { p { (toggle.description) } }
@@ -105,10 +128,12 @@ async fn render(
                     } @else {
                         ol.strategies { @for s in &fe.strategies { (strategy_row(viewer, &config, &toggle, &env.name, s)) } }
                     }
+                    (toggle_variants(&fe.variants))
                     (strategy_form(viewer, &config, &toggle, &env.name, draft.as_ref()))
                 }
             }
         }
+        (dependency_section(viewer, &config, &toggle, drafts.dependency.as_ref()))
         section aria-labelledby="h-tags" {
             h2 #h-tags { "Tags" }
             ul.tags {
@@ -171,7 +196,14 @@ pub async fn page_handler(
     Path(name): Path<String>,
     Query(notice): Query<Notice>,
 ) -> PageResult {
-    render(&state, &viewer, &name, notice.notice.as_deref(), None, None).await
+    render(
+        &state,
+        &viewer,
+        &name,
+        notice.notice.as_deref(),
+        Drafts::default(),
+    )
+    .await
 }
 
 /// The switch's fields.
@@ -246,7 +278,11 @@ pub async fn add_strategy(
                 fields: &form,
                 errors: &errors,
             };
-            render(&state, &viewer, &name, None, Some(draft), None).await
+            let drafts = Drafts {
+                strategy: Some(draft),
+                ..Drafts::default()
+            };
+            render(&state, &viewer, &name, None, drafts).await
         }
     }
 }
@@ -340,15 +376,11 @@ pub async fn add_tag(
         Ok(_) => Ok(see_other(&with_notice(&toggle_path(&name), "Tag added."))),
         Err(e) => {
             let errors = Errors::of(e, "value")?;
-            render(
-                &state,
-                &viewer,
-                &name,
-                None,
-                None,
-                Some((&form.value, &errors)),
-            )
-            .await
+            let drafts = Drafts {
+                tag: Some((&form.value, &errors)),
+                ..Drafts::default()
+            };
+            render(&state, &viewer, &name, None, drafts).await
         }
     }
 }

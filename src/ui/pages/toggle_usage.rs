@@ -100,9 +100,10 @@ pub fn history(events: &[Value]) -> Markup {
                         Some(diffs) if !diffs.is_empty() => {
                             ul.diff {
                                 @for d in diffs {
-                                    @let path = d["path"].as_array().map(|p| p.iter().map(|s| match s { Value::String(s) => s.clone(), other => other.to_string() }).collect::<Vec<_>>().join(".")).unwrap_or_default();
+                                    @let path = d["path"].as_array().map(|p| p.iter().map(|s| match s { Value::String(s) => s.clone(), other => other.to_string() }).collect::<Vec<_>>()).unwrap_or_default();
                                     li {
-                                        code { (path) } ": "
+                                        // A line may break after each dot: long paths fit a 390 px screen.
+                                        code { @for (i, part) in path.iter().enumerate() { @if i > 0 { "." wbr; } (part) } } ": "
                                         @if !d["lhs"].is_null() { del { (d["lhs"].to_string()) } " " }
                                         @if !d["rhs"].is_null() { ins { (d["rhs"].to_string()) } }
                                         @if d["kind"] == "A" { " (list changed)" }

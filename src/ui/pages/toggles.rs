@@ -23,6 +23,7 @@ use crate::ui::problem::PageResult;
 use crate::ui::session::{Posted, Viewer};
 use crate::ui::toggle_query::{run, ListQuery, PAGE_SIZES};
 
+use super::sparkline::{last_hour, sparkline, Buckets};
 use super::{see_other, segment, with_notice};
 
 /// `?notice=`: what the last write did, shown once.
@@ -201,7 +202,12 @@ fn pagination(query: &ListQuery, total: usize) -> Markup {
 }
 
 /// The results region: what the search replaces.
-fn results(viewer: &Viewer, state: &ConfigState, query: &ListQuery) -> Markup {
+fn results(
+    viewer: &Viewer,
+    state: &ConfigState,
+    query: &ListQuery,
+    usage: Option<&Buckets>,
+) -> Markup {
     let list = run(state, query);
     let environments = shown_environments(state, query);
     let back = format!("/ui/toggles?{}", query.to_query());
@@ -221,6 +227,7 @@ fn results(viewer: &Viewer, state: &ConfigState, query: &ListQuery) -> Markup {
                             th scope="col" { "Type" }
                             th scope="col" { "Tags" }
                             @for env in &environments { th scope="col" { (env) } }
+                            th scope="col" { "Last hour" }
                             th scope="col" { "Created" }
                         }
                     }
@@ -240,6 +247,12 @@ fn results(viewer: &Viewer, state: &ConfigState, query: &ListQuery) -> Markup {
                                 td { @for t in &toggle.tags { span.tag { (t.kind) ":" (t.value) } " " } }
                                 @for (j, env) in environments.iter().enumerate() {
                                     td { (switch(viewer, toggle, env, &back, &format!("sw-{i}-{j}"), &row)) }
+                                }
+                                td.usage {
+                                    @match usage {
+                                        Some(usage) => { (sparkline(&toggle.name, usage.get(toggle.name.as_str()))) }
+                                        None => { "—" }
+                                    }
                                 }
                                 td { (time(&toggle.created_at)) }
                             }
@@ -261,11 +274,12 @@ pub async fn list(
 ) -> PageResult {
     let started = Instant::now();
     let config = state.service.state()?;
+    let usage = last_hour(&state.usage).await;
     let body = html! {
         @if let Some(n) = &notice.notice { p.notice role="status" { (n) } }
         p { a href="/ui/new-toggle" role="button" { "New toggle" } }
         (filters(&config, &query))
-        (results(&viewer, &config, &query))
+        (results(&viewer, &config, &query, usage.as_deref()))
     };
     let mut response = page(
         StatusCode::OK,

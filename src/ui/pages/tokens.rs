@@ -1,7 +1,8 @@
-//! API tokens: the list (never their secrets), and a form creating one whose secret is
-//! shown once, on the answer to the form (not behind a redirect: it must not reach a URL).
+//! API tokens: the list (never their secrets) with a delete button per token (by its listed
+//! id), and a form creating one whose secret is shown once, on the answer to the form (not
+//! behind a redirect: it must not reach a URL).
 
-use axum::extract::State;
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use maud::html;
 use serde::Deserialize;
@@ -15,7 +16,8 @@ use crate::ui::layout::{csrf, page, time, Section};
 use crate::ui::problem::{PageResult, Problem};
 use crate::ui::session::{Posted, Viewer};
 
-use super::toggles::select;
+use super::toggles::{select, Notice};
+use super::{see_other, with_notice};
 
 /// The form's fields.
 #[derive(Deserialize, Default)]
@@ -36,6 +38,7 @@ fn render(
     form: &TokenForm,
     errors: &Errors,
     created: Option<(&str, &str)>,
+    notice: Option<&str>,
 ) -> PageResult {
     let config = state.service.state()?;
     let tokens = state.service.api_tokens()?;
@@ -61,6 +64,7 @@ fn render(
         StatusCode::UNPROCESSABLE_ENTITY
     };
     let body = html! {
+        @if let Some(n) = notice { p.notice role="status" { (n) } }
         @if let Some((name, secret)) = created {
             section.notice role="status" aria-labelledby="h-secret" {
                 h2 #h-secret { "Token “" (name) "” created" }
@@ -91,6 +95,7 @@ fn render(
                     thead { tr {
                         th scope="col" { "Name" } th scope="col" { "Type" } th scope="col" { "Environment" }
                         th scope="col" { "Projects" } th scope="col" { "Starts with" } th scope="col" { "Created" } th scope="col" { "Expires" }
+                        th scope="col" { "Actions" }
                     } }
                     tbody {
                         @for t in &tokens {
@@ -102,6 +107,18 @@ fn render(
                                 td { code { (t.prefix) "…" } }
                                 td { (time(&t.created_at)) }
                                 td { @if let Some(at) = &t.expires_at { (time(at)) } @else { "never" } }
+                                td {
+                                    // By its id (the start of the secret's hash): the UI never holds a secret.
+                                    form.inline method="post" action={ "/ui/tokens/" (t.id()) "/delete" } {
+                                        (csrf(viewer))
+                                        // A label, not hidden text: an absolutely placed span escapes the
+                                        // table's scrolling region and widens the page at 390 px.
+                                        button.secondary.outline type="submit" aria-label={ "Delete token " (t.username) }
+                                            data-confirm={ "Delete the token “" (t.username) "”? Clients using it are refused from then on." } {
+                                            "Delete"
+                                        }
+                                    }
+                                }
                             }
                         }
                     }
@@ -119,14 +136,46 @@ fn render(
 }
 
 /// `GET /ui/tokens`.
-pub async fn list(viewer: Viewer, State(state): State<AppState>) -> PageResult {
+pub async fn list(
+    viewer: Viewer,
+    State(state): State<AppState>,
+    Query(notice): Query<Notice>,
+) -> PageResult {
     render(
         &state,
         &viewer,
         &TokenForm::default(),
         &Errors::default(),
         None,
+        notice.notice.as_deref(),
     )
+}
+
+/// `POST /ui/tokens/{id}/delete`: revokes the token whose id (listed) is `id`.
+pub async fn delete(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    posted: Posted<serde::de::IgnoredAny>,
+) -> PageResult {
+    let name = state
+        .service
+        .api_tokens()?
+        .into_iter()
+        .find(|t| t.id() == id)
+        .map(|t| t.username)
+        .ok_or_else(|| {
+            Problem(ApiError::NotFound(
+                "There is no such token (it may have been deleted already).".into(),
+            ))
+        })?;
+    state
+        .service
+        .delete_api_token(&posted.viewer.actor, &id)
+        .await?;
+    Ok(see_other(&with_notice(
+        "/ui/tokens",
+        &format!("Token “{name}” deleted."),
+    )))
 }
 
 /// `POST /ui/tokens`.
@@ -158,8 +207,16 @@ pub async fn create(State(state): State<AppState>, posted: Posted<TokenForm>) ->
                 &TokenForm::default(),
                 &Errors::default(),
                 Some((&name, &secret)),
+                None,
             )
         }
-        Err(e) => render(&state, &viewer, &form, &Errors::of(e, "tokenName")?, None),
+        Err(e) => render(
+            &state,
+            &viewer,
+            &form,
+            &Errors::of(e, "tokenName")?,
+            None,
+            None,
+        ),
     }
 }

@@ -1,0 +1,60 @@
+//! The admin API's limits on the UI's routes: a signed-in person's requests count against the
+//! admin rate limit (by the admin token the session was opened with, else by address, as
+//! `http::extract::authenticate_admin` counts API callers), and every request has the admin
+//! request time limit. Both answer with a page (429 with `Retry-After`, 504).
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::Response;
+
+use crate::auth::rate_limit::{token_key, LimitGroup};
+use crate::http::extract::client_ip;
+use crate::state::AppState;
+
+use super::problem::problem_page;
+use super::session::session_token;
+
+/// Middleware on every UI route.
+pub async fn limits(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    // Requests of no session (the sign-in page, assets, API clients asking for `/`) are not
+    // counted: the admin API's open routes (login) are not either.
+    if state.limiter.limits(LimitGroup::Admin) {
+        if let Some(token_hash) = session_token(&state, req.headers()) {
+            let checked = match &token_hash {
+                Some(hash) => state.limiter.check(LimitGroup::Admin, token_key(hash)),
+                None => {
+                    let ip = client_ip(&req, state.trust_proxy);
+                    state
+                        .limiter
+                        .check(LimitGroup::Admin, ip.as_deref().unwrap_or("unknown"))
+                }
+            };
+            if let Err(wait) = checked {
+                let mut response = problem_page(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    &format!(
+                        "Too many requests: try again in {} s.",
+                        wait.as_secs().max(1)
+                    ),
+                );
+                if let Ok(value) = HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
+                    response.headers_mut().insert(header::RETRY_AFTER, value);
+                }
+                return response;
+            }
+        }
+    }
+    let limit = state.edge.request_timeout;
+    match tokio::time::timeout(limit, next.run(req)).await {
+        Ok(response) => response,
+        // A write may still complete or not as a whole: the page asks for a check.
+        Err(_) => problem_page(
+            StatusCode::GATEWAY_TIMEOUT,
+            &format!(
+                "The request took longer than {} ms; it may still complete. Check before trying again.",
+                limit.as_millis()
+            ),
+        ),
+    }
+}

@@ -1,0 +1,182 @@
+//! The constraint editor shared by the strategy and segment forms (a row per constraint: a
+//! context field, an operator of every one the API accepts, values, negation and case), and
+//! submitted forms as their fields in order (rows of repeated fields are numbered).
+
+use maud::{html, Markup};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::domain::config_state::ConfigState;
+use crate::domain::constraint::{Constraint, Operator};
+use crate::ui::form::Errors;
+
+/// Constraint rows in a form at least (blank rows are ignored).
+pub const CONSTRAINT_ROWS: usize = 3;
+
+/// A submitted form as its fields in order (rows of repeated fields are numbered).
+#[derive(Deserialize, Default)]
+#[serde(transparent)]
+pub struct Fields(Vec<(String, String)>);
+
+impl Fields {
+    /// The value of `name` (trimmed; empty when not sent).
+    pub fn get(&self, name: &str) -> &str {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map_or("", |(_, v)| v.trim())
+    }
+
+    /// Every value of `name`, in order.
+    pub fn all(&self, name: &str) -> Vec<&str> {
+        self.0
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+
+    /// How many rows of `prefix` (`c` for constraints, `v` for variants) the form has: at
+    /// least `minimum`, and one past the highest numbered row sent.
+    pub fn rows(&self, prefix: &str, minimum: usize) -> usize {
+        let highest = self
+            .0
+            .iter()
+            .filter_map(|(k, _)| {
+                let (row, _) = k.strip_prefix(prefix)?.split_once('.')?;
+                row.parse::<usize>().ok()
+            })
+            .max();
+        highest.map_or(minimum, |h| minimum.max(h + 1))
+    }
+
+    /// Adds a field.
+    pub fn push(&mut self, name: impl Into<String>, value: impl Into<String>) {
+        self.0.push((name.into(), value.into()));
+    }
+
+    /// Adds the rows (`c0.…`, `c1.…`) describing `constraints`.
+    pub fn push_constraints(&mut self, constraints: &[Constraint]) {
+        for (i, c) in constraints.iter().enumerate() {
+            let p = format!("c{i}");
+            self.push(format!("{p}.contextName"), c.context_name.as_str());
+            self.push(format!("{p}.operator"), c.operator.as_str());
+            let values = match (&c.values, &c.value) {
+                (Some(values), _) => values
+                    .iter()
+                    .map(|v| v.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                (None, Some(value)) => value.to_string(),
+                _ => String::new(),
+            };
+            self.push(format!("{p}.values"), values);
+            if c.inverted == Some(true) {
+                self.push(format!("{p}.inverted"), "true");
+            }
+            if c.case_insensitive == Some(true) {
+                self.push(format!("{p}.caseInsensitive"), "true");
+            }
+        }
+    }
+}
+
+/// The constraint rows of a form: those filled, and at least one blank row for another; ids
+/// start with `id_prefix`, the API's problems (`constraints[i]`) show under their row.
+pub fn constraint_fieldset(
+    state: &ConfigState,
+    fields: &Fields,
+    errors: &Errors,
+    id_prefix: &str,
+    legend: &str,
+) -> Markup {
+    let mut contexts: Vec<String> = [
+        "userId",
+        "sessionId",
+        "remoteAddress",
+        "environment",
+        "appName",
+        "currentTime",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for name in state.context_fields.keys() {
+        if !contexts.contains(name) {
+            contexts.push(name.clone());
+        }
+    }
+    let filled = (0..)
+        .take_while(|i| !fields.get(&format!("c{i}.contextName")).is_empty())
+        .count();
+    let constraint_rows = fields.rows("c", CONSTRAINT_ROWS).max(filled + 1);
+    html! {
+    fieldset {
+        legend { (legend) }
+        @for i in 0..constraint_rows {
+            @let p = format!("c{i}");
+            div.grid.constraint {
+                label for=(format!("{id_prefix}{i}-ctx")) { "Context field " (i + 1)
+                    select id=(format!("{id_prefix}{i}-ctx") ) name={ (p) ".contextName" } {
+                        option value="" { "—" }
+                        @for c in &contexts {
+                            option value=(c) selected[fields.get(&format!("{p}.contextName")) == c] { (c) }
+                        }
+                    }
+                }
+                label for=(format!("{id_prefix}{i}-op")) { "Operator " (i + 1)
+                    select id=(format!("{id_prefix}{i}-op")) name={ (p) ".operator" } {
+                        @for op in Operator::ALL {
+                            option value=(op.as_str()) selected[fields.get(&format!("{p}.operator")) == op.as_str()] { (op.as_str()) }
+                        }
+                    }
+                }
+                label for=(format!("{id_prefix}{i}-val")) { "Values " (i + 1) " (comma-separated)"
+                    input type="text" id=(format!("{id_prefix}{i}-val")) name={ (p) ".values" }
+                        value=(fields.get(&format!("{p}.values")))
+                        aria-invalid=[errors.has(&format!("constraints[{i}]")).then_some("true")];
+                }
+                label { input type="checkbox" name={ (p) ".inverted" } value="true" checked[fields.get(&format!("{p}.inverted")) == "true"]; "Negate " (i + 1) }
+                label { input type="checkbox" name={ (p) ".caseInsensitive" } value="true" checked[fields.get(&format!("{p}.caseInsensitive")) == "true"]; "Ignore case " (i + 1) }
+            }
+            (errors.under(&format!("{id_prefix}{i}-val"), &format!("constraints[{i}]")))
+        }
+    }
+    }
+}
+
+/// The constraints of a submitted form as the API's request body (blank rows left out;
+/// values comma-separated, one value for the operators that take one).
+pub fn constraints_body(fields: &Fields) -> Vec<Value> {
+    let mut constraints = Vec::new();
+    for i in 0..fields.rows("c", CONSTRAINT_ROWS) {
+        let p = format!("c{i}");
+        let context = fields.get(&format!("{p}.contextName"));
+        if context.is_empty() {
+            continue;
+        }
+        let operator = fields.get(&format!("{p}.operator"));
+        let raw = fields.get(&format!("{p}.values"));
+        let mut c = json!({
+            "contextName": context,
+            "operator": operator,
+            "inverted": fields.get(&format!("{p}.inverted")) == "true",
+            "caseInsensitive": fields.get(&format!("{p}.caseInsensitive")) == "true",
+        });
+        let list = Operator::named(operator)
+            .operand()
+            .is_none_or(|o| o.is_list());
+        if list {
+            let values: Vec<&str> = raw
+                .split(',')
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .collect();
+            c["values"] = json!(values);
+        } else {
+            c["value"] = json!(raw);
+        }
+        constraints.push(c);
+    }
+    constraints
+}
