@@ -13,17 +13,41 @@ use crate::domain::export::DOCUMENT_VERSION;
 use crate::domain::project::DEFAULT_PROJECT;
 use crate::domain::strategy::built_in_strategies;
 
-/// What the operator must do by hand after the migration.
+/// What the operator must do by hand after the migration, and what moved in differently.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Notes {
-    /// Addons moved in disabled: `(id, provider, description, parameters to re-enter)`.
-    pub reenter: Vec<(u64, String, String, Vec<String>)>,
+    /// Addons moved in disabled, their secrets to re-enter.
+    pub reenter: Vec<Reenter>,
     /// What did not move, one line each.
     pub left_behind: Vec<String>,
+    /// Records moved in under another id than Unleash's, one line each.
+    pub renumbered: Vec<String>,
+}
+
+/// An addon whose secrets Unleash shows masked: moved in disabled, these to re-enter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reenter {
+    /// Its id in the bundle (Unleash's, unless renumbered).
+    pub id: u64,
+    pub provider: String,
+    pub description: String,
+    /// The Flagpole parameters Unleash showed masked.
+    pub parameters: Vec<String>,
+    /// Whether Unleash has it enabled (it is enabled again once its secrets are re-entered).
+    pub enabled_in_unleash: bool,
+}
+
+/// How a masked parameter is named to the operator.
+pub fn parameter_label(key: &str) -> String {
+    if key == "customHeaders" {
+        "customHeaders (Unleash's authorization)".into()
+    } else {
+        key.to_string()
+    }
 }
 
 /// Placeholder of a required URL that Unleash shows masked (the addon moves in disabled).
-const MASKED_URL: &str = "https://re-enter.invalid/";
+pub const MASKED_URL: &str = "https://re-enter.invalid/";
 
 /// The bundle of `instance`.
 pub fn build_bundle(instance: &UnleashInstance) -> (Value, Notes) {
@@ -215,6 +239,10 @@ fn strategy(s: &Value) -> Value {
         .filter_map(|(k, v)| text(v).map(|t| (k.clone(), Value::String(t))))
         .collect();
     let mut item = pick(s, &["id", "name"]);
+    // The 4.x–5.x state export names it `strategyName`.
+    if item.get("name").is_none() {
+        item["name"] = s["strategyName"].clone();
+    }
     if let Some(title) = s["title"].as_str().filter(|t| !t.is_empty()) {
         item["title"] = json!(title);
     }
@@ -579,7 +607,7 @@ fn addons(listed: &[Value], notes: &mut Notes) -> Value {
             // Unleash's webhook `authorization` is Flagpole's `Authorization` custom header.
             if name == "webhook" && key == "authorization" {
                 if value.contains(MASK) {
-                    masked.push("customHeaders (Unleash's authorization)".into());
+                    masked.push("customHeaders".to_string());
                 } else if !value.is_empty() {
                     let mut headers: Map<String, Value> = parameters
                         .get("customHeaders")
@@ -622,14 +650,19 @@ fn addons(listed: &[Value], notes: &mut Notes) -> Value {
             ));
         }
         let description = field(a, "description");
+        let enabled_in_unleash = a["enabled"].as_bool().unwrap_or(false);
         if !masked.is_empty() {
-            notes
-                .reenter
-                .push((id, name.clone(), description.clone(), masked.clone()));
+            notes.reenter.push(Reenter {
+                id,
+                provider: name.clone(),
+                description: description.clone(),
+                parameters: masked.clone(),
+                enabled_in_unleash,
+            });
         }
         moved.push(json!({
             "id": id, "provider": name, "description": description,
-            "enabled": a["enabled"].as_bool().unwrap_or(false) && masked.is_empty(),
+            "enabled": enabled_in_unleash && masked.is_empty(),
             "parameters": parameters, "events": events,
         }));
     }

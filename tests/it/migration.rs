@@ -3,10 +3,15 @@
 //! one Unleash for every case): refusals that commit nothing, then into both stores a dry
 //! run, the migration with its verification, a rerun that changes nothing, and the real Node
 //! SDK evaluating a few hundred contexts the same against Unleash and Flagpole with each
-//! migrated token; the bundle of `--out` imported through the API; then an Unleash 6.10.1
-//! (`FLAGPOLE_UNLEASH6_DIR`) moved and checked the same way. Without unleash-server
+//! migrated token; the bundle of `--out` imported through the API; partial reads, an Unleash
+//! changing during the read, Flagpole's own records under Unleash's ids and re-entered addon
+//! secrets, and the progress line on a terminal (`faults`); then an Unleash 6.10.1
+//! (`FLAGPOLE_UNLEASH6_DIR`, the route set) and an Unleash 5.12.8 (`FLAGPOLE_UNLEASH5_DIR`, the
+//! state export of 4.x–5.x) moved and checked the same way. Without unleash-server
 //! (`FLAGPOLE_UNLEASH_DIR`, installed by scripts/test.sh), the Node SDK or PostgreSQL, it says
 //! "skipping".
+
+mod faults;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -324,6 +329,9 @@ async fn an_unleash_instance_moves_into_both_stores_and_evaluates_the_same() {
         text(&not_admin.stderr)
     );
 
+    faults::faults_commit_nothing_and_records_stay_apart(&unleash).await;
+    faults::progress_shows_counts_on_a_terminal(&unleash);
+
     // The bundle: written, then taken by the import API of an empty store.
     let bundle_path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("migration-bundle.json");
     let mut args = with(&unleash, ADMIN_TOKEN);
@@ -412,20 +420,49 @@ async fn an_unleash_instance_moves_into_both_stores_and_evaluates_the_same() {
     app.stop().await;
     drop(unleash_process);
 
-    // An older Unleash: 6.10 (the same route set; no REGEX, `client` tokens).
-    let Ok(unleash6_dir) = std::env::var("FLAGPOLE_UNLEASH6_DIR") else {
-        eprintln!("skipping Unleash 6: FLAGPOLE_UNLEASH6_DIR not set");
-        return;
-    };
-    let unleash6_dir = PathBuf::from(unleash6_dir);
-    assert!(create_database(pg_port, "unleash6"), "database unleash6");
-    let (_unleash6, unleash6) =
-        start_unleash(&unleash6_dir, &unleash_dir, pg_port, "unleash6").await;
-    let tokens6 = fill(&unleash6_dir, &unleash_dir, &unleash6, pg_port, "unleash6").await;
+    // Older Unleashes: 6.10 (the same route set; no REGEX, `client` tokens), 5.12 (the state
+    // export).
+    for (variable, database, version) in [
+        ("FLAGPOLE_UNLEASH6_DIR", "unleash6", "6.10.1"),
+        ("FLAGPOLE_UNLEASH5_DIR", "unleash5", "5.12.8"),
+    ] {
+        let Ok(installed) = std::env::var(variable) else {
+            eprintln!(
+                "skipping Unleash {version}: {variable} not set (scripts/test.sh installs it)"
+            );
+            continue;
+        };
+        let installed = PathBuf::from(installed);
+        moves_an_older_unleash(
+            &installed,
+            &unleash_dir,
+            &sdk_dir,
+            pg_port,
+            database,
+            version,
+        )
+        .await;
+    }
+}
+
+/// An older Unleash installed in `installed` (on its own database of the cluster at
+/// `pg_port`), filled by tests/unleash's fill.js, moves into an empty store, verified, and the
+/// Node SDK evaluates a client token's toggles the same on both.
+async fn moves_an_older_unleash(
+    installed: &Path,
+    unleash_dir: &Path,
+    sdk_dir: &str,
+    pg_port: u16,
+    database: &str,
+    version: &str,
+) {
+    assert!(create_database(pg_port, database), "database {database}");
+    let (_unleash, base) = start_unleash(installed, unleash_dir, pg_port, database).await;
+    let tokens = fill(installed, unleash_dir, &base, pg_port, database).await;
     let backend = Backend::embedded();
     let mut args = vec![
         "--url".to_string(),
-        unleash6.clone(),
+        base.clone(),
         "--token".into(),
         ADMIN_TOKEN.into(),
     ];
@@ -433,21 +470,31 @@ async fn an_unleash_instance_moves_into_both_stores_and_evaluates_the_same() {
     let moved = import_unleash(&args);
     let report = format!("{}\n{}", text(&moved.stdout), text(&moved.stderr));
     assert!(moved.status.success(), "{report}");
-    assert!(report.contains("Read Unleash 6.10.1"), "{report}");
+    assert!(
+        report.contains(&format!("Read Unleash {version}")),
+        "{report}"
+    );
     assert!(report.contains("Verified"), "{report}");
+    let again = import_unleash(&args);
+    assert!(
+        text(&again.stdout).contains("No changes"),
+        "{}",
+        text(&again.stdout)
+    );
     let mut settings = backend.settings();
     settings.auth.mode = flagpole::config::AuthMode::Token;
     settings.auth.client_auth = flagpole::config::ClientAuth::Token;
     let app = TestApp::spawn_with(settings).await;
-    let (secret, _) = tokens6
+    let (secret, _) = tokens
         .iter()
         .find(|(_, k)| k == "client")
         .expect("a client token");
     let compared = node(
-        &unleash_dir,
-        &["compare.js", &unleash6, &app.base, secret, CONTEXTS],
-        &[("FLAGPOLE_SDK_NODE_DIR", sdk_dir.clone())],
+        unleash_dir,
+        &["compare.js", &base, &app.base, secret, CONTEXTS],
+        &[("FLAGPOLE_SDK_NODE_DIR", sdk_dir.to_string())],
     );
     assert_eq!(compared["differences"], serde_json::json!([]), "{compared}");
+    assert!(compared["toggles"].as_u64() > Some(0), "{compared}");
     app.stop().await;
 }
