@@ -80,15 +80,29 @@ pub async fn read_version(api: &UnleashApi) -> Result<Version, MigrationError> {
     Ok(version)
 }
 
+/// Events that change nothing this command moves: reading itself (a features-batch export is
+/// logged), SDKs registering, favourites and user preferences.
+const EVENTS_NOT_MOVED: [&str; 7] = [
+    "features-exported",
+    "application-created",
+    "feature-favorited",
+    "feature-unfavorited",
+    "project-favorited",
+    "project-unfavorited",
+    "user-preference-updated",
+];
+
 /// The revision of Unleash's configuration: the newest entry of its event log (every admin
-/// write is one, stored with the write: tokens, addons, tags and context fields too) and the
-/// `ETag` of its client document (it changes with every write that reaches SDKs).
+/// write is one, stored with the write: tokens, addons, tags and context fields too; of the
+/// last 100 it lists, those of `EVENTS_NOT_MOVED` left out) and the `ETag` of its client
+/// document (it changes with every write that reaches SDKs).
 async fn revision(api: &UnleashApi) -> Result<String, MigrationError> {
     let events = api.get("/api/admin/events").await?;
     let newest = events["events"]
         .as_array()
         .into_iter()
         .flatten()
+        .filter(|e| !EVENTS_NOT_MOVED.contains(&e["type"].as_str().unwrap_or_default()))
         .filter_map(|e| e["id"].as_u64())
         .max()
         .map_or("none".to_string(), |id| id.to_string());

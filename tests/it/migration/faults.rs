@@ -248,7 +248,10 @@ pub(super) async fn faults_commit_nothing_and_records_stay_apart(unleash: &str) 
     // Strategies refer to the renumbered segment.
     let checkout = first["featureEnvironments"]
         .as_array()
-        .and_then(|c| c.iter().find(|c| c["featureName"] == "checkout"))
+        .and_then(|c| {
+            c.iter()
+                .find(|c| c["featureName"] == "checkout" && c["environment"] == "production")
+        })
         .expect("checkout's configuration");
     assert_eq!(
         checkout["strategies"][0]["segments"],
