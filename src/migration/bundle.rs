@@ -1,13 +1,14 @@
 //! Turning what was read from Unleash into a version-2 state document (the bundle), which
 //! `POST /api/admin/state/import` and `--import-file` accept too; and the notes of what could
-//! not move as it was (addons whose secrets Unleash shows masked, providers Flagpole lacks).
+//! not move as it was (addons whose secrets Unleash shows masked, providers Flagpole lacks:
+//! `addons`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{json, Map, Value};
 
+use super::addons::{addons, Reenter};
 use super::reader::UnleashInstance;
-use crate::domain::addon::{providers, MASK};
 use crate::domain::environment::DEFAULT_ENVIRONMENT;
 use crate::domain::export::DOCUMENT_VERSION;
 use crate::domain::project::DEFAULT_PROJECT;
@@ -23,31 +24,6 @@ pub struct Notes {
     /// Records moved in under another id than Unleash's, one line each.
     pub renumbered: Vec<String>,
 }
-
-/// An addon whose secrets Unleash shows masked: moved in disabled, these to re-enter.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Reenter {
-    /// Its id in the bundle (Unleash's, unless renumbered).
-    pub id: u64,
-    pub provider: String,
-    pub description: String,
-    /// The Flagpole parameters Unleash showed masked.
-    pub parameters: Vec<String>,
-    /// Whether Unleash has it enabled (it is enabled again once its secrets are re-entered).
-    pub enabled_in_unleash: bool,
-}
-
-/// How a masked parameter is named to the operator.
-pub fn parameter_label(key: &str) -> String {
-    if key == "customHeaders" {
-        "customHeaders (Unleash's authorization)".into()
-    } else {
-        key.to_string()
-    }
-}
-
-/// Placeholder of a required URL that Unleash shows masked (the addon moves in disabled).
-pub const MASKED_URL: &str = "https://re-enter.invalid/";
 
 /// The bundle of `instance`.
 pub fn build_bundle(instance: &UnleashInstance) -> (Value, Notes) {
@@ -87,7 +63,7 @@ pub fn build_bundle(instance: &UnleashInstance) -> (Value, Notes) {
 }
 
 /// `value` as a string (numbers and booleans as their text; null as none).
-fn text(value: &Value) -> Option<String> {
+pub(super) fn text(value: &Value) -> Option<String> {
     match value {
         Value::String(s) => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),
@@ -97,7 +73,7 @@ fn text(value: &Value) -> Option<String> {
 }
 
 /// `value[field]` as a string, or "".
-fn field(value: &Value, name: &str) -> String {
+pub(super) fn field(value: &Value, name: &str) -> String {
     text(&value[name]).unwrap_or_default()
 }
 
@@ -585,86 +561,4 @@ fn projects(
             .or_insert_with(|| json!({"id": id, "name": id}));
     }
     projects.into_values().collect()
-}
-
-/// Addons of a provider Flagpole has; masked secrets dropped and the addon disabled.
-fn addons(listed: &[Value], notes: &mut Notes) -> Value {
-    let known = providers();
-    let mut moved = Vec::new();
-    for a in listed {
-        let id = a["id"].as_u64().unwrap_or(0);
-        let name = field(a, "provider");
-        let Some(provider) = known.iter().find(|p| p.name == name) else {
-            notes.left_behind.push(format!(
-                "addon {id} ({name}): Flagpole has no {name} provider"
-            ));
-            continue;
-        };
-        let mut parameters = Map::new();
-        let mut masked = Vec::new();
-        for (key, value) in a["parameters"].as_object().into_iter().flatten() {
-            let Some(value) = text(value) else { continue };
-            // Unleash's webhook `authorization` is Flagpole's `Authorization` custom header.
-            if name == "webhook" && key == "authorization" {
-                if value.contains(MASK) {
-                    masked.push("customHeaders".to_string());
-                } else if !value.is_empty() {
-                    let mut headers: Map<String, Value> = parameters
-                        .get("customHeaders")
-                        .and_then(Value::as_str)
-                        .and_then(|h| serde_json::from_str(h).ok())
-                        .unwrap_or_default();
-                    headers.insert("Authorization".into(), Value::String(value));
-                    parameters.insert(
-                        "customHeaders".into(),
-                        Value::String(Value::Object(headers).to_string()),
-                    );
-                }
-                continue;
-            }
-            if !provider.parameters.iter().any(|p| p.name == key) {
-                notes.left_behind.push(format!(
-                    "addon {id} ({name}): parameter \"{key}\" (Flagpole's {name} has none)"
-                ));
-            } else if value.contains(MASK) {
-                masked.push(key.clone());
-            } else if !value.is_empty() {
-                parameters.insert(key.clone(), Value::String(value));
-            }
-        }
-        for required in provider.parameters.iter().filter(|p| p.required) {
-            if masked.iter().any(|m| m == required.name) && required.kind == "url" {
-                parameters.insert(required.name.to_string(), json!(MASKED_URL));
-            }
-        }
-        let (events, dropped): (Vec<String>, Vec<String>) = a["events"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|e| e.as_str().map(str::to_string))
-            .partition(|e| provider.events.contains(&e.as_str()));
-        if !dropped.is_empty() {
-            notes.left_behind.push(format!(
-                "addon {id} ({name}): events Flagpole does not send: {}",
-                dropped.join(", ")
-            ));
-        }
-        let description = field(a, "description");
-        let enabled_in_unleash = a["enabled"].as_bool().unwrap_or(false);
-        if !masked.is_empty() {
-            notes.reenter.push(Reenter {
-                id,
-                provider: name.clone(),
-                description: description.clone(),
-                parameters: masked.clone(),
-                enabled_in_unleash,
-            });
-        }
-        moved.push(json!({
-            "id": id, "provider": name, "description": description,
-            "enabled": enabled_in_unleash && masked.is_empty(),
-            "parameters": parameters, "events": events,
-        }));
-    }
-    Value::Array(moved)
 }

@@ -6,6 +6,7 @@
 //! and of that replica are compared for every environment and migrated client token
 //! (`verify`). Any failure before the import commits nothing.
 
+mod addons;
 mod bundle;
 mod progress;
 mod reader;
@@ -263,7 +264,7 @@ fn print_notes(notes: &Notes) {
             let parameters: Vec<String> = addon
                 .parameters
                 .iter()
-                .map(|p| bundle::parameter_label(p))
+                .map(|p| addons::parameter_label(p))
                 .collect();
             println!(
                 "  addon {} ({}{}): {}",

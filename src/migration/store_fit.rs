@@ -11,7 +11,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::bundle::{Notes, Reenter, MASKED_URL};
+use super::addons::{Reenter, MASKED_URL};
+use super::bundle::Notes;
 use crate::domain::addon::MASK;
 
 /// Segment ids, Unleash's to the bundle's (the same where kept).
