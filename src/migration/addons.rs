@@ -105,11 +105,17 @@ pub fn addons(listed: &[Value], notes: &mut Notes) -> Value {
                 enabled_in_unleash,
             });
         }
-        moved.push(json!({
+        let mut item = json!({
             "id": id, "provider": name, "description": description,
             "enabled": enabled_in_unleash && masked.is_empty(),
             "parameters": parameters, "events": events,
-        }));
+        });
+        // Unleash's creation time is stored with it: what tells a rerun which stored addon
+        // this one is.
+        if let Some(created_at) = a["createdAt"].as_str() {
+            item["createdAt"] = json!(created_at);
+        }
+        moved.push(item);
     }
     Value::Array(moved)
 }

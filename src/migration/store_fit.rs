@@ -3,9 +3,9 @@
 //! Unleash's id when the store has none of that id or the stored one is this segment (same
 //! name: segment names are unique), else it takes the stored same-named segment's id or a new
 //! one, and strategies' references follow. An addon is the stored one of the same provider and
-//! description (what an earlier run moved in), else keeps Unleash's id when free, else a new
-//! one. An addon whose secrets Unleash shows masked keeps what the operator re-entered since an
-//! earlier run, and its enabled state, instead of being reset.
+//! Unleash's creation time (what an earlier run moved in), else keeps Unleash's id when free,
+//! else a new one. An addon whose secrets Unleash shows masked keeps what the operator
+//! re-entered since an earlier run, and its enabled state, instead of being reset.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -127,17 +127,25 @@ fn fit_addons(bundle: &mut Value, stored: &Value, notes: &mut Notes) {
     let mut matches = Vec::new();
     for addon in addons.iter() {
         let unleash_id = addon["id"].as_u64().unwrap_or(0);
-        let same = |a: &&&Value| {
+        let unclaimed = |a: &&&Value| {
             a["provider"] == addon["provider"]
-                && a["description"].as_str().unwrap_or_default()
-                    == addon["description"].as_str().unwrap_or_default()
                 && a["id"].as_u64().is_some_and(|id| !claimed.contains(&id))
         };
+        let created_at = instant(&addon["createdAt"]);
+        // Moved in by a run that kept Unleash's creation time; else (an earlier version of
+        // this command kept no creation time, and always Unleash's id) the same id and
+        // description.
         let found = stored_addons
             .iter()
-            .filter(same)
-            .find(|a| a["id"].as_u64() == Some(unleash_id))
-            .or_else(|| stored_addons.iter().find(same))
+            .filter(unclaimed)
+            .find(|a| created_at.is_some() && instant(&a["createdAt"]) == created_at)
+            .or_else(|| {
+                stored_addons.iter().filter(unclaimed).find(|a| {
+                    a["id"].as_u64() == Some(unleash_id)
+                        && a["description"].as_str().unwrap_or_default()
+                            == addon["description"].as_str().unwrap_or_default()
+                })
+            })
             .copied();
         if let Some(id) = found.and_then(|a| a["id"].as_u64()) {
             claimed.insert(id);
@@ -180,6 +188,14 @@ fn fit_addons(bundle: &mut Value, stored: &Value, notes: &mut Notes) {
     notes.reenter.retain(|r| !r.parameters.is_empty());
 }
 
+/// A timestamp, to compare (Unleash writes milliseconds, Flagpole as many digits as needed).
+fn instant(value: &Value) -> Option<chrono::DateTime<chrono::Utc>> {
+    value
+        .as_str()
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| t.with_timezone(&chrono::Utc))
+}
+
 /// The parameters Unleash showed masked, as the operator re-entered them in the stored addon
 /// (`reenter` keeps those still to re-enter); enabled as stored once none is left.
 fn bring_back_secrets(addon: &mut Value, stored: &Value, reenter: &mut Reenter) {
@@ -209,9 +225,12 @@ mod tests {
             "segments": [{"id": 1, "name": "beta"}, {"id": 2, "name": "gamma"}],
             "featureEnvironments": [{"strategies": [{"segments": [1, 2]}]}],
             "addons": [{"id": 1, "provider": "webhook", "description": "audit", "enabled": false,
-                        "parameters": {"url": MASKED_URL}}],
+                        "parameters": {"url": MASKED_URL}, "createdAt": UNLEASH_CREATED}],
         })
     }
+
+    /// When Unleash made the addon.
+    const UNLEASH_CREATED: &str = "2026-11-28T22:02:02.725Z";
 
     fn masked() -> Notes {
         Notes {
@@ -242,7 +261,10 @@ mod tests {
         let stored = json!({
             "segments": [{"id": 1, "name": "flagpole-own"}, {"id": 7, "name": "gamma"}],
             "addons": [{"id": 1, "provider": "webhook", "description": "ours", "enabled": true,
-                        "parameters": {"url": "https://ours.example/"}}],
+                        "parameters": {"url": "https://ours.example/"}},
+                       {"id": 2, "provider": "webhook", "description": "audit", "enabled": true,
+                        "parameters": {"url": "https://ours.example/"},
+                        "createdAt": "2026-11-29T08:00:00Z"}],
         });
         let mut document = bundle();
         let mut notes = masked();
@@ -257,8 +279,10 @@ mod tests {
             document["featureEnvironments"][0]["strategies"][0]["segments"],
             json!([8, 7])
         );
-        assert_eq!(document["addons"][0]["id"], 2);
-        assert_eq!(notes.reenter[0].id, 2);
+        // Neither stored webhook is Unleash's (another description, another creation time).
+        assert_eq!(document["addons"][0]["id"], 3);
+        assert_eq!(document["addons"][0]["enabled"], false);
+        assert_eq!(notes.reenter[0].id, 3);
         assert_eq!(notes.renumbered.len(), 3, "{:?}", notes.renumbered);
     }
 
@@ -268,7 +292,8 @@ mod tests {
             "addons": [{"id": 1, "provider": "webhook", "description": "ours", "enabled": true,
                         "parameters": {"url": "https://ours.example/"}},
                        {"id": 2, "provider": "webhook", "description": "audit", "enabled": true,
-                        "parameters": {"url": "https://hooks.example/", "customHeaders": "{}"}}],
+                        "parameters": {"url": "https://hooks.example/", "customHeaders": "{}"},
+                        "createdAt": "2026-11-28T22:02:02.725000Z"}],
         });
         let mut document = bundle();
         let mut notes = masked();
@@ -276,7 +301,8 @@ mod tests {
         assert_eq!(
             document["addons"][0],
             json!({"id": 2, "provider": "webhook", "description": "audit", "enabled": true,
-                   "parameters": {"url": "https://hooks.example/", "customHeaders": "{}"}})
+                   "parameters": {"url": "https://hooks.example/", "customHeaders": "{}"},
+                   "createdAt": UNLEASH_CREATED})
         );
         assert!(notes.reenter.is_empty());
         assert_eq!(notes.renumbered, ["addon 1 (webhook): Flagpole's addon 2"]);
