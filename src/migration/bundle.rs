@@ -1,29 +1,29 @@
 //! Turning what was read from Unleash into a version-2 state document (the bundle), which
 //! `POST /api/admin/state/import` and `--import-file` accept too; and the notes of what could
-//! not move as it was (addons whose secrets Unleash shows masked, providers Flagpole lacks).
+//! not move as it was (addons whose secrets Unleash shows masked, providers Flagpole lacks:
+//! `addons`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{json, Map, Value};
 
+use super::addons::{addons, Reenter};
 use super::reader::UnleashInstance;
-use crate::domain::addon::{providers, MASK};
 use crate::domain::environment::DEFAULT_ENVIRONMENT;
 use crate::domain::export::DOCUMENT_VERSION;
 use crate::domain::project::DEFAULT_PROJECT;
 use crate::domain::strategy::built_in_strategies;
 
-/// What the operator must do by hand after the migration.
+/// What the operator must do by hand after the migration, and what moved in differently.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Notes {
-    /// Addons moved in disabled: `(id, provider, description, parameters to re-enter)`.
-    pub reenter: Vec<(u64, String, String, Vec<String>)>,
+    /// Addons moved in disabled, their secrets to re-enter.
+    pub reenter: Vec<Reenter>,
     /// What did not move, one line each.
     pub left_behind: Vec<String>,
+    /// Records moved in under another id than Unleash's, one line each.
+    pub renumbered: Vec<String>,
 }
-
-/// Placeholder of a required URL that Unleash shows masked (the addon moves in disabled).
-const MASKED_URL: &str = "https://re-enter.invalid/";
 
 /// The bundle of `instance`.
 pub fn build_bundle(instance: &UnleashInstance) -> (Value, Notes) {
@@ -63,7 +63,7 @@ pub fn build_bundle(instance: &UnleashInstance) -> (Value, Notes) {
 }
 
 /// `value` as a string (numbers and booleans as their text; null as none).
-fn text(value: &Value) -> Option<String> {
+pub(super) fn text(value: &Value) -> Option<String> {
     match value {
         Value::String(s) => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),
@@ -73,7 +73,7 @@ fn text(value: &Value) -> Option<String> {
 }
 
 /// `value[field]` as a string, or "".
-fn field(value: &Value, name: &str) -> String {
+pub(super) fn field(value: &Value, name: &str) -> String {
     text(&value[name]).unwrap_or_default()
 }
 
@@ -215,6 +215,10 @@ fn strategy(s: &Value) -> Value {
         .filter_map(|(k, v)| text(v).map(|t| (k.clone(), Value::String(t))))
         .collect();
     let mut item = pick(s, &["id", "name"]);
+    // The 4.x–5.x state export names it `strategyName`.
+    if item.get("name").is_none() {
+        item["name"] = s["strategyName"].clone();
+    }
     if let Some(title) = s["title"].as_str().filter(|t| !t.is_empty()) {
         item["title"] = json!(title);
     }
@@ -557,81 +561,4 @@ fn projects(
             .or_insert_with(|| json!({"id": id, "name": id}));
     }
     projects.into_values().collect()
-}
-
-/// Addons of a provider Flagpole has; masked secrets dropped and the addon disabled.
-fn addons(listed: &[Value], notes: &mut Notes) -> Value {
-    let known = providers();
-    let mut moved = Vec::new();
-    for a in listed {
-        let id = a["id"].as_u64().unwrap_or(0);
-        let name = field(a, "provider");
-        let Some(provider) = known.iter().find(|p| p.name == name) else {
-            notes.left_behind.push(format!(
-                "addon {id} ({name}): Flagpole has no {name} provider"
-            ));
-            continue;
-        };
-        let mut parameters = Map::new();
-        let mut masked = Vec::new();
-        for (key, value) in a["parameters"].as_object().into_iter().flatten() {
-            let Some(value) = text(value) else { continue };
-            // Unleash's webhook `authorization` is Flagpole's `Authorization` custom header.
-            if name == "webhook" && key == "authorization" {
-                if value.contains(MASK) {
-                    masked.push("customHeaders (Unleash's authorization)".into());
-                } else if !value.is_empty() {
-                    let mut headers: Map<String, Value> = parameters
-                        .get("customHeaders")
-                        .and_then(Value::as_str)
-                        .and_then(|h| serde_json::from_str(h).ok())
-                        .unwrap_or_default();
-                    headers.insert("Authorization".into(), Value::String(value));
-                    parameters.insert(
-                        "customHeaders".into(),
-                        Value::String(Value::Object(headers).to_string()),
-                    );
-                }
-                continue;
-            }
-            if !provider.parameters.iter().any(|p| p.name == key) {
-                notes.left_behind.push(format!(
-                    "addon {id} ({name}): parameter \"{key}\" (Flagpole's {name} has none)"
-                ));
-            } else if value.contains(MASK) {
-                masked.push(key.clone());
-            } else if !value.is_empty() {
-                parameters.insert(key.clone(), Value::String(value));
-            }
-        }
-        for required in provider.parameters.iter().filter(|p| p.required) {
-            if masked.iter().any(|m| m == required.name) && required.kind == "url" {
-                parameters.insert(required.name.to_string(), json!(MASKED_URL));
-            }
-        }
-        let (events, dropped): (Vec<String>, Vec<String>) = a["events"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|e| e.as_str().map(str::to_string))
-            .partition(|e| provider.events.contains(&e.as_str()));
-        if !dropped.is_empty() {
-            notes.left_behind.push(format!(
-                "addon {id} ({name}): events Flagpole does not send: {}",
-                dropped.join(", ")
-            ));
-        }
-        let description = field(a, "description");
-        if !masked.is_empty() {
-            notes
-                .reenter
-                .push((id, name.clone(), description.clone(), masked.clone()));
-        }
-        moved.push(json!({
-            "id": id, "provider": name, "description": description,
-            "enabled": a["enabled"].as_bool().unwrap_or(false) && masked.is_empty(),
-            "parameters": parameters, "events": events,
-        }));
-    }
-    Value::Array(moved)
 }

@@ -6,9 +6,11 @@
 //! and of that replica are compared for every environment and migrated client token
 //! (`verify`). Any failure before the import commits nothing.
 
+mod addons;
 mod bundle;
 mod progress;
 mod reader;
+mod store_fit;
 mod unleash_api;
 mod verify;
 
@@ -59,7 +61,7 @@ async fn migrate(settings: Settings, args: ImportUnleashArgs) -> Result<bool, Mi
     let read = read_instance(&api, &progress).await;
     progress.finish();
     let instance = read?;
-    let (bundle, notes) = build_bundle(&instance);
+    let (mut bundle, mut notes) = build_bundle(&instance);
     println!(
         "Read Unleash {} at {} in {:.1} s: {}",
         instance.version.map_or("?".into(), |v| v.to_string()),
@@ -77,7 +79,13 @@ async fn migrate(settings: Settings, args: ImportUnleashArgs) -> Result<bool, Mi
         return Ok(true);
     }
     let replica = Replica::start(settings, &args).await?;
-    let outcome = commit_and_verify(&replica, &api, &args, &bundle).await;
+    let outcome = match replica.stored().await {
+        Ok(stored) => {
+            let segment_ids = store_fit::fit_to_store(&mut bundle, &stored, &mut notes);
+            commit_and_verify(&replica, &api, &args, &bundle, &segment_ids).await
+        }
+        Err(e) => Err(e),
+    };
     replica.stop().await;
     let clean = outcome?;
     print_notes(&notes);
@@ -91,6 +99,7 @@ async fn commit_and_verify(
     api: &UnleashApi,
     args: &ImportUnleashArgs,
     bundle: &Value,
+    segment_ids: &store_fit::SegmentIds,
 ) -> Result<bool, MigrationError> {
     let started = Instant::now();
     let report = replica.import(bundle, args.dry_run).await?;
@@ -104,13 +113,13 @@ async fn commit_and_verify(
     let started = Instant::now();
     // After the commit: a failure here must not say that nothing was committed.
     let after_commit = |e: MigrationError| MigrationError::Verification(e.to_string());
-    let mut verification = verify::verify(api, &replica.base, &callers)
+    let mut verification = verify::verify(api, &replica.base, &callers, segment_ids)
         .await
         .map_err(after_commit)?;
     if !verification.differences.is_empty() {
         // The replica builds its client documents right after the commit: look once more.
         tokio::time::sleep(Duration::from_secs(2)).await;
-        verification = verify::verify(api, &replica.base, &callers)
+        verification = verify::verify(api, &replica.base, &callers, segment_ids)
             .await
             .map_err(after_commit)?;
     }
@@ -251,16 +260,29 @@ fn print_notes(notes: &Notes) {
         println!(
             "Addons moved in disabled: Unleash shows their secrets masked. Re-enter, then enable:"
         );
-        for (id, provider, description, parameters) in &notes.reenter {
+        for addon in &notes.reenter {
+            let parameters: Vec<String> = addon
+                .parameters
+                .iter()
+                .map(|p| addons::parameter_label(p))
+                .collect();
             println!(
-                "  addon {id} ({provider}{}): {}",
-                if description.is_empty() {
+                "  addon {} ({}{}): {}",
+                addon.id,
+                addon.provider,
+                if addon.description.is_empty() {
                     String::new()
                 } else {
-                    format!(", \"{description}\"")
+                    format!(", \"{}\"", addon.description)
                 },
                 parameters.join(", ")
             );
+        }
+    }
+    if !notes.renumbered.is_empty() {
+        println!("Moved in under another id (Flagpole holds a different record under Unleash's):");
+        for line in &notes.renumbered {
+            println!("  {line}");
         }
     }
     if !notes.left_behind.is_empty() {
@@ -353,6 +375,27 @@ impl Replica {
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
+    }
+
+    /// What the store holds: its state export, addon secrets included (the bundle is fitted
+    /// to it).
+    async fn stored(&self) -> Result<Value, MigrationError> {
+        let failed = |e: String| MigrationError::Store(format!("reading what it holds: {e}"));
+        let response = self
+            .http
+            .get(format!(
+                "{}/api/admin/state/export?addonSecrets=true",
+                self.base
+            ))
+            .header("Authorization", &self.admin_token)
+            .send()
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(failed(status.to_string()));
+        }
+        response.json().await.map_err(|e| failed(e.to_string()))
     }
 
     /// `POST /api/admin/state/import` of the bundle: the report.

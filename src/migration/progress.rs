@@ -1,5 +1,5 @@
-//! Counts per kind while Unleash is read, as one line on a terminal (`indicatif`); nothing
-//! when stderr is not a terminal (a CI log gets the summary only).
+//! Counts per kind while Unleash is read, as one line on a terminal (`indicatif`), left there
+//! when reading ends; nothing when stderr is not a terminal (a CI log gets the summary only).
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -42,10 +42,14 @@ impl Progress {
         bar.set_message(line.join(" · "));
     }
 
-    /// Takes the line away.
+    /// Stops the spinner, leaving the last counts on the line (what was read, even when
+    /// reading failed midway).
     pub fn finish(&self) {
         if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
+            if let Ok(style) = ProgressStyle::with_template("read from Unleash: {msg}") {
+                bar.set_style(style);
+            }
+            bar.finish();
         }
     }
 }

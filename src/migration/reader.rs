@@ -1,7 +1,8 @@
 //! Reading a whole Unleash instance: its version first (4.0–7.x; others refused), then for
 //! 6.x–7.x the route set of MODERN-MODEL §6 (one features-batch export per environment plus
-//! the registries), for 4.x–5.x the state export plus what it lacks. The client document's
-//! revision is read before and after: an instance that changed meanwhile is an error.
+//! the registries), for 4.x–5.x the state export plus what it lacks. The newest event of the
+//! event log and the client document's revision are read before and after: an instance that
+//! changed meanwhile is an error.
 
 use std::time::{Duration, Instant};
 
@@ -79,15 +80,39 @@ pub async fn read_version(api: &UnleashApi) -> Result<Version, MigrationError> {
     Ok(version)
 }
 
-/// The revision of Unleash's configuration: the `ETag` of its client document (it changes
-/// with every write that reaches SDKs).
+/// Events that change nothing this command moves: reading itself (a features-batch export is
+/// logged), SDKs registering, favourites and user preferences.
+const EVENTS_NOT_MOVED: [&str; 7] = [
+    "features-exported",
+    "application-created",
+    "feature-favorited",
+    "feature-unfavorited",
+    "project-favorited",
+    "project-unfavorited",
+    "user-preference-updated",
+];
+
+/// The revision of Unleash's configuration: the newest entry of its event log (every admin
+/// write is one, stored with the write: tokens, addons, tags and context fields too; of the
+/// last 100 it lists, those of `EVENTS_NOT_MOVED` left out) and the `ETag` of its client
+/// document (it changes with every write that reaches SDKs).
 async fn revision(api: &UnleashApi) -> Result<String, MigrationError> {
+    let events = api.get("/api/admin/events").await?;
+    let newest = events["events"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| !EVENTS_NOT_MOVED.contains(&e["type"].as_str().unwrap_or_default()))
+        .filter_map(|e| e["id"].as_u64())
+        .max()
+        .map_or("none".to_string(), |id| id.to_string());
     let (body, etag) = api
         .get_with("/api/client/features", &[("Unleash-Client-Spec", "5.2.0")])
         .await?;
-    Ok(etag
+    let etag = etag
         .or_else(|| body["meta"]["revisionId"].as_u64().map(|r| r.to_string()))
-        .unwrap_or_default())
+        .unwrap_or_default();
+    Ok(format!("event {newest}, client document {etag}"))
 }
 
 /// `field` of `value` as a list (none when absent).
@@ -197,7 +222,7 @@ async fn read_archived(
 }
 
 /// 4.x–5.x: the state export (every environment, segments with constraints), the
-/// environments and dependencies (5.5+) it lacks.
+/// environments, archived toggles and dependencies (5.5+) it lacks.
 async fn read_state_export(
     api: &UnleashApi,
     version: Version,
@@ -232,11 +257,20 @@ async fn read_state_export(
             }
         }
     }
-    instance.archived = features
-        .iter()
-        .filter(|f| f["archived"] == json!(true))
-        .cloned()
-        .collect();
+    // The state export leaves archived toggles out (5.x) or marks them (older 4.x): the
+    // archive listing has them all.
+    let archive = api.get("/api/admin/archive/features").await?;
+    instance.archived = list(&archive, "features");
+    for feature in features.iter().filter(|f| f["archived"] == json!(true)) {
+        if !instance
+            .archived
+            .iter()
+            .any(|a| a["name"] == feature["name"])
+        {
+            instance.archived.push(feature.clone());
+        }
+    }
+    progress.count("archived toggles", instance.archived.len());
     instance.state_export = Some(state);
     Ok(())
 }

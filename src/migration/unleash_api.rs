@@ -22,8 +22,8 @@ pub enum MigrationError {
     #[error("{0}")]
     Unsupported(String),
     #[error(
-        "Unleash changed while it was read (its revision went from {before} to {after}); \
-         nothing was committed: run the command again"
+        "Unleash changed while it was read (from {before} to {after}): what was read may \
+         mix states; run the command again once it holds still"
     )]
     ChangedDuringRead { before: String, after: String },
     #[error("the store: {0}")]

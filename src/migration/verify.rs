@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
+use super::store_fit::SegmentIds;
 use super::unleash_api::{MigrationError, UnleashApi};
 
 /// One caller to compare: what it is called in the report, its token on each side and the
@@ -37,11 +38,14 @@ pub struct Verification {
     pub unleash_time: Duration,
 }
 
-/// Compares the documents of every caller, Unleash's and Flagpole's fetched side by side.
+/// Compares the documents of every caller, Unleash's and Flagpole's fetched side by side;
+/// Unleash's segment ids read as the bundle's (`segment_ids`), and Flagpole's own segments
+/// (none of the bundle's) are left out.
 pub async fn verify(
     unleash: &UnleashApi,
     flagpole_base: &str,
     callers: &[Caller],
+    segment_ids: &SegmentIds,
 ) -> Result<Verification, MigrationError> {
     let mut verification = Verification::default();
     for caller in callers {
@@ -73,6 +77,8 @@ pub async fn verify(
                 "inlined"
             };
             let mut found = Vec::new();
+            let expected = with_segment_ids(expected, segment_ids);
+            let actual = without_own_segments(actual, segment_ids);
             compare(&normalise(expected), &normalise(actual), "", &mut found);
             verification.differences.extend(
                 found
@@ -115,6 +121,39 @@ pub fn normalise(mut document: Value) -> Value {
                 top.insert("segments".into(), Value::Object(by_id));
             }
         }
+    }
+    document
+}
+
+/// Unleash's document with its segment ids (segments, strategies' references) as the bundle's.
+fn with_segment_ids(mut document: Value, segment_ids: &SegmentIds) -> Value {
+    let through = |value: &mut Value| {
+        if let Some(id) = value.as_u64().and_then(|id| segment_ids.get(&id)) {
+            *value = Value::from(*id);
+        }
+    };
+    for segment in document["segments"].as_array_mut().into_iter().flatten() {
+        through(&mut segment["id"]);
+    }
+    for feature in document["features"].as_array_mut().into_iter().flatten() {
+        for strategy in feature["strategies"].as_array_mut().into_iter().flatten() {
+            for reference in strategy["segments"].as_array_mut().into_iter().flatten() {
+                through(reference);
+            }
+        }
+    }
+    document
+}
+
+/// Flagpole's document less the segments that did not come from Unleash (records of
+/// Flagpole's own that no migrated toggle refers to).
+fn without_own_segments(mut document: Value, segment_ids: &SegmentIds) -> Value {
+    if let Some(segments) = document["segments"].as_array_mut() {
+        segments.retain(|s| {
+            s["id"]
+                .as_u64()
+                .is_some_and(|id| segment_ids.values().any(|v| *v == id))
+        });
     }
     document
 }

@@ -1,12 +1,17 @@
-//! `flagpole import-unleash` (issue 33) against a real unleash-server 7.5.1 on a private
-//! PostgreSQL 15 cluster under target/ (both started here on free ports, stopped at the end;
-//! one Unleash for every case): refusals that commit nothing, then into both stores a dry
-//! run, the migration with its verification, a rerun that changes nothing, and the real Node
-//! SDK evaluating a few hundred contexts the same against Unleash and Flagpole with each
-//! migrated token; the bundle of `--out` imported through the API; then an Unleash 6.10.1
-//! (`FLAGPOLE_UNLEASH6_DIR`) moved and checked the same way. Without unleash-server
-//! (`FLAGPOLE_UNLEASH_DIR`, installed by scripts/test.sh), the Node SDK or PostgreSQL, it says
-//! "skipping".
+//! `flagpole import-unleash` (issue 33) against real unleash-servers, each case on a private
+//! PostgreSQL 15 cluster of its own under target/ (both started here on free ports, stopped at
+//! the end; one case at a time stays within the test time limit). 7.5.1: refusals that commit
+//! nothing, then into both stores a dry run, the migration with its verification, a rerun
+//! that changes nothing, and the real Node SDK evaluating a few hundred contexts the same
+//! against Unleash and Flagpole with each migrated token; the bundle of `--out` imported
+//! through the API; the progress line on a terminal. Another 7.5.1: partial reads, an Unleash
+//! changing during the read, Flagpole's own records under Unleash's ids and re-entered addon
+//! secrets (`faults`). An Unleash 6.10.1 (`FLAGPOLE_UNLEASH6_DIR`, the route set) and an
+//! Unleash 5.12.8 (`FLAGPOLE_UNLEASH5_DIR`, the state export of 4.x–5.x) moved and checked the
+//! same way. Without unleash-server (`FLAGPOLE_UNLEASH_DIR`, installed by scripts/test.sh), the
+//! Node SDK or PostgreSQL, they say "skipping".
+
+mod faults;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -275,22 +280,70 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_unleash_instance_moves_into_both_stores_and_evaluates_the_same() {
+/// What every case needs: the 7.x install (its scripts: server.js, fill.js, compare.js), the
+/// Node SDK and a PostgreSQL cluster of its own (each case runs alone within the time limit).
+struct Setup {
+    _postgres: Postgres,
+    pg_port: u16,
+    unleash_dir: PathBuf,
+    sdk_dir: String,
+}
+
+/// The setup, with a cluster in `cluster` under the target's temporary directory; none (after
+/// saying "skipping") without unleash-server, the Node SDK or PostgreSQL.
+fn setup(cluster: &str) -> Option<Setup> {
     let (Ok(unleash_dir), Ok(sdk_dir)) = (
         std::env::var("FLAGPOLE_UNLEASH_DIR"),
         std::env::var("FLAGPOLE_SDK_NODE_DIR"),
     ) else {
         eprintln!("skipping: FLAGPOLE_UNLEASH_DIR or FLAGPOLE_SDK_NODE_DIR not set (scripts/test.sh installs them)");
-        return;
+        return None;
     };
     if postgres_program("initdb").is_none() || postgres_program("psql").is_none() {
         eprintln!("skipping: PostgreSQL 15 (initdb, postgres, psql) not found");
-        return;
+        return None;
     }
-    let unleash_dir = PathBuf::from(unleash_dir);
-    let cluster = Path::new(env!("CARGO_TARGET_TMPDIR")).join("migration-postgres");
-    let (_postgres, pg_port) = start_postgres(&cluster);
+    let (postgres, pg_port) = start_postgres(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(cluster));
+    Some(Setup {
+        _postgres: postgres,
+        pg_port,
+        unleash_dir: PathBuf::from(unleash_dir),
+        sdk_dir,
+    })
+}
+
+/// Partial reads, an Unleash changing during the read, Flagpole's own records under Unleash's
+/// ids and re-entered addon secrets (`faults`), against its own 7.5.1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_read_commits_nothing_and_a_rerun_keeps_what_flagpole_holds() {
+    let Some(setup) = setup("migration-postgres-faults") else {
+        return;
+    };
+    let dir = &setup.unleash_dir;
+    let (_unleash, unleash) = start_unleash(dir, dir, setup.pg_port, "unleash").await;
+    fill(dir, dir, &unleash, setup.pg_port, "unleash").await;
+    faults::faults_commit_nothing_and_records_stay_apart(&unleash).await;
+}
+
+/// Unleash 6.10.1 (`FLAGPOLE_UNLEASH6_DIR`): the route set, no REGEX, `client` tokens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unleash_6_moves_and_evaluates_the_same() {
+    moves_an_older_unleash("FLAGPOLE_UNLEASH6_DIR", "6.10.1").await;
+}
+
+/// Unleash 5.12.8 (`FLAGPOLE_UNLEASH5_DIR`): the state export of 4.x–5.x.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unleash_5_moves_and_evaluates_the_same() {
+    moves_an_older_unleash("FLAGPOLE_UNLEASH5_DIR", "5.12.8").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unleash_instance_moves_into_both_stores_and_evaluates_the_same() {
+    let Some(setup) = setup("migration-postgres") else {
+        return;
+    };
+    let (pg_port, unleash_dir, sdk_dir) =
+        (setup.pg_port, setup.unleash_dir.clone(), &setup.sdk_dir);
     let unleash_process = start_unleash(&unleash_dir, &unleash_dir, pg_port, "unleash").await;
     let unleash = unleash_process.1.clone();
     let tokens = fill(&unleash_dir, &unleash_dir, &unleash, pg_port, "unleash").await;
@@ -323,6 +376,8 @@ async fn an_unleash_instance_moves_into_both_stores_and_evaluates_the_same() {
         "{}",
         text(&not_admin.stderr)
     );
+
+    faults::progress_shows_counts_on_a_terminal(&unleash);
 
     // The bundle: written, then taken by the import API of an empty store.
     let bundle_path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("migration-bundle.json");
@@ -411,21 +466,28 @@ async fn an_unleash_instance_moves_into_both_stores_and_evaluates_the_same() {
     assert_eq!(again["changed"], false, "{again}");
     app.stop().await;
     drop(unleash_process);
+}
 
-    // An older Unleash: 6.10 (the same route set; no REGEX, `client` tokens).
-    let Ok(unleash6_dir) = std::env::var("FLAGPOLE_UNLEASH6_DIR") else {
-        eprintln!("skipping Unleash 6: FLAGPOLE_UNLEASH6_DIR not set");
+/// The Unleash `version` installed where `variable` says, on a cluster of its own, filled by
+/// tests/unleash's fill.js, moves into an empty store, verified, a rerun changes nothing, and
+/// the Node SDK evaluates a client token's toggles the same on both.
+async fn moves_an_older_unleash(variable: &str, version: &str) {
+    let Ok(installed) = std::env::var(variable) else {
+        eprintln!("skipping Unleash {version}: {variable} not set (scripts/test.sh installs it)");
         return;
     };
-    let unleash6_dir = PathBuf::from(unleash6_dir);
-    assert!(create_database(pg_port, "unleash6"), "database unleash6");
-    let (_unleash6, unleash6) =
-        start_unleash(&unleash6_dir, &unleash_dir, pg_port, "unleash6").await;
-    let tokens6 = fill(&unleash6_dir, &unleash_dir, &unleash6, pg_port, "unleash6").await;
+    let Some(setup) = setup(&format!("migration-postgres-{version}")) else {
+        return;
+    };
+    let installed = PathBuf::from(installed);
+    let (unleash_dir, sdk_dir, pg_port) = (&setup.unleash_dir, &setup.sdk_dir, setup.pg_port);
+    let database = "unleash";
+    let (_unleash, base) = start_unleash(&installed, unleash_dir, pg_port, database).await;
+    let tokens = fill(&installed, unleash_dir, &base, pg_port, database).await;
     let backend = Backend::embedded();
     let mut args = vec![
         "--url".to_string(),
-        unleash6.clone(),
+        base.clone(),
         "--token".into(),
         ADMIN_TOKEN.into(),
     ];
@@ -433,21 +495,31 @@ async fn an_unleash_instance_moves_into_both_stores_and_evaluates_the_same() {
     let moved = import_unleash(&args);
     let report = format!("{}\n{}", text(&moved.stdout), text(&moved.stderr));
     assert!(moved.status.success(), "{report}");
-    assert!(report.contains("Read Unleash 6.10.1"), "{report}");
+    assert!(
+        report.contains(&format!("Read Unleash {version}")),
+        "{report}"
+    );
     assert!(report.contains("Verified"), "{report}");
+    let again = import_unleash(&args);
+    assert!(
+        text(&again.stdout).contains("No changes"),
+        "{}",
+        text(&again.stdout)
+    );
     let mut settings = backend.settings();
     settings.auth.mode = flagpole::config::AuthMode::Token;
     settings.auth.client_auth = flagpole::config::ClientAuth::Token;
     let app = TestApp::spawn_with(settings).await;
-    let (secret, _) = tokens6
+    let (secret, _) = tokens
         .iter()
         .find(|(_, k)| k == "client")
         .expect("a client token");
     let compared = node(
-        &unleash_dir,
-        &["compare.js", &unleash6, &app.base, secret, CONTEXTS],
+        unleash_dir,
+        &["compare.js", &base, &app.base, secret, CONTEXTS],
         &[("FLAGPOLE_SDK_NODE_DIR", sdk_dir.clone())],
     );
     assert_eq!(compared["differences"], serde_json::json!([]), "{compared}");
+    assert!(compared["toggles"].as_u64() > Some(0), "{compared}");
     app.stop().await;
 }
