@@ -38,9 +38,11 @@ fn options() -> Result<Options, String> {
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         if flag == "--help" || flag == "-h" {
-            return Err("usage: flagpole-fanout [--server 127.0.0.1:4242] [--connections N] \
+            return Err(
+                "usage: flagpole-fanout [--server 127.0.0.1:4242] [--connections N] \
                         [--sources K] [--writes W] [--token T]"
-                .into());
+                    .into(),
+            );
         }
         let value = args.next().ok_or(format!("{flag} needs a value"))?;
         let bad = |e: &dyn std::fmt::Display| format!("{flag} {value}: {e}");
@@ -69,7 +71,9 @@ async fn hold_stream(
     let socket = TcpSocket::new_v4()?;
     socket.bind(SocketAddr::new(source, 0))?;
     let mut stream = socket.connect(server).await?;
-    let auth = token.map(|t| format!("Authorization: {t}\r\n")).unwrap_or_default();
+    let auth = token
+        .map(|t| format!("Authorization: {t}\r\n"))
+        .unwrap_or_default();
     let request = format!(
         "GET /api/client/streaming HTTP/1.1\r\nHost: {server}\r\nAccept: text/event-stream\r\n{auth}\r\n"
     );
@@ -78,7 +82,10 @@ async fn hold_stream(
     let mut line = String::new();
     reader.read_line(&mut line).await?;
     if !line.contains(" 200 ") {
-        return Err(std::io::Error::other(format!("stream refused: {}", line.trim())));
+        return Err(std::io::Error::other(format!(
+            "stream refused: {}",
+            line.trim()
+        )));
     }
     loop {
         line.clear();
@@ -96,18 +103,20 @@ async fn hold_stream(
 }
 
 /// `POST path` with a JSON `body` on the admin API (basic auth) over `connection`; fails
-/// unless the status is 2xx (or one of `also`); the instant its answer's headers were read.
+/// unless the status is 2xx (or one of `also`); the instants the request was sent and its
+/// answer's headers read.
 async fn admin_post(
     connection: &mut BufReader<TcpStream>,
     path: &str,
     body: &str,
     also: &[&str],
-) -> std::io::Result<Instant> {
+) -> std::io::Result<(Instant, Instant)> {
     let request = format!(
         "POST {path} HTTP/1.1\r\nHost: bench\r\nAuthorization: Basic YWRtaW46\r\n\
          Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     );
+    let sent = Instant::now();
     connection.get_mut().write_all(request.as_bytes()).await?;
     let mut line = String::new();
     connection.read_line(&mut line).await?;
@@ -134,7 +143,7 @@ async fn admin_post(
         let text = String::from_utf8_lossy(&answer);
         return Err(std::io::Error::other(format!("{path}: {status} {text}")));
     }
-    Ok(acknowledged)
+    Ok((sent, acknowledged))
 }
 
 fn percentile(sorted: &[f64], fraction: f64) -> f64 {
@@ -164,9 +173,16 @@ async fn run(options: Options) -> std::io::Result<()> {
     admin_post(&mut admin, "/api/admin/features", &toggle, &["409"]).await?;
 
     let started = Instant::now();
-    let streams: Vec<Arrivals> = (0..options.connections).map(|_| Arrivals::default()).collect();
+    let streams: Vec<Arrivals> = (0..options.connections)
+        .map(|_| Arrivals::default())
+        .collect();
     for (i, arrivals) in streams.iter().enumerate() {
-        let source = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2 + (i % options.sources as usize) as u8));
+        let source = IpAddr::V4(Ipv4Addr::new(
+            127,
+            0,
+            0,
+            2 + (i % options.sources as usize) as u8,
+        ));
         let (server, token, arrivals) = (options.server, options.token.clone(), arrivals.clone());
         tokio::spawn(async move {
             if let Err(e) = hold_stream(server, source, token, arrivals).await {
@@ -181,7 +197,9 @@ async fn run(options: Options) -> std::io::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(300);
     while streams.iter().any(|s| received(s) == 0) {
         if Instant::now() > deadline {
-            return Err(std::io::Error::other("not every stream was hydrated within 300 s"));
+            return Err(std::io::Error::other(
+                "not every stream was hydrated within 300 s",
+            ));
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -196,34 +214,47 @@ async fn run(options: Options) -> std::io::Result<()> {
         let marks: Vec<usize> = streams.iter().map(received).collect();
         let switch = if write % 2 == 0 { "on" } else { "off" };
         let path = format!("/api/admin/features/{TOGGLE}/toggle/{switch}");
-        let acknowledged = admin_post(&mut admin, &path, "", &[]).await?;
+        let (sent, acknowledged) = admin_post(&mut admin, &path, "", &[]).await?;
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline
             && streams.iter().zip(&marks).any(|(s, m)| received(s) == *m)
         {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        let mut delays: Vec<f64> = streams
+        // From the acknowledgement (an event that came first counts 0) and from the request.
+        let arrivals: Vec<Instant> = streams
             .iter()
             .zip(&marks)
-            .filter_map(|(s, m)| {
-                let seen = s.lock().ok()?;
-                let (_, at) = seen.get(*m)?;
-                Some(at.saturating_duration_since(acknowledged).as_secs_f64() * 1000.0)
-            })
+            .filter_map(|(s, m)| s.lock().ok()?.get(*m).map(|(_, at)| *at))
             .collect();
-        delays.sort_by(f64::total_cmp);
-        if delays.is_empty() {
-            println!("{{\"measure\": \"one-write\", \"received\": 0, \"of\": {}}}", streams.len());
+        let sorted_ms = |from: Instant| {
+            let mut delays: Vec<f64> = arrivals
+                .iter()
+                .map(|at| at.saturating_duration_since(from).as_secs_f64() * 1000.0)
+                .collect();
+            delays.sort_by(f64::total_cmp);
+            delays
+        };
+        let (after_ack, after_request) = (sorted_ms(acknowledged), sorted_ms(sent));
+        if arrivals.is_empty() {
+            println!(
+                "{{\"measure\": \"one-write\", \"received\": 0, \"of\": {}}}",
+                streams.len()
+            );
         } else {
             println!(
                 "{{\"measure\": \"one-write\", \"received\": {}, \"of\": {}, \"p50Ms\": {:.1}, \
-                 \"p99Ms\": {:.1}, \"maxMs\": {:.1}}}",
-                delays.len(),
+                 \"p99Ms\": {:.1}, \"maxMs\": {:.1}, \"fromRequest\": {{\"p50Ms\": {:.1}, \
+                 \"p99Ms\": {:.1}, \"maxMs\": {:.1}}}, \"writeMs\": {:.1}}}",
+                arrivals.len(),
                 streams.len(),
-                percentile(&delays, 0.5),
-                percentile(&delays, 0.99),
-                delays[delays.len() - 1]
+                percentile(&after_ack, 0.5),
+                percentile(&after_ack, 0.99),
+                after_ack[after_ack.len() - 1],
+                percentile(&after_request, 0.5),
+                percentile(&after_request, 0.99),
+                after_request[after_request.len() - 1],
+                acknowledged.duration_since(sent).as_secs_f64() * 1000.0
             );
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
