@@ -1,7 +1,8 @@
 //! The sections a version-2 state document adds for a whole instance: environments, each
 //! toggle's configuration per environment, segments, archived toggles, API tokens (by the
 //! SHA-256 of their secret: secrets are never stored) and addons (their secrets masked unless
-//! asked for: an admin token that may read the export may not read webhook secrets elsewhere).
+//! asked for, as the addon views show them, so that an export passed around by habit does not
+//! carry them; any admin may still ask).
 
 use std::borrow::Cow;
 

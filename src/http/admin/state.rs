@@ -77,6 +77,10 @@ async fn export_state(State(service): State<Service>, query: QueryFlags) -> ApiR
     response
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    // The whole configuration (with `addonSecrets`, webhook secrets): never kept by a cache.
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     if query.flag("download", false) {
         let name = format!(
             "attachment; filename=\"export-{}.{extension}\"",

@@ -244,7 +244,9 @@ async fn addon_secrets_are_exported_masked_unless_asked_for(backend: &Backend) {
     assert_eq!(parameters["url"], "*****");
     assert_eq!(parameters["secret"], "*****");
     assert_eq!(parameters["contentType"], "application/json");
-    let full = export(&app, "?addonSecrets=1").await;
+    let reply = super::export_reply(&app, "?addonSecrets=1").await;
+    assert_eq!(reply.header("cache-control").as_deref(), Some("no-store"));
+    let full = reply.json;
     assert_eq!(full["addons"][0]["parameters"]["url"], url);
     assert_eq!(full["addons"][0]["parameters"]["secret"], "signing-key-1");
 
