@@ -9,9 +9,10 @@
   frontend.py propagation URL N   N times: switch a toggle on or off through the admin API, then
                                   poll the client API and the frontend API until they hold it;
                                   print how long the write and each took
-  frontend.py unleash-load URL ADMIN_TOKEN N
-                                  load the same N toggles into a real Unleash (6.x/7.x) as its
-                                  `development` environment (its admin API), then create a
+  frontend.py unleash-load URL ADMIN_TOKEN N [FROM]
+                                  load the same N toggles (those from index FROM on: the ones
+                                  before are already there) into a real Unleash (6.x/7.x) as
+                                  its `development` environment (its admin API), then create a
                                   frontend token for it and print the token's secret
 With FRONTEND_TOKEN set, `etags` sends it as the Authorization header (for a peer server); the
 OFREP and client-API ETags are then left out when the peer does not answer them.
@@ -92,7 +93,7 @@ def etags(url, n, out):
             f.write(f"client_etag = {json.dumps(headers['ETag'])}\n")
 
 
-def unleash_load(url, admin_token, n):
+def unleash_load(url, admin_token, n, start=0):
     """The toggles of document(n) into Unleash's `development` through its admin API (8 at a
     time; an admin token may not use the features-batch import), and a frontend token for it."""
     headers = {"Authorization": admin_token, "Content-Type": "application/json"}
@@ -119,8 +120,8 @@ def unleash_load(url, admin_token, n):
             call("POST", f"{environment}/on", {})
 
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
-        list(pool.map(load, document(n)["features"]))
-    body = json.dumps({"tokenName": "frontend-bench", "type": "frontend",
+        list(pool.map(load, document(n)["features"][start:]))
+    body = json.dumps({"tokenName": f"frontend-bench-{n}", "type": "frontend",
                        "environment": "development", "projects": ["*"]}).encode()
     _, _, reply = request(f"{url}/api/admin/api-tokens", "POST", body, headers)
     print(json.loads(reply)["secret"])
@@ -177,6 +178,7 @@ if __name__ == "__main__":
     elif cmd == "propagation":
         propagation(sys.argv[2], int(sys.argv[3]))
     elif cmd == "unleash-load":
-        unleash_load(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        unleash_load(sys.argv[2], sys.argv[3], int(sys.argv[4]),
+                     int(sys.argv[5]) if len(sys.argv) > 5 else 0)
     else:
         sys.exit(__doc__)

@@ -131,7 +131,7 @@ edge_round() {
     --frontend-tokens "$token" --client-tokens "$token" > "$OUT/edge-$n.log" 2>&1 &
   PEER_PID=$!
   wait_http "http://127.0.0.1:$port/internal-backstage/health" "$PEER_PID" "unleash-edge"
-  echo "# edge: $("$bin" --version 2>/dev/null | head -1), pid $PEER_PID" >&2
+  echo "# edge: $bin, pid $PEER_PID" >&2
   FRONTEND_TOKEN=$token python3 "$HERE/frontend.py" etags "http://127.0.0.1:$port" 1000 "$OUT/etags-$n-edge.lua"
   for mode in $PEER_MODES; do peer_mode "$mode" "$n" edge "$PEER_PID" "http://127.0.0.1:$port" "$token"; done
   echo "$n edge-peak_rss_kib $(awk '/VmHWM/{print $2}' "/proc/$PEER_PID/status")" >> "$OUT/results.txt"
@@ -169,8 +169,14 @@ unleash_round() {
     echo "# unleash: tests/unleash not installed (scripts/test.sh does) or no $PG_BIN/initdb: skipped" >&2
     return 0
   fi
-  [ -n "${UNLEASH_URL:-}" ] || start_unleash
-  token=$(python3 "$HERE/frontend.py" unleash-load "$UNLEASH_URL" "$UNLEASH_ADMIN" "$n")
+  [ -n "${UNLEASH_URL:-}" ] || { start_unleash; UNLEASH_LOADED=0; }
+  if [ "$n" -lt "$UNLEASH_LOADED" ]; then
+    echo "# unleash: already holds $UNLEASH_LOADED toggles; give --toggles in ascending order" >&2
+    return 0
+  fi
+  # The first UNLEASH_LOADED toggles are the same at every count: only the rest are added.
+  token=$(python3 "$HERE/frontend.py" unleash-load "$UNLEASH_URL" "$UNLEASH_ADMIN" "$n" "$UNLEASH_LOADED")
+  UNLEASH_LOADED=$n
   # Unleash refreshes its frontend API's toggles from the database every few seconds.
   sleep 15
   FRONTEND_TOKEN=$token python3 "$HERE/frontend.py" etags "$UNLEASH_URL" 1000 "$OUT/etags-$n-unleash.lua"
