@@ -4,7 +4,8 @@
 //! API) and prints, per write, the time from the write's acknowledgement until 50 %, 99 % and
 //! 100 % of the streams had its event — one JSON line each, as `loadtest/streaming.py` does,
 //! but fast enough that the figures are the server's: a read costs microseconds here, not the
-//! tens of microseconds of one Python thread.
+//! tens of microseconds of one Python thread. With `--hold-seconds` it then keeps the streams
+//! open that long (to measure polling beside them).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -24,6 +25,7 @@ struct Options {
     connections: usize,
     sources: u8,
     writes: usize,
+    hold_seconds: u64,
     token: Option<String>,
 }
 
@@ -33,6 +35,7 @@ fn options() -> Result<Options, String> {
         connections: 1000,
         sources: 4,
         writes: 3,
+        hold_seconds: 0,
         token: None,
     };
     let mut args = std::env::args().skip(1);
@@ -40,7 +43,7 @@ fn options() -> Result<Options, String> {
         if flag == "--help" || flag == "-h" {
             return Err(
                 "usage: flagpole-fanout [--server 127.0.0.1:4242] [--connections N] \
-                        [--sources K] [--writes W] [--token T]"
+                        [--sources K] [--writes W] [--hold-seconds S] [--token T]"
                     .into(),
             );
         }
@@ -51,6 +54,7 @@ fn options() -> Result<Options, String> {
             "--connections" => options.connections = value.parse().map_err(|e| bad(&e))?,
             "--sources" => options.sources = value.parse().map_err(|e| bad(&e))?,
             "--writes" => options.writes = value.parse().map_err(|e| bad(&e))?,
+            "--hold-seconds" => options.hold_seconds = value.parse().map_err(|e| bad(&e))?,
             "--token" => options.token = Some(value),
             _ => return Err(format!("unknown option {flag} (see --help)")),
         }
@@ -258,6 +262,16 @@ async fn run(options: Options) -> std::io::Result<()> {
             );
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    if options.hold_seconds > 0 {
+        // Streams kept open, e.g. while the client path is measured beside them.
+        println!(
+            "{{\"measure\": \"holding\", \"seconds\": {}}}",
+            options.hold_seconds
+        );
+        tokio::time::sleep(Duration::from_secs(options.hold_seconds)).await;
+        let open = streams.iter().filter(|s| received(s) > 0).count();
+        println!("{{\"measure\": \"held-after\", \"streams\": {open}}}");
     }
     Ok(())
 }
