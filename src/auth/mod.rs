@@ -6,6 +6,7 @@
 //! snapshot in memory — a map keyed by the SHA-256 of the secret — so no request, and no flood
 //! of bad tokens, ever reaches the store.
 
+mod address;
 pub mod rate_limit;
 pub mod session;
 
@@ -23,6 +24,8 @@ use crate::error::{ApiError, Challenge};
 use crate::service::Actor;
 use crate::snapshot::Snapshot;
 use session::SessionKey;
+
+pub use address::client_ip;
 
 /// What a valid token lets its holder do.
 #[derive(Debug, Clone, PartialEq, Eq)]

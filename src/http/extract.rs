@@ -4,11 +4,10 @@
 
 use axum::body::Bytes;
 use axum::extract::rejection::PathRejection;
-use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Request};
+use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::{header, request::Parts, HeaderMap};
 use axum::middleware::Next;
 use axum::response::Response;
-use std::net::{IpAddr, SocketAddr};
 
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -325,25 +324,8 @@ impl<S: Send + Sync> FromRequestParts<S> for Actor {
     }
 }
 
-/// The client's IP: the connection's peer, or the last `X-Forwarded-For` entry (the one the
-/// trusted proxy in front added) with `--trust-proxy`.
-pub fn client_ip(req: &Request, trust_proxy: bool) -> Option<String> {
-    if trust_proxy {
-        let forwarded = req
-            .headers()
-            .get("x-forwarded-for")
-            .and_then(|v| v.to_str().ok())
-            // The entry the trusted proxy appended: the ones before it are the client's word.
-            .and_then(|v| v.split(',').next_back())
-            .and_then(|v| v.trim().parse::<IpAddr>().ok());
-        if let Some(ip) = forwarded {
-            return Some(ip.to_string());
-        }
-    }
-    req.extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|info| info.0.ip().to_string())
-}
+/// The client's IP (lives with the other facts of who is calling).
+pub use crate::auth::client_ip;
 
 #[cfg(test)]
 mod tests {

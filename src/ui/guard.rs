@@ -8,8 +8,8 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 
+use crate::auth::client_ip;
 use crate::auth::rate_limit::{token_key, LimitGroup};
-use crate::http::extract::client_ip;
 use crate::state::AppState;
 
 use super::problem::problem_page;
