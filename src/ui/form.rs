@@ -63,6 +63,14 @@ impl Errors {
         }
     }
 
+    /// A problem with the form as a whole.
+    pub fn general(message: impl Into<String>) -> Self {
+        Self {
+            fields: Vec::new(),
+            general: vec![message.into()],
+        }
+    }
+
     /// Whether nothing is wrong.
     pub fn is_empty(&self) -> bool {
         self.fields.is_empty() && self.general.is_empty()

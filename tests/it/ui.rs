@@ -173,9 +173,29 @@ async fn ui_pages_sessions_and_form_guards(backend: &Backend) {
         assert_eq!(refused.status(), StatusCode::FORBIDDEN);
         assert!(!is_stale().await, "a refused post changed nothing");
     }
-    let accepted = stale(csrf, None).await.expect("post");
+    let accepted = stale(csrf.clone(), None).await.expect("post");
     assert_eq!(accepted.status(), StatusCode::SEE_OTHER);
     assert!(is_stale().await);
+
+    // A row numbered in the billions is refused at once (not billions of loops or rows).
+    let huge = http
+        .post(url("/ui/settings/tag-types/simple"))
+        .header(COOKIE, &cookie)
+        .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(form(&[
+            ("description", "d"),
+            ("c4000000000.values", "x"),
+            ("_csrf", &csrf),
+        ]))
+        .send();
+    let huge = tokio::time::timeout(std::time::Duration::from_secs(10), huge)
+        .await
+        .expect("answered within 10 s")
+        .expect("post");
+    assert_eq!(huge.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let body = huge.text().await.expect("body");
+    assert!(body.contains("at most 300 constraints"), "{body}");
+    assert!(body.len() < 200_000, "not thousands of rows");
     app.stop().await;
 }
 

@@ -13,6 +13,11 @@ use crate::ui::form::Errors;
 /// Constraint rows in a form at least (blank rows are ignored).
 pub const CONSTRAINT_ROWS: usize = 3;
 
+/// Rows of one kind a form may have: far more than a person edits (the domain keeps at most
+/// a hundred strategies or variants), and few enough that a post naming row `c4000000000`
+/// cannot make the server loop over, or render, billions of rows.
+pub const MAX_ROWS: usize = 300;
+
 /// A submitted form as its fields in order (rows of repeated fields are numbered).
 #[derive(Deserialize, Default)]
 #[serde(transparent)]
@@ -36,18 +41,51 @@ impl Fields {
             .collect()
     }
 
-    /// How many rows of `prefix` (`c` for constraints, `v` for variants) the form has: at
-    /// least `minimum`, and one past the highest numbered row sent.
-    pub fn rows(&self, prefix: &str, minimum: usize) -> usize {
-        let highest = self
-            .0
+    /// The highest row number of `prefix` sent (`c4.values` is row 4 of `c`).
+    fn highest_row(&self, prefix: &str) -> Option<usize> {
+        self.0
             .iter()
             .filter_map(|(k, _)| {
                 let (row, _) = k.strip_prefix(prefix)?.split_once('.')?;
-                row.parse::<usize>().ok()
+                // Row numbers are digits only ("c+1.x" is not row 1).
+                if row.is_empty() || !row.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                Some(row.parse::<usize>().unwrap_or(usize::MAX))
             })
-            .max();
-        highest.map_or(minimum, |h| minimum.max(h + 1))
+            .max()
+    }
+
+    /// How many rows of `prefix` (`c` for constraints, `v` for variants) the form has: at
+    /// least `minimum`, and one past the highest numbered row sent, but never more than
+    /// [`MAX_ROWS`] (a form with more is refused by [`Fields::check_rows`]).
+    pub fn rows(&self, prefix: &str, minimum: usize) -> usize {
+        let rows = self
+            .highest_row(prefix)
+            .map_or(minimum, |h| minimum.max(h.saturating_add(1)));
+        rows.min(MAX_ROWS)
+    }
+
+    /// How many rows of `prefix` a form shows: [`Fields::rows`], and one blank row past
+    /// those whose `key` field is filled from row 0 on (at most [`MAX_ROWS`]).
+    pub fn shown_rows(&self, prefix: &str, key: &str, minimum: usize) -> usize {
+        let filled = (0..MAX_ROWS)
+            .take_while(|i| !self.get(&format!("{prefix}{i}.{key}")).is_empty())
+            .count();
+        self.rows(prefix, minimum).max(filled + 1).min(MAX_ROWS)
+    }
+
+    /// Refuses a form with a row of any of `prefixes` numbered [`MAX_ROWS`] or more (those
+    /// rows would otherwise be dropped without a word).
+    pub fn check_rows(&self, prefixes: &[(&str, &str)]) -> Result<(), Errors> {
+        for (prefix, what) in prefixes {
+            if self.highest_row(prefix).is_some_and(|h| h >= MAX_ROWS) {
+                return Err(Errors::general(format!(
+                    "A form has at most {MAX_ROWS} {what}; this one sent more."
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Adds a field.
@@ -106,10 +144,7 @@ pub fn constraint_fieldset(
             contexts.push(name.clone());
         }
     }
-    let filled = (0..)
-        .take_while(|i| !fields.get(&format!("c{i}.contextName")).is_empty())
-        .count();
-    let constraint_rows = fields.rows("c", CONSTRAINT_ROWS).max(filled + 1);
+    let constraint_rows = fields.shown_rows("c", "contextName", CONSTRAINT_ROWS);
     html! {
     fieldset {
         legend { (legend) }

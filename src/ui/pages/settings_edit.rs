@@ -149,10 +149,7 @@ fn inputs(state: &ConfigState, kind: &str, f: &Fields, errors: &Errors) -> Marku
 
 /// The parameter rows of a strategy definition's form (one blank row past those filled).
 fn parameter_rows(f: &Fields, errors: &Errors) -> Markup {
-    let filled = (0..)
-        .take_while(|i| !f.get(&format!("p{i}.name")).is_empty())
-        .count();
-    let rows = f.rows("p", PARAMETER_ROWS).max(filled + 1);
+    let rows = f.shown_rows("p", "name", PARAMETER_ROWS);
     html! {
         fieldset {
             legend { "Parameters" }
@@ -364,6 +361,10 @@ pub async fn save(
     let Posted { viewer, form } = posted;
     if !editable(&kind) {
         return Err(not_found("registry", &kind));
+    }
+    if let Err(errors) = form.check_rows(&[("c", "constraints"), ("p", "parameters")]) {
+        let typed = Some((&form, &errors));
+        return render(&state, &viewer, (&kind, &key), typed, None, None);
     }
     match save_one(&state, &viewer, (&kind, &key), &form).await? {
         Ok(()) => Ok(see_other(&with_notice(&edit_path(&kind, &key), "Saved."))),

@@ -242,12 +242,7 @@ fn strategy_inputs(
         }
     };
     // A row past the ones filled, for adding one.
-    let variant_rows = fields.rows("v", VARIANT_ROWS).max(
-        (0..)
-            .take_while(|i| !fields.get(&format!("v{i}.name")).is_empty())
-            .count()
-            + 1,
-    );
+    let variant_rows = fields.shown_rows("v", "name", VARIANT_ROWS);
     let chosen_segments = fields.all("segment");
     html! {
         (errors.summary())
@@ -333,6 +328,7 @@ pub fn payload_type_select(id: &str, name: &str, label: &str, chosen: &str) -> M
 
 /// The strategy described by the add-strategy form, as the API's request body.
 pub fn strategy_body(fields: &Fields) -> Result<Value, Errors> {
+    fields.check_rows(&[("c", "constraints"), ("v", "variants")])?;
     let mut parameters = Map::new();
     for key in ["rollout", "stickiness", "groupId"] {
         if !fields.get(key).is_empty() {
@@ -485,5 +481,28 @@ mod tests {
         assert_eq!(fields.rows("c", 3), 5);
         assert_eq!(fields.rows("v", 3), 3);
         assert_eq!(Fields::default().rows("c", 3), 3);
+    }
+
+    #[test]
+    fn a_huge_row_number_is_refused_without_looping_over_the_rows() {
+        use super::super::constraint_form::MAX_ROWS;
+        for name in [
+            "c4000000000.values",
+            "v4000000000.name",
+            "c99999999999999999999999.x",
+        ] {
+            let fields: Fields =
+                serde_json::from_value(json!([["name", "default"], [name, "x"]])).expect("fields");
+            assert_eq!(fields.rows("c", 3).max(fields.rows("v", 3)), MAX_ROWS);
+            assert!(fields.shown_rows("c", "contextName", 3) <= MAX_ROWS);
+            let Err(errors) = strategy_body(&fields) else {
+                panic!("refused")
+            };
+            assert!(!errors.is_empty());
+        }
+        let within: Fields =
+            serde_json::from_value(json!([["c299.contextName", "userId"]])).expect("fields");
+        assert!(within.check_rows(&[("c", "constraints")]).is_ok());
+        assert_eq!(within.rows("c", 3), 300);
     }
 }
