@@ -133,7 +133,7 @@ def test_rollout_strategy_with_a_constraint_a_segment_and_variants(server, watch
     production.get_by_label("Rollout (%)").fill("50")
     production.get_by_label("Context field 1").select_option("userId")
     production.get_by_label("Operator 1").select_option("IN")
-    production.get_by_label("Values 1 (comma-separated)").fill("u1, u2")
+    production.get_by_label("Values 1 (one a line)").fill("u1\nu2")
     production.get_by_label(segment["name"]).check()
     # Weights that do not add up are refused, with what was typed kept.
     production.get_by_label("Variant 1 name").fill("blue")

@@ -32,6 +32,24 @@ impl Fields {
             .map_or("", |(_, v)| v.trim())
     }
 
+    /// The value of `name` as sent (not trimmed; empty when not sent).
+    pub fn raw(&self, name: &str) -> &str {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map_or("", |(_, v)| v.as_str())
+    }
+
+    /// The lines of the multi-line field `name`, one value each, kept as typed (a value may
+    /// hold commas and spaces); blank lines are left out.
+    pub fn lines(&self, name: &str) -> Vec<&str> {
+        self.raw(name)
+            .split('\n')
+            .map(|line| line.strip_suffix('\r').unwrap_or(line))
+            .filter(|line| !line.trim().is_empty())
+            .collect()
+    }
+
     /// Every value of `name`, in order.
     pub fn all(&self, name: &str) -> Vec<&str> {
         self.0
@@ -104,7 +122,7 @@ impl Fields {
                     .iter()
                     .map(|v| v.as_str())
                     .collect::<Vec<_>>()
-                    .join(", "),
+                    .join("\n"),
                 (None, Some(value)) => value.to_string(),
                 _ => String::new(),
             };
@@ -144,6 +162,15 @@ pub fn constraint_fieldset(
             contexts.push(name.clone());
         }
     }
+    // A constraint on a context name that is not (or no longer) defined keeps it: it is
+    // offered, chosen, in its row instead of the first option being sent on save.
+    let mut extra = Vec::new();
+    for i in 0..fields.rows("c", CONSTRAINT_ROWS) {
+        let name = fields.get(&format!("c{i}.contextName"));
+        if !name.is_empty() && !contexts.iter().any(|c| c == name) && !extra.contains(&name) {
+            extra.push(name);
+        }
+    }
     let constraint_rows = fields.shown_rows("c", "contextName", CONSTRAINT_ROWS);
     html! {
     fieldset {
@@ -157,6 +184,9 @@ pub fn constraint_fieldset(
                         @for c in &contexts {
                             option value=(c) selected[fields.get(&format!("{p}.contextName")) == c] { (c) }
                         }
+                        @for c in &extra {
+                            option value=(c) selected[fields.get(&format!("{p}.contextName")) == *c] { (c) }
+                        }
                     }
                 }
                 label for=(format!("{id_prefix}{i}-op")) { "Operator " (i + 1)
@@ -166,10 +196,11 @@ pub fn constraint_fieldset(
                         }
                     }
                 }
-                label for=(format!("{id_prefix}{i}-val")) { "Values " (i + 1) " (comma-separated)"
-                    input type="text" id=(format!("{id_prefix}{i}-val")) name={ (p) ".values" }
-                        value=(fields.get(&format!("{p}.values")))
-                        aria-invalid=[errors.has(&format!("constraints[{i}]")).then_some("true")];
+                label for=(format!("{id_prefix}{i}-val")) { "Values " (i + 1) " (one a line)"
+                    textarea id=(format!("{id_prefix}{i}-val")) name={ (p) ".values" } rows="2"
+                        aria-invalid=[errors.has(&format!("constraints[{i}]")).then_some("true")] {
+                        (fields.raw(&format!("{p}.values")))
+                    }
                 }
                 label { input type="checkbox" name={ (p) ".inverted" } value="true" checked[fields.get(&format!("{p}.inverted")) == "true"]; "Negate " (i + 1) }
                 label { input type="checkbox" name={ (p) ".caseInsensitive" } value="true" checked[fields.get(&format!("{p}.caseInsensitive")) == "true"]; "Ignore case " (i + 1) }
@@ -181,7 +212,7 @@ pub fn constraint_fieldset(
 }
 
 /// The constraints of a submitted form as the API's request body (blank rows left out;
-/// values comma-separated, one value for the operators that take one).
+/// values one a line, kept as typed; one value for the operators that take one).
 pub fn constraints_body(fields: &Fields) -> Vec<Value> {
     let mut constraints = Vec::new();
     for i in 0..fields.rows("c", CONSTRAINT_ROWS) {
@@ -191,7 +222,7 @@ pub fn constraints_body(fields: &Fields) -> Vec<Value> {
             continue;
         }
         let operator = fields.get(&format!("{p}.operator"));
-        let raw = fields.get(&format!("{p}.values"));
+        let name = format!("{p}.values");
         let mut c = json!({
             "contextName": context,
             "operator": operator,
@@ -202,14 +233,10 @@ pub fn constraints_body(fields: &Fields) -> Vec<Value> {
             .operand()
             .is_none_or(|o| o.is_list());
         if list {
-            let values: Vec<&str> = raw
-                .split(',')
-                .map(str::trim)
-                .filter(|v| !v.is_empty())
-                .collect();
-            c["values"] = json!(values);
+            c["values"] = json!(fields.lines(&name));
         } else {
-            c["value"] = json!(raw);
+            // One value: the line breaks a textarea may add around it are not part of it.
+            c["value"] = json!(fields.raw(&name).trim_matches(['\r', '\n']));
         }
         constraints.push(c);
     }
