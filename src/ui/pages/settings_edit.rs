@@ -207,7 +207,7 @@ fn render(
     let stored = held(&config, kind, key)?;
     let no_errors = Errors::default();
     let (fields, errors, mut status) = match typed {
-        Some((fields, errors)) => (fields, errors, StatusCode::UNPROCESSABLE_ENTITY),
+        Some((fields, errors)) => (fields, errors, errors.status()),
         None => (&stored, &no_errors, StatusCode::OK),
     };
     if let Some((code, _)) = refused {
@@ -381,7 +381,7 @@ pub async fn save(
                 "segments" | "projects" => "name",
                 _ => "description",
             };
-            let errors = Errors::of(e, main)?;
+            let errors = Errors::keeping_input(e, main);
             render(
                 &state,
                 &viewer,
