@@ -360,3 +360,74 @@ async fn a_save_the_store_refuses_keeps_what_was_typed() {
     }
     app.stop().await;
 }
+
+/// Only pages and posts count against the admin rate limit: the assets a page loads and the
+/// as-you-type name check do not (the session cookie is sent with them too).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn assets_and_the_name_check_do_not_use_up_the_rate_limit() {
+    let backend = Backend::embedded();
+    let mut settings = backend.settings();
+    settings.auth.rate_limit_admin = 1.0;
+    let app = TestApp::spawn_with(settings).await;
+    let http = reqwest::Client::builder()
+        .redirect(Policy::none())
+        .build()
+        .expect("client");
+    let url = |path: &str| format!("{}{path}", app.base);
+    let signed = http
+        .post(url("/ui/sign-in"))
+        .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(form(&[("name", "Ann"), ("next", "/ui/toggles")]))
+        .send()
+        .await
+        .expect("sign in");
+    let cookie = signed.headers()[SET_COOKIE]
+        .to_str()
+        .expect("cookie")
+        .split(';')
+        .next()
+        .expect("pair")
+        .to_string();
+    let page = http
+        .get(url("/ui/new-toggle"))
+        .header(COOKIE, &cookie)
+        .send()
+        .await
+        .expect("GET")
+        .text()
+        .await
+        .expect("body");
+    let script = page
+        .split("src=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a script")
+        .to_string();
+    for i in 0..20 {
+        for path in [
+            script.clone(),
+            format!("/ui/new-toggle/name-check?name=typed-{i}"),
+        ] {
+            let answer = http
+                .get(url(&path))
+                .header(COOKIE, &cookie)
+                .send()
+                .await
+                .expect("GET");
+            assert_ne!(answer.status(), StatusCode::TOO_MANY_REQUESTS, "{path}");
+        }
+    }
+    // Pages still do.
+    let mut refused = false;
+    for _ in 0..10 {
+        let answer = http
+            .get(url("/ui/toggles"))
+            .header(COOKIE, &cookie)
+            .send()
+            .await
+            .expect("GET");
+        refused |= answer.status() == StatusCode::TOO_MANY_REQUESTS;
+    }
+    assert!(refused, "pages count against the limit");
+    app.stop().await;
+}
