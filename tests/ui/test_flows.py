@@ -320,6 +320,9 @@ def test_import_is_previewed_then_applied_and_export_downloads(server, watched):
     sign_in(page, server)
     page.get_by_role("link", name="Import/export").click()
     expect(page.get_by_role("heading", name="Import and export", level=1)).to_be_visible()
+    # The download masks addon secrets: the page says so, and how to take a full backup.
+    expect(page.locator("#export-secrets")).to_contain_text("Addon secrets are masked")
+    expect(page.locator("#export-secrets")).to_contain_text("/api/admin/state/export?addonSecrets=true")
     exported = page.request.get(server.url + "/ui/state/export")
     assert exported.ok and "features" in exported.json()
     page.get_by_label("Document (JSON or YAML, as exported)").fill(document)
