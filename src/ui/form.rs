@@ -1,6 +1,7 @@
 //! Forms: the API's validation messages placed next to the fields they name, and labelled
 //! inputs that keep what was typed.
 
+use axum::http::StatusCode;
 use maud::{html, Markup};
 
 use crate::error::ApiError;
@@ -13,6 +14,8 @@ use super::problem::Problem;
 pub struct Errors {
     fields: Vec<(String, String)>,
     general: Vec<String>,
+    /// The status of a failure that was not about the input (the store, a timeout).
+    failure: Option<StatusCode>,
 }
 
 impl Errors {
@@ -20,8 +23,36 @@ impl Errors {
     /// name, a conflict) placed on `main_field`; a failure that is not about the input (the
     /// store, a fault) stays a problem page.
     pub fn of(e: ServiceError, main_field: &str) -> Result<Self, Problem> {
+        Self::of_api(ApiError::from(e), main_field).map_err(Problem)
+    }
+
+    /// As [`Errors::of`], but a failure that is not about the input (the store unavailable,
+    /// a timeout, a fault) is a problem with the whole form too: the form is shown again
+    /// with what was typed, to be sent again, instead of a problem page losing the edits.
+    pub fn keeping_input(e: ServiceError, main_field: &str) -> Self {
+        Self::of_api(ApiError::from(e), main_field).unwrap_or_else(|failure| {
+            if let ApiError::Internal(cause) = &failure {
+                tracing::error!(%cause, "admin UI save failed");
+            }
+            Self {
+                fields: Vec::new(),
+                general: vec![format!(
+                    "{failure} What you typed is kept below; send it again when the service answers."
+                )],
+                failure: Some(failure.status()),
+            }
+        })
+    }
+
+    /// The status of the page showing the form again: 422, or the failure's own status
+    /// when the write failed for another reason than the input.
+    pub fn status(&self) -> StatusCode {
+        self.failure.unwrap_or(StatusCode::UNPROCESSABLE_ENTITY)
+    }
+
+    fn of_api(e: ApiError, main_field: &str) -> Result<Self, ApiError> {
         let mut errors = Self::default();
-        match ApiError::from(e) {
+        match e {
             ApiError::BadRequest { message, details } => {
                 if details.is_empty() {
                     errors.general.push(message);
@@ -41,7 +72,7 @@ impl Errors {
                     errors.fields.push((main_field.to_string(), m));
                 }
             }
-            other => return Err(Problem(other)),
+            other => return Err(other),
         }
         Ok(errors)
     }
@@ -60,6 +91,16 @@ impl Errors {
         Self {
             fields: vec![(name.to_string(), message.into())],
             general: Vec::new(),
+            failure: None,
+        }
+    }
+
+    /// A problem with the form as a whole.
+    pub fn general(message: impl Into<String>) -> Self {
+        Self {
+            fields: Vec::new(),
+            general: vec![message.into()],
+            failure: None,
         }
     }
 

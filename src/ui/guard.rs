@@ -15,11 +15,18 @@ use crate::state::AppState;
 use super::problem::problem_page;
 use super::session::session_token;
 
+/// Whether a request to `path` counts against the admin rate limit: pages and form posts do;
+/// the assets a page loads and the as-you-type name check (a request a keystroke) do not, or
+/// a page and its typing would use up the limit (the session cookie is sent with both).
+fn counted(path: &str) -> bool {
+    !path.starts_with("/ui/assets/") && path != "/ui/new-toggle/name-check"
+}
+
 /// Middleware on every UI route.
 pub async fn limits(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    // Requests of no session (the sign-in page, assets, API clients asking for `/`) are not
-    // counted: the admin API's open routes (login) are not either.
-    if state.limiter.limits(LimitGroup::Admin) {
+    // Requests of no session (the sign-in page, API clients asking for `/`) are not counted:
+    // the admin API's open routes (login) are not either.
+    if state.limiter.limits(LimitGroup::Admin) && counted(req.uri().path()) {
         if let Some(token_hash) = session_token(&state, req.headers()) {
             let checked = match &token_hash {
                 Some(hash) => state.limiter.check(LimitGroup::Admin, token_key(hash)),

@@ -17,7 +17,7 @@ pub const PAGE_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 
 
 /// htmx's settings: no inline indicator styles (the policy forbids them), no eval, and
 /// 422 answers (a form with its errors) swapped in like successes.
-const HTMX_CONFIG: &str = r#"{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false,"historyCacheSize":0,"scrollIntoViewOnBoost":false,"responseHandling":[{"code":"204","swap":false},{"code":"[23]..","swap":true},{"code":"422","swap":true},{"code":"409","swap":true},{"code":"[45]..","swap":false,"error":true}]}"#;
+const HTMX_CONFIG: &str = r#"{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false,"historyCacheSize":0,"scrollIntoViewOnBoost":false,"responseHandling":[{"code":"204","swap":false},{"code":"[23]..","swap":true},{"code":"422","swap":true},{"code":"409","swap":true},{"code":"50[034]","swap":true},{"code":"[45]..","swap":false,"error":true}]}"#;
 
 /// The sections of the navigation.
 #[derive(Clone, Copy, PartialEq, Eq)]

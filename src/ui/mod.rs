@@ -103,6 +103,10 @@ pub fn router(app: &AppState) -> Router<AppState> {
         .route("/ui/applications", get(applications::list))
         .route("/ui/applications/{app}", get(applications::detail))
         .route("/ui/state/export", get(state::download))
+        // The list's kept usage sums: this service's own (not a process-wide static).
+        .layer(axum::Extension(std::sync::Arc::new(
+            pages::sparkline::Sparklines::default(),
+        )))
         .layer(axum::middleware::from_fn_with_state(
             app.clone(),
             guard::limits,

@@ -173,9 +173,29 @@ async fn ui_pages_sessions_and_form_guards(backend: &Backend) {
         assert_eq!(refused.status(), StatusCode::FORBIDDEN);
         assert!(!is_stale().await, "a refused post changed nothing");
     }
-    let accepted = stale(csrf, None).await.expect("post");
+    let accepted = stale(csrf.clone(), None).await.expect("post");
     assert_eq!(accepted.status(), StatusCode::SEE_OTHER);
     assert!(is_stale().await);
+
+    // A row numbered in the billions is refused at once (not billions of loops or rows).
+    let huge = http
+        .post(url("/ui/settings/tag-types/simple"))
+        .header(COOKIE, &cookie)
+        .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(form(&[
+            ("description", "d"),
+            ("c4000000000.values", "x"),
+            ("_csrf", &csrf),
+        ]))
+        .send();
+    let huge = tokio::time::timeout(std::time::Duration::from_secs(10), huge)
+        .await
+        .expect("answered within 10 s")
+        .expect("post");
+    assert_eq!(huge.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let body = huge.text().await.expect("body");
+    assert!(body.contains("at most 300 constraints"), "{body}");
+    assert!(body.len() < 200_000, "not thousands of rows");
     app.stop().await;
 }
 
@@ -227,5 +247,187 @@ async fn a_named_session_opens_nothing_where_tokens_are_required() {
         .to_str()
         .unwrap_or_default()
         .starts_with("/ui/sign-in"));
+    app.stop().await;
+}
+
+/// A save the store cannot take (it is down) shows the form again with what was typed and
+/// the failure, instead of a problem page losing the edits: a strategy, a context field, a
+/// dependency.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_save_the_store_refuses_keeps_what_was_typed() {
+    let backend = Backend::redis();
+    let app = TestApp::spawn(&backend).await;
+    app.create_toggle("kept-child").await;
+    app.create_toggle("kept-parent").await;
+    let strategy = app
+        .post(
+            "/api/admin/projects/default/features/kept-child/environments/development/strategies",
+            serde_json::json!({"name": "flexibleRollout", "parameters": {"rollout": "10"}}),
+        )
+        .await
+        .expect(200)
+        .json;
+    let id = strategy["id"].as_str().expect("an id").to_string();
+    app.post(
+        "/api/admin/context",
+        serde_json::json!({"name": "kept-region", "legalValues": ["eu"]}),
+    )
+    .await
+    .expect(201);
+    let http = reqwest::Client::builder()
+        .redirect(Policy::none())
+        .build()
+        .expect("client");
+    let url = |path: &str| format!("{}{path}", app.base);
+    let signed = http
+        .post(url("/ui/sign-in"))
+        .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(form(&[("name", "Ann"), ("next", "/ui/toggles")]))
+        .send()
+        .await
+        .expect("sign in");
+    let cookie = signed.headers()[SET_COOKIE]
+        .to_str()
+        .expect("cookie")
+        .split(';')
+        .next()
+        .expect("pair")
+        .to_string();
+    let page = http
+        .get(url("/ui/settings/context-fields/kept-region"))
+        .header(COOKIE, &cookie)
+        .send()
+        .await
+        .expect("GET")
+        .text()
+        .await
+        .expect("body");
+    let csrf = csrf_of(&page);
+
+    backend.redis_server().stop();
+
+    let strategy_path = format!("/ui/toggles/kept-child/environments/development/strategies/{id}");
+    let posts = [
+        (
+            strategy_path.as_str(),
+            vec![
+                ("name", "flexibleRollout"),
+                ("title", "Typed title 7431"),
+                ("rollout", "42"),
+            ],
+        ),
+        (
+            "/ui/settings/context-fields/kept-region",
+            vec![
+                ("description", "Typed description 7432"),
+                ("legalValues", "eu"),
+            ],
+        ),
+        (
+            "/ui/toggles/kept-child/dependency",
+            vec![
+                ("feature", "kept-parent"),
+                ("enabled", "true"),
+                ("variants", ""),
+            ],
+        ),
+    ];
+    for (path, mut fields) in posts {
+        fields.push(("_csrf", &csrf));
+        let typed = fields[0].1.to_string();
+        let typed = if path.ends_with("dependency") {
+            typed
+        } else {
+            fields[1].1.to_string()
+        };
+        let answer = http
+            .post(url(path))
+            .header(COOKIE, &cookie)
+            .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(form(&fields))
+            .send()
+            .await
+            .expect("post");
+        let status = answer.status();
+        let body = answer.text().await.expect("body");
+        assert!(status.is_server_error(), "{path}: {status}");
+        assert!(body.contains("<form"), "{path}: the form again: {body}");
+        assert!(
+            body.contains(&typed),
+            "{path}: what was typed ({typed}): {body}"
+        );
+        assert!(body.contains("What you typed is kept"), "{path}: {body}");
+    }
+    app.stop().await;
+}
+
+/// Only pages and posts count against the admin rate limit: the assets a page loads and the
+/// as-you-type name check do not (the session cookie is sent with them too).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn assets_and_the_name_check_do_not_use_up_the_rate_limit() {
+    let backend = Backend::embedded();
+    let mut settings = backend.settings();
+    settings.auth.rate_limit_admin = 1.0;
+    let app = TestApp::spawn_with(settings).await;
+    let http = reqwest::Client::builder()
+        .redirect(Policy::none())
+        .build()
+        .expect("client");
+    let url = |path: &str| format!("{}{path}", app.base);
+    let signed = http
+        .post(url("/ui/sign-in"))
+        .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(form(&[("name", "Ann"), ("next", "/ui/toggles")]))
+        .send()
+        .await
+        .expect("sign in");
+    let cookie = signed.headers()[SET_COOKIE]
+        .to_str()
+        .expect("cookie")
+        .split(';')
+        .next()
+        .expect("pair")
+        .to_string();
+    let page = http
+        .get(url("/ui/new-toggle"))
+        .header(COOKIE, &cookie)
+        .send()
+        .await
+        .expect("GET")
+        .text()
+        .await
+        .expect("body");
+    let script = page
+        .split("src=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a script")
+        .to_string();
+    for i in 0..20 {
+        for path in [
+            script.clone(),
+            format!("/ui/new-toggle/name-check?name=typed-{i}"),
+        ] {
+            let answer = http
+                .get(url(&path))
+                .header(COOKIE, &cookie)
+                .send()
+                .await
+                .expect("GET");
+            assert_ne!(answer.status(), StatusCode::TOO_MANY_REQUESTS, "{path}");
+        }
+    }
+    // Pages still do.
+    let mut refused = false;
+    for _ in 0..10 {
+        let answer = http
+            .get(url("/ui/toggles"))
+            .header(COOKIE, &cookie)
+            .send()
+            .await
+            .expect("GET");
+        refused |= answer.status() == StatusCode::TOO_MANY_REQUESTS;
+    }
+    assert!(refused, "pages count against the limit");
     app.stop().await;
 }

@@ -79,8 +79,8 @@ def test_a_strategy_is_edited_in_place(server, watched):
         "POST", f"/api/admin/projects/default/features/{name}/environments/development/strategies",
         {"name": "flexibleRollout", "title": "Beta",
          "parameters": {"rollout": "25", "stickiness": "default", "groupId": name},
-         "constraints": [{"contextName": "userId", "operator": "IN", "values": ["a", "b"]}],
-         "variants": [{"name": "red", "weight": 400, "weightType": "fix", "stickiness": "default",
+         "constraints": [{"contextName": "userId", "operator": "IN", "values": ["a", "Smith, John"]}],
+         "variants": [{"name": "red", "weight": 400, "weightType": "fix", "stickiness": "userId",
                        "payload": {"type": "json", "value": "{\"x\": 1}"}},
                       {"name": "black", "weight": 600, "weightType": "variable",
                        "stickiness": "default"}]}, expect=200)
@@ -93,7 +93,7 @@ def test_a_strategy_is_edited_in_place(server, watched):
     edit_url = page.url
     # Prefilled with what the strategy holds.
     expect(page.get_by_label("Rollout (%)")).to_have_value("25")
-    expect(page.get_by_label("Values 1 (comma-separated)")).to_have_value("a, b")
+    expect(page.get_by_label("Values 1 (one a line)")).to_have_value("a\nSmith, John")
     # The variants in the order the API keeps them; the variable one's weight left blank.
     names = [page.get_by_label(f"Variant {i} name").input_value() for i in (1, 2)]
     assert sorted(names) == ["black", "red"]
@@ -114,7 +114,7 @@ def test_a_strategy_is_edited_in_place(server, watched):
     page.get_by_label(f"Variant {black} weight (%)").fill("")
     page.get_by_label("Context field 2").select_option("appName")
     page.get_by_label("Operator 2").select_option("STR_STARTS_WITH")
-    page.get_by_label("Values 2 (comma-separated)").fill("web")
+    page.get_by_label("Values 2 (one a line)").fill("web")
     page.get_by_role("button", name="Save strategy").click()
     expect(page.get_by_role("status").first).to_contain_text("Strategy saved in development")
     strategies = server.api(
@@ -127,8 +127,10 @@ def test_a_strategy_is_edited_in_place(server, watched):
     assert strategy["parameters"]["rollout"] == "60"
     assert [c["contextName"] for c in strategy["constraints"]] == ["userId", "appName"]
     assert strategy["constraints"][1]["values"] == ["web"]
+    assert strategy["constraints"][0]["values"] == ["a", "Smith, John"], "a comma kept in a value"
     red = next(v for v in strategy["variants"] if v["name"] == "red")
     assert red["weight"] == 400 and red["payload"] == {"type": "json", "value": "{\"x\": 1}"}
+    assert red["stickiness"] == "userId", "a variant keeps its own stickiness"
     # The edit page and the toggle page (dependencies, variants) fit a 390 px screen.
     page.set_viewport_size({"width": 390, "height": 844})
     for url in (edit_url, f"{server.url}/ui/toggles/{name}"):
@@ -178,12 +180,12 @@ def test_a_segment_is_edited_and_its_delete_refused_while_in_use(server, watched
     open_edit_page(page, server, "Segments", name)
     expect(page.get_by_role("heading", name=f"Edit segment {name}", level=1)).to_be_visible()
     edit_url = page.url
-    expect(page.get_by_label("Values 1 (comma-separated)")).to_have_value("u1")
+    expect(page.get_by_label("Values 1 (one a line)")).to_have_value("u1")
     page.get_by_label("Description").fill("Our best customers")
-    page.get_by_label("Values 1 (comma-separated)").fill("u1, u2")
+    page.get_by_label("Values 1 (one a line)").fill("u1\nu2")
     page.get_by_label("Context field 2").select_option("appName")
     page.get_by_label("Operator 2").select_option("IN")
-    page.get_by_label("Values 2 (comma-separated)").fill("shop")
+    page.get_by_label("Values 2 (one a line)").fill("shop")
     page.get_by_role("button", name="Save segment").click()
     expect(page.get_by_role("status").first).to_contain_text("Saved")
     stored = server.api("GET", f"/api/admin/segments/{segment['id']}", expect=200)
@@ -217,14 +219,14 @@ def test_context_field_legal_values_project_strategy_and_tag_type_are_edited(ser
     expect(page.get_by_role("status").first).to_contain_text("Created in context-fields")
     open_edit_page(page, server, "Context fields", field)
     expect(page.get_by_label("Legal values", exact=False)).to_have_value("eu")
-    page.get_by_label("Legal values", exact=False).fill("eu, us, apac")
+    page.get_by_label("Legal values", exact=False).fill("eu\nus, apac\nSmith, John")
     page.get_by_role("button", name="Save context field").click()
     expect(page.get_by_role("status").first).to_contain_text("Saved")
     audit(page, f"context-field-edit-{server.store}")
     page.reload()
     stored = server.api("GET", f"/api/admin/context/{field}", expect=200)
     assert [v["value"] if isinstance(v, dict) else v for v in stored["legalValues"]] == [
-        "eu", "us", "apac"]
+        "eu", "us, apac", "Smith, John"]
 
     project = unique("team")
     server.api("POST", "/api/admin/projects", {"id": project, "name": "Team"}, expect=(200, 201))

@@ -133,7 +133,7 @@ def test_rollout_strategy_with_a_constraint_a_segment_and_variants(server, watch
     production.get_by_label("Rollout (%)").fill("50")
     production.get_by_label("Context field 1").select_option("userId")
     production.get_by_label("Operator 1").select_option("IN")
-    production.get_by_label("Values 1 (comma-separated)").fill("u1, u2")
+    production.get_by_label("Values 1 (one a line)").fill("u1\nu2")
     production.get_by_label(segment["name"]).check()
     # Weights that do not add up are refused, with what was typed kept.
     production.get_by_label("Variant 1 name").fill("blue")
@@ -320,6 +320,9 @@ def test_import_is_previewed_then_applied_and_export_downloads(server, watched):
     sign_in(page, server)
     page.get_by_role("link", name="Import/export").click()
     expect(page.get_by_role("heading", name="Import and export", level=1)).to_be_visible()
+    # The download masks addon secrets: the page says so, and how to take a full backup.
+    expect(page.locator("#export-secrets")).to_contain_text("Addon secrets are masked")
+    expect(page.locator("#export-secrets")).to_contain_text("/api/admin/state/export?addonSecrets=true")
     exported = page.request.get(server.url + "/ui/state/export")
     assert exported.ok and "features" in exported.json()
     page.get_by_label("Document (JSON or YAML, as exported)").fill(document)

@@ -13,6 +13,11 @@ use crate::ui::form::Errors;
 /// Constraint rows in a form at least (blank rows are ignored).
 pub const CONSTRAINT_ROWS: usize = 3;
 
+/// Rows of one kind a form may have: far more than a person edits (the domain keeps at most
+/// a hundred strategies or variants), and few enough that a post naming row `c4000000000`
+/// cannot make the server loop over, or render, billions of rows.
+pub const MAX_ROWS: usize = 300;
+
 /// A submitted form as its fields in order (rows of repeated fields are numbered).
 #[derive(Deserialize, Default)]
 #[serde(transparent)]
@@ -27,6 +32,24 @@ impl Fields {
             .map_or("", |(_, v)| v.trim())
     }
 
+    /// The value of `name` as sent (not trimmed; empty when not sent).
+    pub fn raw(&self, name: &str) -> &str {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map_or("", |(_, v)| v.as_str())
+    }
+
+    /// The lines of the multi-line field `name`, one value each, kept as typed (a value may
+    /// hold commas and spaces); blank lines are left out.
+    pub fn lines(&self, name: &str) -> Vec<&str> {
+        self.raw(name)
+            .split('\n')
+            .map(|line| line.strip_suffix('\r').unwrap_or(line))
+            .filter(|line| !line.trim().is_empty())
+            .collect()
+    }
+
     /// Every value of `name`, in order.
     pub fn all(&self, name: &str) -> Vec<&str> {
         self.0
@@ -36,18 +59,51 @@ impl Fields {
             .collect()
     }
 
-    /// How many rows of `prefix` (`c` for constraints, `v` for variants) the form has: at
-    /// least `minimum`, and one past the highest numbered row sent.
-    pub fn rows(&self, prefix: &str, minimum: usize) -> usize {
-        let highest = self
-            .0
+    /// The highest row number of `prefix` sent (`c4.values` is row 4 of `c`).
+    fn highest_row(&self, prefix: &str) -> Option<usize> {
+        self.0
             .iter()
             .filter_map(|(k, _)| {
                 let (row, _) = k.strip_prefix(prefix)?.split_once('.')?;
-                row.parse::<usize>().ok()
+                // Row numbers are digits only ("c+1.x" is not row 1).
+                if row.is_empty() || !row.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                Some(row.parse::<usize>().unwrap_or(usize::MAX))
             })
-            .max();
-        highest.map_or(minimum, |h| minimum.max(h + 1))
+            .max()
+    }
+
+    /// How many rows of `prefix` (`c` for constraints, `v` for variants) the form has: at
+    /// least `minimum`, and one past the highest numbered row sent, but never more than
+    /// [`MAX_ROWS`] (a form with more is refused by [`Fields::check_rows`]).
+    pub fn rows(&self, prefix: &str, minimum: usize) -> usize {
+        let rows = self
+            .highest_row(prefix)
+            .map_or(minimum, |h| minimum.max(h.saturating_add(1)));
+        rows.min(MAX_ROWS)
+    }
+
+    /// How many rows of `prefix` a form shows: [`Fields::rows`], and one blank row past
+    /// those whose `key` field is filled from row 0 on (at most [`MAX_ROWS`]).
+    pub fn shown_rows(&self, prefix: &str, key: &str, minimum: usize) -> usize {
+        let filled = (0..MAX_ROWS)
+            .take_while(|i| !self.get(&format!("{prefix}{i}.{key}")).is_empty())
+            .count();
+        self.rows(prefix, minimum).max(filled + 1).min(MAX_ROWS)
+    }
+
+    /// Refuses a form with a row of any of `prefixes` numbered [`MAX_ROWS`] or more (those
+    /// rows would otherwise be dropped without a word).
+    pub fn check_rows(&self, prefixes: &[(&str, &str)]) -> Result<(), Errors> {
+        for (prefix, what) in prefixes {
+            if self.highest_row(prefix).is_some_and(|h| h >= MAX_ROWS) {
+                return Err(Errors::general(format!(
+                    "A form has at most {MAX_ROWS} {what}; this one sent more."
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Adds a field.
@@ -66,7 +122,7 @@ impl Fields {
                     .iter()
                     .map(|v| v.as_str())
                     .collect::<Vec<_>>()
-                    .join(", "),
+                    .join("\n"),
                 (None, Some(value)) => value.to_string(),
                 _ => String::new(),
             };
@@ -106,10 +162,16 @@ pub fn constraint_fieldset(
             contexts.push(name.clone());
         }
     }
-    let filled = (0..)
-        .take_while(|i| !fields.get(&format!("c{i}.contextName")).is_empty())
-        .count();
-    let constraint_rows = fields.rows("c", CONSTRAINT_ROWS).max(filled + 1);
+    // A constraint on a context name that is not (or no longer) defined keeps it: it is
+    // offered, chosen, in its row instead of the first option being sent on save.
+    let mut extra = Vec::new();
+    for i in 0..fields.rows("c", CONSTRAINT_ROWS) {
+        let name = fields.get(&format!("c{i}.contextName"));
+        if !name.is_empty() && !contexts.iter().any(|c| c == name) && !extra.contains(&name) {
+            extra.push(name);
+        }
+    }
+    let constraint_rows = fields.shown_rows("c", "contextName", CONSTRAINT_ROWS);
     html! {
     fieldset {
         legend { (legend) }
@@ -122,6 +184,9 @@ pub fn constraint_fieldset(
                         @for c in &contexts {
                             option value=(c) selected[fields.get(&format!("{p}.contextName")) == c] { (c) }
                         }
+                        @for c in &extra {
+                            option value=(c) selected[fields.get(&format!("{p}.contextName")) == *c] { (c) }
+                        }
                     }
                 }
                 label for=(format!("{id_prefix}{i}-op")) { "Operator " (i + 1)
@@ -131,10 +196,11 @@ pub fn constraint_fieldset(
                         }
                     }
                 }
-                label for=(format!("{id_prefix}{i}-val")) { "Values " (i + 1) " (comma-separated)"
-                    input type="text" id=(format!("{id_prefix}{i}-val")) name={ (p) ".values" }
-                        value=(fields.get(&format!("{p}.values")))
-                        aria-invalid=[errors.has(&format!("constraints[{i}]")).then_some("true")];
+                label for=(format!("{id_prefix}{i}-val")) { "Values " (i + 1) " (one a line)"
+                    textarea id=(format!("{id_prefix}{i}-val")) name={ (p) ".values" } rows="2"
+                        aria-invalid=[errors.has(&format!("constraints[{i}]")).then_some("true")] {
+                        (fields.raw(&format!("{p}.values")))
+                    }
                 }
                 label { input type="checkbox" name={ (p) ".inverted" } value="true" checked[fields.get(&format!("{p}.inverted")) == "true"]; "Negate " (i + 1) }
                 label { input type="checkbox" name={ (p) ".caseInsensitive" } value="true" checked[fields.get(&format!("{p}.caseInsensitive")) == "true"]; "Ignore case " (i + 1) }
@@ -146,7 +212,7 @@ pub fn constraint_fieldset(
 }
 
 /// The constraints of a submitted form as the API's request body (blank rows left out;
-/// values comma-separated, one value for the operators that take one).
+/// values one a line, kept as typed; one value for the operators that take one).
 pub fn constraints_body(fields: &Fields) -> Vec<Value> {
     let mut constraints = Vec::new();
     for i in 0..fields.rows("c", CONSTRAINT_ROWS) {
@@ -156,7 +222,7 @@ pub fn constraints_body(fields: &Fields) -> Vec<Value> {
             continue;
         }
         let operator = fields.get(&format!("{p}.operator"));
-        let raw = fields.get(&format!("{p}.values"));
+        let name = format!("{p}.values");
         let mut c = json!({
             "contextName": context,
             "operator": operator,
@@ -167,14 +233,10 @@ pub fn constraints_body(fields: &Fields) -> Vec<Value> {
             .operand()
             .is_none_or(|o| o.is_list());
         if list {
-            let values: Vec<&str> = raw
-                .split(',')
-                .map(str::trim)
-                .filter(|v| !v.is_empty())
-                .collect();
-            c["values"] = json!(values);
+            c["values"] = json!(fields.lines(&name));
         } else {
-            c["value"] = json!(raw);
+            // One value: the line breaks a textarea may add around it are not part of it.
+            c["value"] = json!(fields.raw(&name).trim_matches(['\r', '\n']));
         }
         constraints.push(c);
     }

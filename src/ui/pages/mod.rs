@@ -10,7 +10,7 @@ pub mod playground;
 pub mod settings;
 pub mod settings_edit;
 pub mod sign_in;
-mod sparkline;
+pub(super) mod sparkline;
 pub mod state;
 pub mod strategy_edit;
 mod strategy_form;

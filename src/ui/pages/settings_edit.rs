@@ -79,7 +79,7 @@ fn held(state: &ConfigState, kind: &str, key: &str) -> Result<Fields, Problem> {
                 .get(key)
                 .ok_or_else(|| not_found(kind, key))?;
             f.push("description", c.description.as_str());
-            f.push("legalValues", c.legal_values.join(", "));
+            f.push("legalValues", c.legal_values.join("\n"));
             f.push("sortOrder", c.sort_order.to_string());
             if c.stickiness {
                 f.push("stickiness", "true");
@@ -131,7 +131,14 @@ fn inputs(state: &ConfigState, kind: &str, f: &Fields, errors: &Errors) -> Marku
             }
             "context-fields" => {
                 (text("Description", "description"))
-                (text_field("Legal values (comma-separated; blank: any value)", "legalValues", f.get("legalValues"), errors, None))
+                label for="f-legalValues" { "Legal values (one a line; blank: any value)"
+                    textarea id="f-legalValues" name="legalValues" rows="4"
+                        aria-invalid=[errors.has("legalValues").then_some("true")]
+                        aria-describedby=[errors.has("legalValues").then_some("f-legalValues-error")] {
+                        (f.raw("legalValues"))
+                    }
+                }
+                (errors.under("f-legalValues", "legalValues"))
                 (text("Sort order", "sortOrder"))
                 label { input type="checkbox" name="stickiness" value="true" checked[f.get("stickiness") == "true"]; "Usable as stickiness" }
             }
@@ -149,10 +156,7 @@ fn inputs(state: &ConfigState, kind: &str, f: &Fields, errors: &Errors) -> Marku
 
 /// The parameter rows of a strategy definition's form (one blank row past those filled).
 fn parameter_rows(f: &Fields, errors: &Errors) -> Markup {
-    let filled = (0..)
-        .take_while(|i| !f.get(&format!("p{i}.name")).is_empty())
-        .count();
-    let rows = f.rows("p", PARAMETER_ROWS).max(filled + 1);
+    let rows = f.shown_rows("p", "name", PARAMETER_ROWS);
     html! {
         fieldset {
             legend { "Parameters" }
@@ -167,6 +171,11 @@ fn parameter_rows(f: &Fields, errors: &Errors) -> Markup {
                         select id={ "f-" (p) "-type" } name={ (p) ".type" } {
                             @for t in PARAMETER_TYPES {
                                 option value=(t) selected[f.get(&format!("{p}.type")) == t] { (t) }
+                            }
+                            // A stored type the form does not list stays as it is.
+                            @let held = f.get(&format!("{p}.type"));
+                            @if !held.is_empty() && !PARAMETER_TYPES.contains(&held) {
+                                option value=(held) selected { (held) }
                             }
                         }
                     }
@@ -198,7 +207,7 @@ fn render(
     let stored = held(&config, kind, key)?;
     let no_errors = Errors::default();
     let (fields, errors, mut status) = match typed {
-        Some((fields, errors)) => (fields, errors, StatusCode::UNPROCESSABLE_ENTITY),
+        Some((fields, errors)) => (fields, errors, errors.status()),
         None => (&stored, &no_errors, StatusCode::OK),
     };
     if let Some((code, _)) = refused {
@@ -300,12 +309,7 @@ async fn save_one(
                 .map(drop)
         }
         "context-fields" => {
-            let legal: Vec<&str> = f
-                .get("legalValues")
-                .split(',')
-                .map(str::trim)
-                .filter(|v| !v.is_empty())
-                .collect();
+            let legal = f.lines("legalValues");
             let mut body = json!({"name": key, "description": text("description"),
                 "legalValues": legal, "stickiness": f.get("stickiness") == "true"});
             if let Some(order) = optional("sortOrder") {
@@ -365,6 +369,10 @@ pub async fn save(
     if !editable(&kind) {
         return Err(not_found("registry", &kind));
     }
+    if let Err(errors) = form.check_rows(&[("c", "constraints"), ("p", "parameters")]) {
+        let typed = Some((&form, &errors));
+        return render(&state, &viewer, (&kind, &key), typed, None, None);
+    }
     match save_one(&state, &viewer, (&kind, &key), &form).await? {
         Ok(()) => Ok(see_other(&with_notice(&edit_path(&kind, &key), "Saved."))),
         Err(e) => {
@@ -373,7 +381,7 @@ pub async fn save(
                 "segments" | "projects" => "name",
                 _ => "description",
             };
-            let errors = Errors::of(e, main)?;
+            let errors = Errors::keeping_input(e, main);
             render(
                 &state,
                 &viewer,

@@ -3,15 +3,16 @@
 //!
 //! The usage store keeps per-minute counters for 65 minutes only (no hourly buckets), so an
 //! hour is what there is. Reading an hour of counters (every toggle of every application) is
-//! far too slow for each list page at 10,000 toggles in use, so the sum is kept and made again
-//! in the background when it is 15 s old: a sparkline may be that much (and one sum) behind.
+//! far too slow for each list page at 10,000 toggles in use, so the sum is kept (per running
+//! service, in [`Sparklines`]) and made again in the background when it is 15 s old: a
+//! sparkline may be that much (and one sum) behind, and the first list shows none yet.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use maud::{html, Markup};
 
-use crate::store::usage::{minute_of, Minute};
+use crate::store::usage::{minute_of, CountKey, Counts, Minute};
 use crate::usage::{now_ms, UsageRecorder};
 
 /// Buckets of a sparkline.
@@ -25,17 +26,36 @@ pub type Buckets = HashMap<String, [u64; BUCKETS]>;
 /// How long a summed hour is shown before it is summed again (client SDKs report every 60 s
 /// by default).
 const FRESH_MS: i64 = 15_000;
+/// How long after a failed read of the usage store the next is tried.
+const RETRY_MS: i64 = 5_000;
 
-/// An hour of usage summed at `at_ms`, and whether a new sum is under way.
-struct Summed {
-    at_ms: i64,
-    buckets: Arc<Buckets>,
-    refreshing: bool,
+/// The kept hour of usage of one running service's UI (made with its router, so services
+/// running in one process, as tests do, keep theirs apart).
+#[derive(Default)]
+pub struct Sparklines {
+    kept: Mutex<Kept>,
 }
 
-/// The sums per usage recorder (one per running service; tests run several in one process),
-/// by the recorder's address.
-static SUMMED: Mutex<Option<HashMap<usize, Summed>>> = Mutex::new(None);
+/// What is kept: the last sum, whether a new one is under way, when a read last failed.
+#[derive(Default)]
+struct Kept {
+    summed: Option<(i64, Arc<Buckets>)>,
+    refreshing: bool,
+    failed_at_ms: Option<i64>,
+}
+
+impl Kept {
+    /// Whether a new sum is due at `now` (none under way, the last one old or missing, the
+    /// last failure not too recent).
+    fn due(&self, now: i64) -> bool {
+        let stale = self
+            .summed
+            .as_ref()
+            .is_none_or(|(at, _)| now - at >= FRESH_MS);
+        let retry = self.failed_at_ms.is_none_or(|at| now - at >= RETRY_MS);
+        !self.refreshing && stale && retry
+    }
+}
 
 /// The bucket of `minute` in the hour ending with `now` (the current minute is the newest).
 fn bucket_of(minute: Minute, now: Minute) -> Option<usize> {
@@ -44,23 +64,10 @@ fn bucket_of(minute: Minute, now: Minute) -> Option<usize> {
     (from_newest < BUCKETS).then(|| BUCKETS - 1 - from_newest)
 }
 
-/// Sums the last hour's counters per toggle and keeps the sum for `usage`.
-async fn sum(usage: Arc<UsageRecorder>) -> Option<Arc<Buckets>> {
-    let key = Arc::as_ptr(&usage) as usize;
-    let at_ms = now_ms();
-    let now = minute_of(at_ms);
-    let first = now.saturating_sub(BUCKETS as u64 * BUCKET_MINUTES - 1);
-    let rows = usage.store().counts(first, now).await;
-    let mut sums = SUMMED.lock().ok()?;
-    let sums = sums.get_or_insert_with(HashMap::new);
-    let Ok(rows) = rows else {
-        if let Some(entry) = sums.get_mut(&key) {
-            entry.refreshing = false;
-        }
-        return None;
-    };
+/// The counters of minutes `rows` summed per toggle and bucket of the hour ending with `now`.
+fn buckets_of(rows: &[(Minute, HashMap<CountKey, Counts>)], now: Minute) -> Buckets {
     let mut buckets = Buckets::new();
-    for (minute, counts) in &rows {
+    for (minute, counts) in rows {
         let Some(b) = bucket_of(*minute, now) else {
             continue;
         };
@@ -69,48 +76,52 @@ async fn sum(usage: Arc<UsageRecorder>) -> Option<Arc<Buckets>> {
             slot[b] = slot[b].saturating_add(c.yes.saturating_add(c.no));
         }
     }
-    let buckets = Arc::new(buckets);
-    sums.retain(|_, s| at_ms - s.at_ms < 10 * FRESH_MS);
-    sums.insert(
-        key,
-        Summed {
-            at_ms,
-            buckets: buckets.clone(),
-            refreshing: false,
-        },
-    );
-    Some(buckets)
+    buckets
 }
 
-/// The last hour's usage per toggle, at most `FRESH_MS` old plus the time a new sum takes:
-/// a page is never held up by summing but the first one (a sum that is due runs in the
-/// background while the previous one is shown). `None` when the store cannot be read just
-/// now (the list is shown without it).
-pub async fn last_hour(usage: &Arc<UsageRecorder>) -> Option<Arc<Buckets>> {
-    let key = Arc::as_ptr(usage) as usize;
-    let now = now_ms();
-    let kept = {
-        let mut sums = SUMMED.lock().ok()?;
-        match sums.get_or_insert_with(HashMap::new).get_mut(&key) {
-            Some(entry) => {
-                let due = now - entry.at_ms >= FRESH_MS && !entry.refreshing;
-                if due {
-                    entry.refreshing = true;
-                }
-                Some((entry.buckets.clone(), due))
-            }
-            None => None,
-        }
+/// Sums the last hour's counters per toggle and keeps the sum in `kept` (the summing runs
+/// off the runtime's threads, without the lock); a failed read is kept with its time.
+async fn refresh(sparklines: Arc<Sparklines>, usage: Arc<UsageRecorder>) {
+    let at_ms = now_ms();
+    let now = minute_of(at_ms);
+    let first = now.saturating_sub(BUCKETS as u64 * BUCKET_MINUTES - 1);
+    let summed = match usage.store().counts(first, now).await {
+        Ok(rows) => tokio::task::spawn_blocking(move || buckets_of(&rows, now))
+            .await
+            .ok(),
+        Err(_) => None,
     };
-    match kept {
-        Some((buckets, due)) => {
-            if due {
-                tokio::spawn(sum(usage.clone()));
-            }
-            Some(buckets)
+    let Ok(mut kept) = sparklines.kept.lock() else {
+        return;
+    };
+    kept.refreshing = false;
+    match summed {
+        Some(buckets) => {
+            kept.summed = Some((at_ms, Arc::new(buckets)));
+            kept.failed_at_ms = None;
         }
-        None => sum(usage.clone()).await,
+        None => kept.failed_at_ms = Some(now_ms()),
     }
+}
+
+/// The last hour's usage per toggle, at most `FRESH_MS` old plus the time a new sum takes.
+/// A page is never held up by summing: a sum that is due is made in the background while
+/// the previous one is shown, and while there is none yet (or the store cannot be read) the
+/// list is shown without sparklines (`None`).
+pub fn last_hour(sparklines: &Arc<Sparklines>, usage: &Arc<UsageRecorder>) -> Option<Arc<Buckets>> {
+    let now = now_ms();
+    let (buckets, due) = {
+        let mut kept = sparklines.kept.lock().ok()?;
+        let due = kept.due(now);
+        if due {
+            kept.refreshing = true;
+        }
+        (kept.summed.as_ref().map(|(_, b)| b.clone()), due)
+    };
+    if due {
+        tokio::spawn(refresh(sparklines.clone(), usage.clone()));
+    }
+    buckets
 }
 
 /// The sparkline of one toggle (a flat line when it was not evaluated).
@@ -141,6 +152,22 @@ pub fn sparkline(name: &str, counts: Option<&[u64; BUCKETS]>) -> Markup {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sum_is_due_once_and_a_failure_waits_before_the_next() {
+        let mut kept = Kept::default();
+        assert!(kept.due(1_000), "nothing summed yet");
+        kept.refreshing = true;
+        assert!(!kept.due(1_000), "one sum at a time");
+        kept.refreshing = false;
+        kept.failed_at_ms = Some(1_000);
+        assert!(!kept.due(2_000), "a failure is not retried at once");
+        assert!(kept.due(1_000 + RETRY_MS));
+        kept.failed_at_ms = None;
+        kept.summed = Some((1_000, Arc::new(Buckets::new())));
+        assert!(!kept.due(2_000));
+        assert!(kept.due(1_000 + FRESH_MS));
+    }
 
     #[test]
     fn minutes_fall_in_five_minute_buckets_ending_with_the_current_one() {

@@ -48,6 +48,13 @@ fn render(
         section aria-labelledby="h-export" {
             h2 #h-export { "Export" }
             p { "The whole configuration (toggles, strategies, tags, projects) as the API exports it." }
+            p #export-secrets {
+                strong { "Addon secrets are masked" } " (" code { "*****" } ") in this download. "
+                "Imported here again, a masked secret keeps the one stored; imported into a fresh "
+                "installation, each addon with a masked secret is refused, naming the parameter. "
+                "For a full backup, use the API: " code { "GET /api/admin/state/export?addonSecrets=true" }
+                " (with an admin token)."
+            }
             a role="button" href="/ui/state/export" hx-boost="false" download="flagpole-export.json" { "Download export (JSON)" }
         }
         section aria-labelledby="h-import" {

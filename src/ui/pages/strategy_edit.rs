@@ -43,7 +43,7 @@ fn render(
     let held = Fields::of_strategy(&strategy);
     let no_errors = Errors::default();
     let (fields, errors, status) = match typed {
-        Some((fields, errors)) => (fields, errors, StatusCode::UNPROCESSABLE_ENTITY),
+        Some((fields, errors)) => (fields, errors, errors.status()),
         None => (&held, &no_errors, StatusCode::OK),
     };
     let label = strategy.title.as_deref().unwrap_or(&strategy.name);
@@ -94,7 +94,7 @@ pub async fn save(
                 .await
             {
                 Ok(_) => Ok(()),
-                Err(e) => Err(Errors::of(e, "")?),
+                Err(e) => Err(Errors::keeping_input(e, "")),
             }
         }
     };

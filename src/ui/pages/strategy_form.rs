@@ -54,6 +54,9 @@ impl Fields {
                     (f64::from(v.weight) / 10.0).to_string(),
                 );
             }
+            if let Some(stickiness) = &v.stickiness {
+                fields.push(format!("{p}.stickiness"), stickiness.as_str());
+            }
             if let Some(payload) = &v.payload {
                 fields.push(format!("{p}.payloadType"), payload.kind.as_str());
                 fields.push(format!("{p}.payload"), payload.value.as_str());
@@ -242,12 +245,7 @@ fn strategy_inputs(
         }
     };
     // A row past the ones filled, for adding one.
-    let variant_rows = fields.rows("v", VARIANT_ROWS).max(
-        (0..)
-            .take_while(|i| !fields.get(&format!("v{i}.name")).is_empty())
-            .count()
-            + 1,
-    );
+    let variant_rows = fields.shown_rows("v", "name", VARIANT_ROWS);
     let chosen_segments = fields.all("segment");
     html! {
         (errors.summary())
@@ -304,6 +302,9 @@ fn strategy_inputs(
                             value=(fields.get(&format!("{p}.weight")))
                             aria-invalid=[errors.has("variants").then_some("true")];
                     }
+                    label for=(id(&format!("{p}-stickiness"))) { "Variant " (i + 1) " stickiness (blank: the strategy's)"
+                        input type="text" id=(id(&format!("{p}-stickiness"))) name={ (p) ".stickiness" } value=(fields.get(&format!("{p}.stickiness")));
+                    }
                     (payload_type_select(&id(&format!("{p}-ptype")), &format!("{p}.payloadType"), &format!("Variant {} payload type", i + 1), fields.get(&format!("{p}.payloadType"))))
                     label for=(id(&format!("{p}-payload"))) { "Variant " (i + 1) " payload"
                         input type="text" id=(id(&format!("{p}-payload"))) name={ (p) ".payload" } value=(fields.get(&format!("{p}.payload")));
@@ -318,13 +319,17 @@ fn strategy_inputs(
 /// The payload types the API accepts for a variant.
 pub const PAYLOAD_TYPES: [&str; 4] = ["string", "json", "csv", "number"];
 
-/// A labelled choice of a payload type (`string` unless `chosen` names another).
+/// A labelled choice of a payload type (`string` unless `chosen` names another; a stored
+/// type the list does not have is offered, chosen, so that saving keeps it).
 pub fn payload_type_select(id: &str, name: &str, label: &str, chosen: &str) -> Markup {
     html! {
         label for=(id) { (label)
             select id=(id) name=(name) {
                 @for t in PAYLOAD_TYPES {
                     option value=(t) selected[chosen == t] { (t) }
+                }
+                @if !chosen.is_empty() && !PAYLOAD_TYPES.contains(&chosen) {
+                    option value=(chosen) selected { (chosen) }
                 }
             }
         }
@@ -333,6 +338,7 @@ pub fn payload_type_select(id: &str, name: &str, label: &str, chosen: &str) -> M
 
 /// The strategy described by the add-strategy form, as the API's request body.
 pub fn strategy_body(fields: &Fields) -> Result<Value, Errors> {
+    fields.check_rows(&[("c", "constraints"), ("v", "variants")])?;
     let mut parameters = Map::new();
     for key in ["rollout", "stickiness", "groupId"] {
         if !fields.get(key).is_empty() {
@@ -354,7 +360,15 @@ pub fn strategy_body(fields: &Fields) -> Result<Value, Errors> {
         if name.is_empty() {
             continue;
         }
-        let mut v = json!({"name": name, "stickiness": if fields.get("stickiness").is_empty() { "default" } else { fields.get("stickiness") }});
+        // A variant's own stickiness, else the strategy's, else `default`.
+        let stickiness = [
+            fields.get(&format!("{p}.stickiness")),
+            fields.get("stickiness"),
+        ]
+        .into_iter()
+        .find(|s| !s.is_empty())
+        .unwrap_or("default");
+        let mut v = json!({"name": name, "stickiness": stickiness});
         let weight = fields.get(&format!("{p}.weight"));
         if weight.is_empty() {
             all_fixed = false;
@@ -436,16 +450,42 @@ mod tests {
                 {"contextName": "userId", "operator": "IN", "values": ["a", "b"], "inverted": true},
                 {"contextName": "currentTime", "operator": "DATE_AFTER", "value": "2026-01-01T00:00:00Z"},
                 {"contextName": "appName", "operator": "IN", "values": ["w"]},
-                {"contextName": "appName", "operator": "STR_CONTAINS", "values": ["q"], "caseInsensitive": true}
+                {"contextName": "appName", "operator": "STR_CONTAINS", "values": ["q"], "caseInsensitive": true},
+                {"contextName": "customer", "operator": "IN", "values": ["Smith, John", " padded ", "x,y"]}
             ],
             "segments": [3],
             "variants": [
-                {"name": "red", "weight": 400, "weightType": "fix", "stickiness": "default",
+                {"name": "red", "weight": 400, "weightType": "fix", "stickiness": "userId",
                  "payload": {"type": "json", "value": "{}"}},
-                {"name": "black", "weight": 600, "weightType": "variable", "stickiness": "default"}
+                {"name": "black", "weight": 600, "weightType": "variable", "stickiness": "default",
+                 "payload": {"type": "semver", "value": "1.2.3"}}
             ]
         }));
-        let body = strategy_body(&Fields::of_strategy(&held)).unwrap_or_else(|_| panic!("valid"));
+        let fields = Fields::of_strategy(&held);
+        // The form as a browser sends it back: every control's chosen option, every textarea
+        // as shown. An unknown context name or payload type must be offered and chosen.
+        let state = ConfigState::default();
+        let empty = Errors::default();
+        let toggle: Toggle = serde_json::from_value(json!({"name": "t", "type": "release", "project": "default", "stale": false, "createdAt": "2026-01-01T00:00:00Z"})).expect("a toggle");
+        let html =
+            strategy_inputs(&state, &toggle, "production", &fields, &empty, true).into_string();
+        assert!(
+            html.contains(r#"<option value="customer" selected>customer</option>"#),
+            "{html}"
+        );
+        assert!(
+            html.contains(r#"<option value="semver" selected>semver</option>"#),
+            "{html}"
+        );
+        assert!(
+            html.contains("Smith, John\n padded \nx,y</textarea>"),
+            "{html}"
+        );
+        assert!(
+            html.contains(r#"name="v0.stickiness" value="userId""#),
+            "{html}"
+        );
+        let body = strategy_body(&fields).unwrap_or_else(|_| panic!("valid"));
         assert_eq!(body["title"], "Beta");
         assert_eq!(body["disabled"], true);
         assert_eq!(
@@ -455,8 +495,14 @@ mod tests {
         let constraints = body["constraints"].as_array().expect("constraints");
         assert_eq!(
             constraints.len(),
-            4,
+            5,
             "more constraints than the form's minimum rows"
+        );
+        assert_eq!(constraints[4]["contextName"], "customer");
+        assert_eq!(
+            constraints[4]["values"],
+            json!(["Smith, John", " padded ", "x,y"]),
+            "values are kept as they are, commas and spaces too"
         );
         assert_eq!(constraints[0]["values"], json!(["a", "b"]));
         assert_eq!(constraints[0]["inverted"], true);
@@ -471,6 +517,15 @@ mod tests {
             json!({"type": "json", "value": "{}"})
         );
         assert_eq!(variants[1]["weightType"], "variable");
+        assert_eq!(
+            variants[0]["stickiness"], "userId",
+            "a variant's own stickiness"
+        );
+        assert_eq!(variants[1]["stickiness"], "default");
+        assert_eq!(
+            variants[1]["payload"],
+            json!({"type": "semver", "value": "1.2.3"})
+        );
     }
 
     #[test]
@@ -485,5 +540,28 @@ mod tests {
         assert_eq!(fields.rows("c", 3), 5);
         assert_eq!(fields.rows("v", 3), 3);
         assert_eq!(Fields::default().rows("c", 3), 3);
+    }
+
+    #[test]
+    fn a_huge_row_number_is_refused_without_looping_over_the_rows() {
+        use super::super::constraint_form::MAX_ROWS;
+        for name in [
+            "c4000000000.values",
+            "v4000000000.name",
+            "c99999999999999999999999.x",
+        ] {
+            let fields: Fields =
+                serde_json::from_value(json!([["name", "default"], [name, "x"]])).expect("fields");
+            assert_eq!(fields.rows("c", 3).max(fields.rows("v", 3)), MAX_ROWS);
+            assert!(fields.shown_rows("c", "contextName", 3) <= MAX_ROWS);
+            let Err(errors) = strategy_body(&fields) else {
+                panic!("refused")
+            };
+            assert!(!errors.is_empty());
+        }
+        let within: Fields =
+            serde_json::from_value(json!([["c299.contextName", "userId"]])).expect("fields");
+        assert!(within.check_rows(&[("c", "constraints")]).is_ok());
+        assert_eq!(within.rows("c", 3), 300);
     }
 }

@@ -77,14 +77,22 @@ pub(super) async fn render(
 ) -> PageResult {
     let config = state.service.state()?;
     let toggle = active_toggle(&config, name)?;
-    let events = state.service.events(HISTORY, Some(name)).await?;
+    // A form shown again after a failed save is shown without the history when the store
+    // cannot be read either (what was typed matters more).
+    let events = match state.service.events(HISTORY, Some(name)).await {
+        Ok(events) => events,
+        Err(_) if drafts.any() => Vec::new(),
+        Err(e) => return Err(e.into()),
+    };
     let events = with_diffs(&events);
     let usage = toggle_detail(state.usage.store(), name).await.ok();
     let reach = current_config_versions(&state.usage, &state.snapshot, DEFAULT_STALE_AFTER_SECONDS)
         .await
         .ok();
     let path = toggle_path(name);
-    let status = if drafts.any() {
+    let status = if let Some(d) = &drafts.dependency {
+        d.errors.status()
+    } else if drafts.any() {
         StatusCode::UNPROCESSABLE_ENTITY
     } else {
         StatusCode::OK

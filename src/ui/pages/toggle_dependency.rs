@@ -175,7 +175,7 @@ pub async fn set(
             &format!("{name} now depends on {}.", form.feature.trim()),
         ))),
         Err(e) => {
-            let errors = Errors::of(e, "feature")?;
+            let errors = Errors::keeping_input(e, "feature");
             let draft = DependencyDraft {
                 form: &form,
                 errors: &errors,

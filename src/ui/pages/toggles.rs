@@ -2,9 +2,10 @@
 //! environment (a form of its own, enhanced by htmx to swap just its row); bulk actions on
 //! the rows selected.
 
+use std::sync::Arc;
 use std::time::Instant;
 
-use axum::extract::{Query, State};
+use axum::extract::{Extension, Query, State};
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
 use maud::{html, Markup};
@@ -23,7 +24,7 @@ use crate::ui::problem::PageResult;
 use crate::ui::session::{Posted, Viewer};
 use crate::ui::toggle_query::{run, ListQuery, PAGE_SIZES};
 
-use super::sparkline::{last_hour, sparkline, Buckets};
+use super::sparkline::{last_hour, sparkline, Buckets, Sparklines};
 use super::{see_other, segment, with_notice};
 
 /// `?notice=`: what the last write did, shown once.
@@ -269,12 +270,13 @@ fn results(
 pub async fn list(
     viewer: Viewer,
     State(state): State<AppState>,
+    Extension(sparklines): Extension<Arc<Sparklines>>,
     Query(query): Query<ListQuery>,
     Query(notice): Query<Notice>,
 ) -> PageResult {
     let started = Instant::now();
     let config = state.service.state()?;
-    let usage = last_hour(&state.usage).await;
+    let usage = last_hour(&sparklines, &state.usage);
     let body = html! {
         @if let Some(n) = &notice.notice { p.notice role="status" { (n) } }
         p { a href="/ui/new-toggle" role="button" { "New toggle" } }
