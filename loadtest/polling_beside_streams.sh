@@ -33,11 +33,12 @@ python3 "$HERE/frontend.py" document "$N" > "$WORK/toggles.json"
 curl -sf -o /dev/null -X POST -H 'Authorization: Basic YWRtaW46' -H 'Content-Type: application/json' \
   --data-binary @"$WORK/toggles.json" "$URL/api/admin/state/import?environment=default&drop=true"
 sleep 1
-etag=$(curl -s -D - -o /dev/null "$URL/api/client/features" | awk -F': ' 'tolower($1)=="etag"{print $2}' | tr -d '\r')
 
-# poll LABEL: one wrk run per mode; prints "LABEL MODE req/s p99"
+# poll LABEL: one wrk run per mode (the 304s with the document's current ETag: the streams'
+# writes change it); prints "LABEL MODE req/s p99"
 poll() {
-  local out
+  local out etag
+  etag=$(curl -s -D - -o /dev/null "$URL/api/client/features" | awk -F': ' 'tolower($1)=="etag"{print $2}' | tr -d '\r')
   out=$(wrk -t2 -c64 -d"${DURATION}s" --latency -H "If-None-Match: $etag" "$URL/api/client/features")
   echo "$1 304 $(awk '/Requests\/sec/{print $2}' <<< "$out") $(awk '$1=="99%"{print $2}' <<< "$out")"
   out=$(wrk -t2 -c64 -d"${DURATION}s" --latency -H 'Accept-Encoding: gzip' "$URL/api/client/features")
