@@ -74,19 +74,20 @@ impl StreamsFirst {
             _ = self.stop.cancelled() => return None,
             read = Box::pin(read_request(&mut io, peer)) => read,
         };
-        let (response, version) = match read {
+        let (response, chunked) = match read {
             Ok(Some(request)) => {
-                let version = request.version();
+                let chunked = request.version() != Version::HTTP_10;
                 let handled = Box::pin(streaming::stream_client_features(
                     State(self.api.clone()),
                     request,
                 ));
-                (handled.await.into_response(), version)
+                (handled.await.into_response(), chunked)
             }
             Ok(None) => return None,
-            Err(refusal) => (refusal.into_response(), Version::HTTP_11),
+            // A head that could not be read may be of any version: a body delimited by the
+            // end of the connection is one every version reads.
+            Err(refusal) => (refusal.into_response(), false),
         };
-        let chunked = version != Version::HTTP_10;
         if let Err(e) = write_response(&mut io, response, chunked).await {
             tracing::debug!(error = %e, "stream connection ended");
         }
@@ -176,9 +177,9 @@ async fn read_request(io: &mut Connection, peer: SocketAddr) -> Result<Option<Re
         .map_err(|e| malformed(&e))
 }
 
-/// Writes `response` as HTTP/1.1, its body chunked (or, for an HTTP/1.0 client, delimited by
-/// the end of the connection), then closes the connection; stops early when the client
-/// closes its end.
+/// Writes `response` as HTTP/1.1, its body chunked (or, for an HTTP/1.0 client and for a
+/// refused head, delimited by the end of the connection), then closes the connection; stops
+/// early when the client closes its end.
 async fn write_response(
     io: &mut Connection,
     response: Response,
