@@ -40,6 +40,11 @@ const HEAD_WAIT: Duration = Duration::from_secs(30);
 const HEAD_MAX: usize = 16 * 1024;
 /// The most header lines a stream request may have (hyper's limit).
 const HEADERS_MAX: usize = 100;
+/// After a refusal, how long and how much of what the client still sends is read and dropped,
+/// so that closing with unread bytes does not reset the connection before the client has
+/// read the answer.
+const LINGER_WAIT: Duration = Duration::from_secs(1);
+const LINGER_BYTES: usize = 256 * 1024;
 /// Frames up to this size go out as one write with their chunk framing (one segment for a
 /// heartbeat, as hyper's vectored write); larger ones as three writes, without a copy.
 const ONE_WRITE_MAX: usize = 4096;
@@ -88,11 +93,30 @@ impl StreamsFirst {
             // end of the connection is one every version reads.
             Err(refusal) => (refusal.into_response(), false),
         };
+        let refused = !response.status().is_success();
         if let Err(e) = write_response(&mut io, response, chunked).await {
             tracing::debug!(error = %e, "stream connection ended");
         }
+        if refused {
+            drain(&mut io).await;
+        }
         None
     }
+}
+
+/// Reads and drops what the client still sends, within `LINGER_WAIT` and `LINGER_BYTES`.
+async fn drain(io: &mut Connection) {
+    let mut buffer = [0u8; 4096];
+    let mut dropped = 0;
+    let _ = tokio::time::timeout(LINGER_WAIT, async {
+        while dropped < LINGER_BYTES {
+            match io.read(&mut buffer).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => dropped += n,
+            }
+        }
+    })
+    .await;
 }
 
 /// Whether the connection's first bytes are a stream request. Waits for them (at most

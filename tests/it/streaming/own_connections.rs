@@ -121,6 +121,25 @@ async fn refusals_and_malformed_heads_get_json_errors_on_their_own_connection() 
             "{body}"
         );
     }
+    // A head far over the limit, sent in one go: a 431 with its JSON body. (The bytes the
+    // server did not read are drained before closing, so that the close is not a reset that
+    // could overtake the answer on a real network; on loopback the answer wins either way, so
+    // this does not show the drain.)
+    let huge = format!(
+        "GET /api/client/streaming HTTP/1.1\r\nHost: flagpole\r\nX-Filler: {}\r\n\r\n",
+        "x".repeat(200 * 1024)
+    );
+    let answer = exchange(&app, &huge, |got| got.ends_with('}')).await;
+    assert!(
+        answer.starts_with("HTTP/1.1 431 Request Header Fields Too Large\r\n"),
+        "{answer}"
+    );
+    let (_, body) = split(&answer);
+    let body: Value = serde_json::from_str(body).expect("a JSON body");
+    assert!(
+        body["message"].as_str().is_some_and(|m| m.contains("KiB")),
+        "{body}"
+    );
     // Other requests on new connections are hyper's, as ever.
     let answer = exchange(
         &app,
