@@ -81,6 +81,9 @@ def test_create_find_and_switch_on_in_one_environment(server, watched):
     name = unique("checkout")
     page.get_by_role("link", name="New toggle").first.click()
     expect(page.get_by_role("heading", name="New toggle", level=1)).to_be_visible()
+    # The check as you type is htmx's: typing before it has set up the field (the heading
+    # shows first) would go unheard.
+    page.wait_for_load_state("load")
     page.get_by_label("Name").fill(name)
     expect(page.get_by_text(f"“{name}” is free.")).to_be_visible()
     page.get_by_label("Description (optional)").fill("The new checkout flow")
