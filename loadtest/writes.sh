@@ -20,6 +20,10 @@
 #                                document, imported client-shaped into each: e.g.
 #                                "development production"), so that writes to `default` run
 #                                with other environments present (default: none)
+#   --restart-after-load         stop the replicas once the toggles are loaded (and imported)
+#                                and start them again on the filled store before writing: the
+#                                rounds and the peak RSS are then those of replicas that read the
+#                                configuration at start, without what the load left in their heap
 #   --connections C              concurrent writers in all (default 16)
 #   --cpus-per-replica Q         give each replica its own CPU budget of Q cores (e.g. 0.4; at
 #                                least 0.1), as if each ran in a pod with that CPU limit (a cgroup
@@ -48,6 +52,7 @@ CONN=16
 CPUS=""
 KILL_AFTER=15
 ENVIRONMENTS=""
+RESTART_AFTER_LOAD=0
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -57,6 +62,7 @@ while [ $# -gt 0 ]; do
     --connections) CONN=$2; shift 2;;
     --cpus-per-replica) CPUS=$2; shift 2;;
     --environments) ENVIRONMENTS=$2; shift 2;;
+    --restart-after-load) RESTART_AFTER_LOAD=1; shift;;
     *) common_opt "$@"; shift "$OPT_SHIFT";;
   esac
 done
@@ -109,7 +115,7 @@ start_limited() {
   dir="$CGROUP_ROOT/$name"; shift
   quota=$(awk -v q="$CPUS" 'BEGIN { printf "%d", q * 10000 }')
   mkdir -p "$dir"
-  CGROUPS+=("$dir")
+  [[ " ${CGROUPS[*]-} " == *" $dir "* ]] || CGROUPS+=("$dir")
   if [ -e "$dir/cpu.cfs_quota_us" ]; then
     echo 10000 > "$dir/cpu.cfs_period_us"
     echo "$quota" > "$dir/cpu.cfs_quota_us"
@@ -185,6 +191,20 @@ for STORE in $STORES; do
       done
     fi
     load_s=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$started" "$(date +%s.%N)")
+    if [ "$RESTART_AFTER_LOAD" = 1 ]; then
+      for i in "${!PIDS[@]}"; do
+        stop "${PIDS[$i]}"
+        read -r FP_PORT <<<"$(free_ports 1)"
+        if [ -n "$CPUS" ]; then
+          start_limited "flagpole-writes-$$-$i" "${STORE_ARGS[@]}"
+        else
+          start_flagpole "${STORE_ARGS[@]}"
+        fi
+        mv "$OUT/flagpole.log" "$OUT/flagpole-$STORE-$N-$((i + 1))-restarted.log"
+        PIDS[i]=$FP_PID
+        URLS[i]=$URL
+      done
+    fi
     before_conflicts=0; before_gave_up=0; before_builds=0
     for u in "${URLS[@]}"; do
       before_conflicts=$((before_conflicts + $(metric "$u" flagpole_write_conflicts_total)))
