@@ -148,6 +148,23 @@ impl RateLimiter {
         self.limits[group.index()].is_some()
     }
 
+    /// Lets an admin request through, or says how long to wait: keyed by the verified token it
+    /// came with (`token_hash`), else by the caller's address.
+    pub fn check_admin(
+        &self,
+        token_hash: Option<&str>,
+        req: &axum::extract::Request,
+        trust_proxy: bool,
+    ) -> Result<(), Duration> {
+        match token_hash {
+            Some(hash) => self.check(LimitGroup::Admin, token_key(hash)),
+            None => {
+                let ip = super::client_ip(req, trust_proxy);
+                self.check(LimitGroup::Admin, ip.as_deref().unwrap_or("unknown"))
+            }
+        }
+    }
+
     fn shard(&self, group: LimitGroup, key: &str) -> &Shard {
         &self.buckets[group.index()][self.hasher.hash_one(key) as usize % SHARDS]
     }

@@ -12,7 +12,7 @@ use axum::response::Response;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
-use crate::auth::rate_limit::{token_key, LimitGroup};
+use crate::auth::rate_limit::LimitGroup;
 use crate::domain::filter::{FeatureFilter, FilterParams};
 use crate::error::{ApiError, Challenge};
 use crate::service::Actor;
@@ -297,16 +297,10 @@ pub async fn authenticate_admin(
     };
     let (actor, token_hash) = state.auth.admin(req.headers())?;
     if state.limiter.limits(LimitGroup::Admin) && !forwarded {
-        let checked = match &token_hash {
-            Some(hash) => state.limiter.check(LimitGroup::Admin, token_key(hash)),
-            None => {
-                let ip = client_ip(&req, state.trust_proxy);
-                state
-                    .limiter
-                    .check(LimitGroup::Admin, ip.as_deref().unwrap_or("unknown"))
-            }
-        };
-        checked.map_err(ApiError::TooManyRequests)?;
+        state
+            .limiter
+            .check_admin(token_hash.as_deref(), &req, state.trust_proxy)
+            .map_err(ApiError::TooManyRequests)?;
     }
     req.extensions_mut().insert(actor);
     Ok(next.run(req).await)

@@ -8,8 +8,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 
-use crate::auth::client_ip;
-use crate::auth::rate_limit::{token_key, LimitGroup};
+use crate::auth::rate_limit::LimitGroup;
 use crate::state::AppState;
 
 use super::problem::problem_page;
@@ -28,15 +27,9 @@ pub async fn limits(State(state): State<AppState>, req: Request, next: Next) -> 
     // the admin API's open routes (login) are not either.
     if state.limiter.limits(LimitGroup::Admin) && counted(req.uri().path()) {
         if let Some(token_hash) = session_token(&state, req.headers()) {
-            let checked = match &token_hash {
-                Some(hash) => state.limiter.check(LimitGroup::Admin, token_key(hash)),
-                None => {
-                    let ip = client_ip(&req, state.trust_proxy);
-                    state
-                        .limiter
-                        .check(LimitGroup::Admin, ip.as_deref().unwrap_or("unknown"))
-                }
-            };
+            let checked = state
+                .limiter
+                .check_admin(token_hash.as_deref(), &req, state.trust_proxy);
             if let Err(wait) = checked {
                 let mut response = problem_page(
                     StatusCode::TOO_MANY_REQUESTS,
