@@ -23,6 +23,11 @@
 #   --time-limit S     hard limit for the whole bench.sh run (default 1800)
 #   --tokens           run flagpole with --auth token: the admin API with an admin token, the
 #                      client requests with a client token (Authorization header)
+#   --environment E    serve environment E's document (issue 32): the toggles are also imported
+#                      client-shaped into E and into the other environments listed in
+#                      --also-environments (default "development production" minus E), and the
+#                      client requests carry an Unleash-shaped client token of E (implies --tokens)
+#   --also-environments "E ..."  the other environments configured besides `default` and E
 #   --rate-limit R     also limit each caller of the client features path to R requests/s
 #                      (--rate-limit-client; set it above the load so that nothing is refused)
 #   --writes-per-second R   measure twice in one run: first without writes, then with the
@@ -56,6 +61,8 @@ EXTRA=()
 WRITE_RATE=""
 TOKENS=0
 RATE_LIMIT=""
+ENVIRONMENT=""
+ALSO_ENVIRONMENTS=""
 FP_ARGS=()
 CLIENT_ARGS=()
 
@@ -66,6 +73,8 @@ while [ $# -gt 0 ]; do
     --ceiling-body) CEILING_BODY=$2; shift 2;;
     --writes-per-second) WRITE_RATE=$2; shift 2;;
     --tokens) TOKENS=1; shift;;
+    --environment) ENVIRONMENT=$2; TOKENS=1; shift 2;;
+    --also-environments) ALSO_ENVIRONMENTS=$2; shift 2;;
     --rate-limit) RATE_LIMIT=$2; shift 2;;
     --) shift; EXTRA=("$@"); break;;
     *) common_opt "$@"; shift "$OPT_SHIFT";;   # --duration --rounds --warmup --store --out --no-build --time-limit -h
@@ -97,7 +106,7 @@ if [ "$TOKENS" = 1 ]; then
   CLIENT_TOKEN="loadtest-client-token-$RANDOM$RANDOM"
   FP_ARGS+=(--auth token --admin-token "$ADMIN_TOKEN" --client-token "$CLIENT_TOKEN")
   ADMIN_HEADER="Authorization: $ADMIN_TOKEN"
-  CLIENT_ARGS+=(--client-header "Authorization: $CLIENT_TOKEN")
+  [ -n "$ENVIRONMENT" ] || CLIENT_ARGS+=(--client-header "Authorization: $CLIENT_TOKEN")
 fi
 if [ -n "$RATE_LIMIT" ]; then
   [[ $RATE_LIMIT =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "--rate-limit must be a number" >&2; exit 2; }
@@ -133,6 +142,25 @@ bench() {
 echo "# loading $TOGGLES toggles" >&2
 run_bg "$TIME_LIMIT" "$OUT/load.txt" python3 "$BENCH_DIR/gen_features.py" "$TOGGLES" \
   --load "$URL" --admin-header "$ADMIN_HEADER"
+if [ -n "$ENVIRONMENT" ]; then
+  [[ $ENVIRONMENT =~ ^[A-Za-z0-9_.-]+$ ]] || { echo "--environment must be an environment name" >&2; exit 2; }
+  [ -n "$ALSO_ENVIRONMENTS" ] || ALSO_ENVIRONMENTS=$(echo development production | tr ' ' '\n' | grep -vx "$ENVIRONMENT" | tr '\n' ' ')
+  python3 "$BENCH_DIR/gen_features.py" "$TOGGLES" -o "$OUT/features.json"
+  for env in $ENVIRONMENT $ALSO_ENVIRONMENTS; do
+    curl -sf -m 600 -o /dev/null -H "$ADMIN_HEADER" -H 'Content-Type: application/json' \
+      -X POST -d "{\"name\":\"$env\",\"type\":\"production\"}" "$URL/api/admin/environments" || true
+    echo "# importing $TOGGLES toggles into $env" >&2
+    curl -sf -m 600 -o /dev/null -H "$ADMIN_HEADER" -H 'Content-Type: application/json' \
+      --data-binary "@$OUT/features.json" "$URL/api/admin/state/import?environment=$env" \
+      || { echo "importing into $env failed" >&2; exit 1; }
+  done
+  ENV_TOKEN=$(curl -sf -m 30 -H "$ADMIN_HEADER" -H 'Content-Type: application/json' \
+    -d "{\"tokenName\":\"loadtest\",\"type\":\"client\",\"environment\":\"$ENVIRONMENT\",\"projects\":[\"*\"]}" \
+    "$URL/api/admin/api-tokens" | python3 -c 'import json,sys; print(json.load(sys.stdin)["secret"])') \
+    || { echo "creating a client token of $ENVIRONMENT failed" >&2; exit 1; }
+  echo "# client requests with a token of $ENVIRONMENT (${ENV_TOKEN%%.*}.…)" >&2
+  CLIENT_ARGS+=(--client-header "Authorization: $ENV_TOKEN")
+fi
 settled=0
 for _ in $(seq 100); do
   curl -s "$URL/health" | python3 -c 'import json,sys; h=json.load(sys.stdin); sys.exit(h["version"] != h["clientVersion"])' \

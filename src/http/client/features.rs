@@ -149,6 +149,26 @@ pub async fn list_client_features(
             return advertise(&api, respond(response, headers, &api.metrics.client_counts));
         }
     }
+    // The same for an environment token's own environment, once its document is built.
+    if let Some(environment) = &caller.environment {
+        if caller.scope.is_none()
+            && query.as_deref().unwrap_or("").is_empty()
+            && (!snapshot.has_segments() || !inlines_segments(headers))
+            && snapshot.peek(|state| state.environments.contains_key(environment.as_str()))
+        {
+            if let Some(response) = snapshot.client().unfiltered_of(environment) {
+                let recorded = match environment.as_str() {
+                    DEFAULT_ENVIRONMENT => String::new(),
+                    other => format!("environment={other}"),
+                };
+                record_poll(&api, headers, &recorded, &response);
+                return advertise(
+                    &api,
+                    respond(&response, headers, &api.metrics.client_counts),
+                );
+            }
+        }
+    }
     let query = query.as_deref().unwrap_or("");
     let state = snapshot.state();
     let form = DocumentForm::requested(

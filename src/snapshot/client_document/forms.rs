@@ -50,6 +50,21 @@ impl ClientDocumentForms {
         self.default.unfiltered()
     }
 
+    /// The newest unfiltered document of `environment`'s form with segments by reference, when
+    /// that form was asked for before and is built: the hot path of environment tokens (one
+    /// map lookup, no state read, no lock). The caller checks that the registry holds
+    /// `environment` (an unknown name is served `UNKNOWN_ENVIRONMENT`'s form).
+    pub fn unfiltered_of(&self, environment: &str) -> Option<Arc<ClientResponse>> {
+        let form = DocumentForm {
+            environment: environment.into(),
+            inline_segments: false,
+        };
+        if form == *self.default.form() {
+            return self.default.unfiltered().clone();
+        }
+        self.others.load().get(&form)?.unfiltered().clone()
+    }
+
     /// The newest document of the default form for `filter` (see `ClientDocuments::response`).
     pub async fn response(&self, filter: &FeatureFilter) -> Option<Arc<ClientResponse>> {
         self.default.response(filter).await
