@@ -166,6 +166,15 @@ impl Keys {
         format!("{}:counts:{minute}", self.usage)
     }
 
+    /// Hash, the evaluations of one toggle counted in one hour (hours since the epoch): field
+    /// `<app>|y` and `…|n` = yes/no counts, `<app>|v|<variant>` = variant counts (each part
+    /// escaped, see `store::usage::redis::field`); EXPIREAT 49 hours after the hour; HINCRBY
+    /// by the same usage flush (the same script) that writes `usage_counts`. The toggle's name
+    /// comes last, after the hour.
+    pub fn usage_hour_counts(&self, hour: u64, toggle: &str) -> String {
+        format!("{}:hours:{hour}:{toggle}", self.usage)
+    }
+
     /// Sorted set, application name scored by last-seen epoch milliseconds; ZADD GT by the
     /// usage flush, trimmed to two days by the usage trim.
     pub fn usage_apps(&self) -> String {
