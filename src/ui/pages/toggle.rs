@@ -29,6 +29,7 @@ use super::strategy_form::{
 };
 use super::toggle_dependency::{dependency_section, DependencyDraft};
 use super::toggle_usage::{history, hourly_chart, reach_table, usage_chart, UsageChoice};
+use super::toggle_variants::variants_path;
 use super::toggles::{switch, Notice};
 use super::{see_other, toggle_path, with_notice};
 
@@ -145,6 +146,13 @@ pub(super) async fn render(
                     (strategy_form(viewer, &config, &toggle, &env.name, draft.as_ref()))
                 }
             }
+        }
+        section aria-labelledby="h-variants" {
+            h2 #h-variants { "Toggle variants" }
+            @let variants = &toggle.default_environment().variants;
+            @if variants.is_empty() { p { "None: strategies without variants of their own hand out none." } }
+            @else { (toggle_variants(variants)) }
+            p { a href=(variants_path(name)) { "Edit toggle variants" } }
         }
         (dependency_section(viewer, &config, &toggle, drafts.dependency.as_ref()))
         section aria-labelledby="h-tags" {
