@@ -722,12 +722,19 @@ async fn hourly_counts_are_read_per_hour_and_kept_two_days(backend: &Backend) {
     };
     assert!(shop.contains(&(hour(two_ago), 3, 1)));
     assert!(shop.contains(&(hour(one_ago), 5, 2)), "{shop:?}");
-    // The current hour last (the next one if the clock passed an hour meanwhile).
+    // The current hour last (the next one if the clock passed an hour meanwhile). The report
+    // is counted in the hour it arrived, as its minutes are, not in its bucket's (days ago).
     let last = shop.last().map(|c| c.0.clone()).unwrap_or_default();
     assert!(
         last == hour(now_hour) || last == hour(now_hour + 1),
         "{last}"
     );
+    let arrived: u64 = shop
+        .iter()
+        .filter(|c| c.0 == hour(now_hour) || c.0 == hour(now_hour + 1))
+        .map(|c| c.1)
+        .sum();
+    assert_eq!(arrived, 2, "{shop:?}");
     let first = &raw["data"][0];
     assert_eq!(first["featureName"], "checkout");
     assert_eq!(first["environment"], "default");
