@@ -6,6 +6,7 @@
 
 pub mod embedded;
 pub mod redis;
+mod redis_fields;
 
 use std::collections::HashMap;
 
