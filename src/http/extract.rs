@@ -17,6 +17,7 @@ use crate::domain::filter::{FeatureFilter, FilterParams};
 use crate::error::{ApiError, Challenge};
 use crate::service::Actor;
 use crate::state::AppState;
+use crate::usage::hourly::{DEFAULT_HOURS, MAX_HOURS};
 use crate::usage::views::DEFAULT_STALE_AFTER_SECONDS;
 
 /// A JSON request body. Lenient about Content-Type (any JSON type, with or without
@@ -218,6 +219,29 @@ impl<S: Send + Sync> FromRequestParts<S> for StaleAfterSeconds {
             MAX_STALE_AFTER_SECONDS,
         )
         .map(StaleAfterSeconds)
+    }
+}
+
+/// `?hoursBack=`: how many hours (the current one included) an hourly view covers, 1 to 48
+/// (24 when absent). Unleash falls back to 24 for a value out of range; we answer 400.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct HoursBackQuery {
+    /// Hours covered, the current one included (default 24)
+    #[serde(rename = "hoursBack")]
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 48)]
+    hours_back: Option<String>,
+}
+
+/// The `hoursBack` of a query ([`HoursBackQuery`]), checked.
+pub struct HoursBack(pub u64);
+
+impl<S: Send + Sync> FromRequestParts<S> for HoursBack {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let query: HoursBackQuery = parse_query(parts.uri.query())?;
+        bounded_whole_number("hoursBack", query.hours_back, DEFAULT_HOURS, MAX_HOURS).map(HoursBack)
     }
 }
 

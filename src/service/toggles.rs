@@ -1,4 +1,5 @@
-//! Toggle use-cases: create, replace, switch, mark stale, archive, revive, tag and untag.
+//! Toggle use-cases: create, replace, switch, mark stale, set the toggle variants, archive,
+//! revive, tag and untag.
 //! Most read, of the toggle records, only those of the toggle they write, and declare it
 //! (`Plan::reads_only_its_toggles`), so that their write need not be decided again when other
 //! replicas write other toggles meanwhile. The exceptions read other toggles for the
@@ -20,6 +21,7 @@ use crate::domain::event::EventKind;
 use crate::domain::segment::check_strategy_segments;
 use crate::domain::tag::{Tag, TagRef, TagSpec};
 use crate::domain::toggle::{validate_toggle_name, Toggle, ToggleSpec, ValidToggle};
+use crate::domain::variant::{validate_variants, VariantSpec};
 use crate::domain::{DomainError, ValidationErrors};
 use crate::store::Collection;
 
@@ -198,6 +200,28 @@ impl Service {
         };
         self.change_flag(actor, name, |t| {
             (t.stale != stale).then(|| (Toggle { stale, ..t.clone() }, kind))
+        })
+        .await
+    }
+
+    /// Replaces the toggle variants (the `default` environment's, those the 3.x toggle `PUT`
+    /// carries), validated as that `PUT` validates them (problems at `variants[i].…`); the
+    /// event is the `PUT`'s `feature-updated`. A no-op when they are the same.
+    pub async fn set_toggle_variants(
+        &self,
+        actor: &Actor,
+        name: &str,
+        specs: Vec<VariantSpec>,
+    ) -> Result<Toggle, ServiceError> {
+        let mut errors = ValidationErrors::default();
+        let variants = validate_variants(specs, &mut errors);
+        errors.into_result(())?;
+        self.change_flag(actor, name, |t| {
+            (t.default_environment().variants != variants).then(|| {
+                let mut next = t.clone();
+                next.environment_mut(DEFAULT_ENVIRONMENT).variants = variants.clone();
+                (next, EventKind::FeatureUpdated)
+            })
         })
         .await
     }

@@ -160,10 +160,19 @@ impl Keys {
 
     /// Hash, the evaluations counted in one minute (minutes since the epoch): field
     /// `<toggle>|<app>|y` and `…|n` = yes/no counts, `<toggle>|<app>|v|<variant>` = variant
-    /// counts (each part escaped, see `store::usage::redis::field`); EXPIREAT 65 minutes after
+    /// counts (each part escaped, see `store::usage::redis_fields::field`); EXPIREAT 65 minutes after
     /// the minute; HINCRBY by the usage flush.
     pub fn usage_counts(&self, minute: u64) -> String {
         format!("{}:counts:{minute}", self.usage)
+    }
+
+    /// Hash, the evaluations of one toggle counted in one hour (hours since the epoch): field
+    /// `<app>|y` and `…|n` = yes/no counts, `<app>|v|<variant>` = variant counts (each part
+    /// escaped, see `store::usage::redis_fields::field`); EXPIREAT 49 hours after the hour; HINCRBY
+    /// by the same usage flush (the same script) that writes `usage_counts`. The toggle's name
+    /// comes last, after the hour.
+    pub fn usage_hour_counts(&self, hour: u64, toggle: &str) -> String {
+        format!("{}:hours:{hour}:{toggle}", self.usage)
     }
 
     /// Sorted set, application name scored by last-seen epoch milliseconds; ZADD GT by the

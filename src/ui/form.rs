@@ -10,7 +10,7 @@ use crate::service::ServiceError;
 use super::problem::Problem;
 
 /// The problems of a submitted form: per field (by the API's path), and for the whole form.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct Errors {
     fields: Vec<(String, String)>,
     general: Vec<String>,
@@ -82,6 +82,17 @@ impl Errors {
         for (p, _) in &mut self.fields {
             if p == path {
                 *p = field.to_string();
+            }
+        }
+    }
+
+    /// Shows the problems the API reports at `from` or below it (`from.x`, `from[i]`) at
+    /// `to` and below instead (a list's j-th item shown on the form's row i).
+    pub fn rename_prefix(&mut self, from: &str, to: &str) {
+        for (p, _) in &mut self.fields {
+            if p == from || p.starts_with(&format!("{from}.")) || p.starts_with(&format!("{from}["))
+            {
+                *p = format!("{to}{}", &p[from.len()..]);
             }
         }
     }

@@ -25,7 +25,7 @@ pub use toggle_query::{ListQuery, ToggleList};
 pub fn router(app: &AppState) -> Router<AppState> {
     use pages::{
         addons, applications, archive, events, new_toggle, playground, settings, settings_edit,
-        sign_in, state, strategy_edit, toggle, toggle_dependency, toggles, tokens,
+        sign_in, state, strategy_edit, toggle, toggle_dependency, toggle_variants, toggles, tokens,
     };
     Router::new()
         .route("/", get(negotiate::index))
@@ -64,6 +64,10 @@ pub fn router(app: &AppState) -> Router<AppState> {
         .route(
             "/ui/toggles/{name}/dependency/remove",
             post(toggle_dependency::remove),
+        )
+        .route(
+            "/ui/toggles/{name}/variants",
+            get(toggle_variants::form).post(toggle_variants::save),
         )
         .route("/ui/toggles/{name}/stale", post(toggle::stale))
         .route("/ui/toggles/{name}/archive", post(toggle::archive))

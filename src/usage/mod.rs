@@ -6,6 +6,7 @@
 //! (`views`) read the store, so they show what every replica has flushed.
 
 pub mod flush;
+pub mod hourly;
 pub mod polls;
 pub mod views;
 

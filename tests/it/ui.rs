@@ -85,6 +85,8 @@ async fn ui_pages_sessions_and_form_guards(backend: &Backend) {
         "/ui/toggles",
         "/ui/toggles?q=guarded&stale=no&sort=-created&size=10",
         "/ui/toggles/ui-guarded",
+        "/ui/toggles/ui-guarded?usage=48h&app=shop",
+        "/ui/toggles/ui-guarded/variants",
         "/ui/new-toggle",
         "/ui/archive",
         "/ui/events",

@@ -6,6 +6,8 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::{json, Value};
 
+use flagpole::store::usage::{hour_of, hour_start_ms, minute_of, Counts, UsageBatch};
+
 use crate::common::{send, Backend, Reply, TestApp};
 use crate::conformance;
 
@@ -17,6 +19,7 @@ conformance!(
     applications_can_be_described_filtered_and_deleted,
     the_client_ip_comes_from_the_proxy_only_when_trusted,
     retention_forgets_what_was_not_seen_for_two_days,
+    hourly_counts_are_read_per_hour_and_kept_two_days,
 );
 
 // A representative subset on Redis Cluster as well (each starts a cluster of its own).
@@ -608,4 +611,204 @@ async fn retention_forgets_what_was_not_seen_for_two_days(backend: &Backend) {
     app.get("/api/admin/metrics/applications/kept")
         .await
         .expect(404);
+}
+
+/// One minute's counts of one toggle in one application, as a flush part.
+fn one_minute(minute: u64, app: &str, toggle: &str, yes: u64, no: u64) -> UsageBatch {
+    let mut batch = UsageBatch::default();
+    let mut counts = Counts {
+        yes,
+        no,
+        ..Counts::default()
+    };
+    counts.variants.insert("blue".to_string(), yes);
+    batch
+        .counts
+        .entry(minute)
+        .or_default()
+        .entry(app.to_string())
+        .or_default()
+        .insert(toggle.to_string(), counts);
+    batch
+}
+
+/// (yes, no) per hour of one application in a raw metrics document.
+fn raw_counts(raw: &Value, app: &str) -> Vec<(String, u64, u64)> {
+    raw["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .filter(|m| m["appName"] == app)
+        .map(|m| {
+            (
+                m["timestamp"].as_str().unwrap_or_default().to_string(),
+                m["yes"].as_u64().unwrap_or_default(),
+                m["no"].as_u64().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+async fn hourly_counts_are_read_per_hour_and_kept_two_days(backend: &Backend) {
+    // Counts a flush wrote earlier: minutes on either side of an hour's end, and one 30 hours
+    // back (the flush writes what replicas counted per minute; it is the same call).
+    let store = flagpole::open_store(&backend.settings().store)
+        .await
+        .expect("store")
+        .usage();
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    let now_hour = hour_of(minute_of(now_ms));
+    let (two_ago, one_ago, thirty_ago) = (now_hour - 2, now_hour - 1, now_hour - 30);
+    // Part ids unlike the recorder's random ones (a part's marker stays two hours).
+    for (id, part) in [
+        (1, one_minute(two_ago * 60 + 59, "shop", "checkout", 3, 1)),
+        (2, one_minute(one_ago * 60, "shop", "checkout", 4, 0)),
+        (3, one_minute(one_ago * 60 + 30, "shop", "checkout", 1, 2)),
+        (
+            4,
+            one_minute(thirty_ago * 60 + 5, "billing", "checkout", 7, 0),
+        ),
+        (5, one_minute(one_ago * 60, "shop", "other", 100, 100)),
+    ] {
+        store
+            .flush(now_ms as u64 * 16 + id, &part)
+            .await
+            .expect("flush");
+    }
+    let read = store
+        .hourly_counts("checkout", thirty_ago, now_hour)
+        .await
+        .expect("hourly");
+    let hours: Vec<(u64, u64, u64)> = read
+        .iter()
+        .flat_map(|(h, apps)| apps.values().map(move |c| (*h, c.yes, c.no)))
+        .collect();
+    assert_eq!(
+        hours,
+        [(thirty_ago, 7, 0), (two_ago, 3, 1), (one_ago, 5, 2)],
+        "minutes add up in their hour, per toggle"
+    );
+    drop(store);
+
+    // The service reads them back, with what a client reports now.
+    let app = spawn(backend).await;
+    app.create_toggle("checkout").await;
+    post_client(
+        &app,
+        "/api/client/metrics",
+        &metrics_body(
+            "shop",
+            "i-1",
+            json!({"checkout": {"yes": 2, "no": 1, "variants": {"blue": 2}}}),
+        ),
+    )
+    .await
+    .expect(202);
+    let path = "/api/admin/client-metrics/features/checkout/raw";
+    let raw = wait_for(&app, path, |v| {
+        raw_counts(v, "shop").iter().map(|c| c.1).sum::<u64>() == 10
+    })
+    .await;
+    assert_eq!(
+        (raw["version"].clone(), raw["maturity"].clone()),
+        (json!(1), json!("stable"))
+    );
+    let shop = raw_counts(&raw, "shop");
+    assert_eq!(shop.len(), 24, "24 hours by default, zeros included");
+    let hour = |h: u64| {
+        chrono::DateTime::from_timestamp_millis(hour_start_ms(h))
+            .expect("time")
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    };
+    assert!(shop.contains(&(hour(two_ago), 3, 1)));
+    assert!(shop.contains(&(hour(one_ago), 5, 2)), "{shop:?}");
+    // The current hour last (the next one if the clock passed an hour meanwhile). The report
+    // is counted in the hour it arrived, as its minutes are, not in its bucket's (days ago).
+    let last = shop.last().map(|c| c.0.clone()).unwrap_or_default();
+    assert!(
+        last == hour(now_hour) || last == hour(now_hour + 1),
+        "{last}"
+    );
+    let arrived: u64 = shop
+        .iter()
+        .filter(|c| c.0 == hour(now_hour) || c.0 == hour(now_hour + 1))
+        .map(|c| c.1)
+        .sum();
+    assert_eq!(arrived, 2, "{shop:?}");
+    let first = &raw["data"][0];
+    assert_eq!(first["featureName"], "checkout");
+    assert_eq!(first["environment"], "default");
+    assert!(
+        raw_counts(&raw, "billing").iter().all(|c| c.1 == 0),
+        "30 hours back is outside 24"
+    );
+    let two_days = app
+        .get(&format!("{path}?hoursBack=48"))
+        .await
+        .expect(200)
+        .json;
+    assert_eq!(raw_counts(&two_days, "shop").len(), 48);
+    assert!(raw_counts(&two_days, "billing").contains(&(hour(thirty_ago), 7, 0)));
+    let with_variants = two_days["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .find(|m| m["appName"] == "billing" && m["yes"] == 7)
+        .expect("billing's hour");
+    assert_eq!(with_variants["variants"], json!({"blue": 7}));
+    let one = app
+        .get(&format!("{path}?hoursBack=1"))
+        .await
+        .expect(200)
+        .json;
+    assert_eq!(raw_counts(&one, "shop").len(), 1);
+    for bad in ["0", "49", "x", "1.5"] {
+        let message = app
+            .get(&format!("{path}?hoursBack={bad}"))
+            .await
+            .expect(400)
+            .error_message();
+        assert!(message.contains("hoursBack"), "{bad}: {message}");
+    }
+    let unknown = app
+        .get("/api/admin/client-metrics/features/nobody/raw")
+        .await
+        .expect(200)
+        .json;
+    assert_eq!(unknown["data"], json!([]));
+    app.stop().await;
+
+    // The trim keeps hours for 49 hours after they ended (Redis lets them expire then).
+    let store = flagpole::open_store(&backend.settings().store)
+        .await
+        .expect("store")
+        .usage();
+    let hour_ms = 3_600_000;
+    store.trim(now_ms).await.expect("trim");
+    let kept = store
+        .hourly_counts("checkout", thirty_ago, now_hour + 1)
+        .await
+        .expect("hourly");
+    assert_eq!(kept.len(), 4, "nothing within two days goes");
+    if matches!(backend, Backend::Embedded(_)) {
+        // 49 hours after the hour 30 back ended, that hour goes and the others stay.
+        store
+            .trim(hour_start_ms(thirty_ago + 1) + 49 * hour_ms + 1)
+            .await
+            .expect("trim");
+        let kept = store
+            .hourly_counts("checkout", thirty_ago, now_hour)
+            .await
+            .expect("hourly");
+        assert_eq!(
+            kept.iter().map(|(h, _)| *h).collect::<Vec<_>>()[..2],
+            [two_ago, one_ago]
+        );
+        store.trim(now_ms + 52 * hour_ms).await.expect("trim");
+        assert!(store
+            .hourly_counts("checkout", thirty_ago, now_hour)
+            .await
+            .expect("hourly")
+            .is_empty());
+    }
 }

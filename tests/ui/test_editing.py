@@ -1,7 +1,7 @@
 """Editing in the admin UI, driven by role, label and visible text against the real binary on
 both stores, with the admin API checked afterwards: dependencies, a strategy edited in place,
-settings records edited and deleted, a token deleted, the list's usage sparklines; axe-core on
-each new page in both themes."""
+settings records edited and deleted, a token deleted, the list's usage sparklines, the toggle
+page's usage per hour, toggle variants; axe-core on each new page in both themes."""
 
 from __future__ import annotations
 
@@ -214,11 +214,15 @@ def test_context_field_legal_values_project_strategy_and_tag_type_are_edited(ser
     page.goto(server.url + "/ui/settings")
     page.get_by_text("New context fields").click()
     page.get_by_label("Context field name").fill(field)
-    page.get_by_label("Legal values (comma-separated, optional)").fill("eu")
+    # One value a line: a value may hold a comma.
+    page.get_by_label("Legal values (one a line, optional)").fill("eu\nSmith, John")
     page.get_by_role("region", name="Context fields").get_by_role("button", name="Create").click()
     expect(page.get_by_role("status").first).to_contain_text("Created in context-fields")
+    created = server.api("GET", f"/api/admin/context/{field}", expect=200)
+    assert [v["value"] if isinstance(v, dict) else v for v in created["legalValues"]] == [
+        "eu", "Smith, John"]
     open_edit_page(page, server, "Context fields", field)
-    expect(page.get_by_label("Legal values", exact=False)).to_have_value("eu")
+    expect(page.get_by_label("Legal values", exact=False)).to_have_value("eu\nSmith, John")
     page.get_by_label("Legal values", exact=False).fill("eu\nus, apac\nSmith, John")
     page.get_by_role("button", name="Save context field").click()
     expect(page.get_by_role("status").first).to_contain_text("Saved")
@@ -350,3 +354,112 @@ def test_ui_requests_count_against_the_admin_rate_limit(tmp_path):
         assert statuses[0] == 200, statuses
     finally:
         flagpole.stop()
+
+
+def post_metrics(server, body):
+    request = urllib.request.Request(server.url + "/api/client/metrics",
+                                     data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    if server.token:
+        request.add_header("Authorization", server.token)
+    assert urllib.request.urlopen(request, timeout=10).status == 202
+
+
+def test_the_toggle_page_shows_usage_per_hour(server, watched):
+    name = unique("hourly")
+    create_toggle(server, name)
+    for app, yes, no in (("shop", 5, 2), ("billing", 1, 0)):
+        post_metrics(server, {"appName": app, "instanceId": "i-1",
+                              "bucket": {"start": "2026-11-22T10:00:00Z",
+                                         "stop": "2026-11-22T10:00:10Z",
+                                         "toggles": {name: {"yes": yes, "no": no}}}})
+    deadline = time.monotonic() + 30
+    while sum(m["yes"] for m in server.api(
+            "GET", f"/api/admin/client-metrics/features/{name}/raw", expect=200)["data"]) != 6:
+        assert time.monotonic() < deadline, "the reports were not counted"
+        time.sleep(0.2)
+    page = watched.page
+    sign_in(page, server)
+    page.goto(f"{server.url}/ui/toggles/{name}")
+    expect(page.get_by_role("heading", name="Usage per hour")).to_be_visible()
+    expect(page.get_by_role("img", name="Evaluations per hour in the last 24 hours, "
+                            "all applications: 6 yes and 2 no in all")).to_be_visible()
+    # The same numbers in a table, newest hour first.
+    page.get_by_text("Evaluations per hour as a table").click()
+    table = page.get_by_role("table", name="Evaluations per hour in the last 24 hours",
+                             exact=False)
+    expect(table.get_by_role("row")).to_have_count(25)
+    counted = table.get_by_role("row").filter(has=page.get_by_role("cell", name="6", exact=True))
+    expect(counted.get_by_role("cell")).to_have_text(["6", "2"])
+    # One application over 48 hours, chosen with the form (the choice is in the URL). (axe
+    # runs last on a page: what it leaves in the document must not be swapped by htmx.)
+    page.get_by_label("Usage of application").select_option("shop")
+    page.get_by_label("Usage period").select_option("48h")
+    page.get_by_role("button", name="Show usage").click()
+    expect(page.get_by_role("img", name="Evaluations per hour in the last 48 hours, "
+                            "shop: 5 yes and 2 no in all")).to_be_visible()
+    assert "usage=48h" in page.url and "app=shop" in page.url
+    page.get_by_text("Evaluations per hour as a table").click()
+    audit(page, f"toggle-usage-hourly-{server.store}")
+
+
+def test_toggle_variants_are_added_edited_and_removed(server, watched):
+    name = unique("tvariants")
+    create_toggle(server, name)
+    page = watched.page
+    watched.allowed.append("422")
+    sign_in(page, server)
+    page.goto(f"{server.url}/ui/toggles/{name}")
+    page.get_by_role("link", name="Edit toggle variants").click()
+    expect(page.get_by_role("heading", name=f"Toggle variants of {name}", level=1)).to_be_visible()
+    # Two variants: one fixed at 30 %, one variable taking the rest, with a payload and an
+    # override whose value holds a comma.
+    page.get_by_label("Variant 1 name").fill("blue")
+    page.get_by_label("Variant 1 weight type").select_option("fix")
+    page.get_by_label("Variant 1 fixed weight (%)").fill("130")
+    page.get_by_label("Variant 1 payload type").select_option("json")
+    page.get_by_label("Variant 1 payload value").fill('{"sky": true}')
+    page.get_by_label("Variant 1 overrides", exact=False).fill("userId: alice\nuserId: Smith, John")
+    page.get_by_role("button", name="Save toggle variants").click()
+    # Refused before saving, with everything typed kept.
+    expect(page.get_by_text("more than 100%").first).to_be_visible()
+    expect(page.get_by_label("Variant 1 name")).to_have_value("blue")
+    expect(page.get_by_label("Variant 1 payload value")).to_have_value('{"sky": true}')
+    expect(page.get_by_label("Variant 1 overrides", exact=False)).to_have_value(
+        "userId: alice\nuserId: Smith, John")
+    audit(page, f"toggle-variants-refused-{server.store}")
+    page.get_by_label("Variant 1 fixed weight (%)").fill("30")
+    page.get_by_label("Variant 2 name").fill("green")
+    page.get_by_role("button", name="Save toggle variants").click()
+    expect(page.get_by_role("status").first).to_contain_text("Toggle variants saved")
+    variants = server.api("GET", f"/api/admin/features/{name}", expect=200)["variants"]
+    assert [(v["name"], v["weight"], v["weightType"]) for v in variants] == [
+        ("blue", 300, "fix"), ("green", 700, "variable")]
+    assert variants[0]["payload"] == {"type": "json", "value": '{"sky": true}'}
+    assert variants[0]["overrides"] == [{"contextName": "userId",
+                                         "values": ["alice", "Smith, John"]}]
+    # Edited: filled with what was saved; the API's own refusal (a name used twice) is shown
+    # on the row, then green is renamed and blue removed.
+    page.get_by_role("link", name="Edit toggle variants").click()
+    expect(page.get_by_label("Variant 1 fixed weight (%)")).to_have_value("30")
+    expect(page.get_by_label("Variant 1 overrides", exact=False)).to_have_value(
+        "userId: alice\nuserId: Smith, John")
+    page.get_by_label("Variant 2 name").fill("blue")
+    page.get_by_role("button", name="Save toggle variants").click()
+    expect(page.get_by_text("is used twice").first).to_be_visible()
+    expect(page.get_by_label("Variant 2 name")).to_have_attribute("aria-invalid", "true")
+    page.get_by_label("Variant 2 name").fill("red")
+    page.get_by_label("Remove variant 1").check()
+    page.get_by_role("button", name="Save toggle variants").click()
+    expect(page.get_by_role("status").first).to_contain_text("Toggle variants saved")
+    variants = server.api("GET", f"/api/admin/features/{name}", expect=200)["variants"]
+    assert [(v["name"], v["weight"]) for v in variants] == [("red", 1000)]
+    page.get_by_role("link", name="Edit toggle variants").click()
+    audit(page, f"toggle-variants-{server.store}")
+    # The variants page and the toggle page with its hourly chart fit a 390 px screen.
+    page.set_viewport_size({"width": 390, "height": 844})
+    for url in (f"{server.url}/ui/toggles/{name}/variants",
+                f"{server.url}/ui/toggles/{name}?usage=48h"):
+        page.goto(url)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 391, f"{url} is {width}px wide at 390px"

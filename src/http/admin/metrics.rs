@@ -1,6 +1,7 @@
 //! The metrics views (spec §4.3, API-FACTS §12), at the spec's paths and the reference's
 //! `/api/admin/metrics/...` paths, plus the applications registry's writes and the
-//! configuration summary (`/api/admin/metrics/config-versions`). The views themselves are
+//! configuration summary (`/api/admin/metrics/config-versions`) and a toggle's hourly counts
+//! (`/api/admin/client-metrics/features/:name/raw`). The views themselves are
 //! built in `usage::views`, which the Prometheus gauges read too.
 
 use std::collections::BTreeMap;
@@ -16,11 +17,12 @@ use utoipa_axum::routes;
 
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::extract::{
-    AppJson, AppPath, AppQuery, StaleAfterQuery, StaleAfterSeconds, ToggleNamePath,
+    AppJson, AppPath, AppQuery, HoursBack, HoursBackQuery, StaleAfterQuery, StaleAfterSeconds,
+    ToggleNamePath,
 };
 use crate::state::AppState;
 use crate::store::usage::AppMetadata;
-use crate::usage::{now_ms, views, UsageRecorder};
+use crate::usage::{hourly, now_ms, views, UsageRecorder};
 
 /// Longest accepted metadata value.
 const METADATA_MAX: usize = 2048;
@@ -32,6 +34,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(list_seen_toggles_at_metrics_path))
         .routes(routes!(list_toggle_metrics))
         .routes(routes!(get_toggle_metrics))
+        .routes(routes!(get_raw_toggle_metrics))
         .routes(routes!(list_applications))
         .routes(routes!(list_applications_at_metrics_path))
         .routes(routes!(
@@ -133,6 +136,33 @@ async fn get_toggle_metrics(
         )
         .await?;
     Ok(Json(view))
+}
+
+/// Lists a toggle's evaluations per application and hour (Unleash's raw feature metrics).
+#[utoipa::path(
+    get,
+    path = "/client-metrics/features/{name}/raw",
+    tag = "metrics",
+    params(ToggleNamePath, HoursBackQuery),
+    responses(
+        (status = 200, description = "Per application and hour (the current one included, oldest first) the toggle's yes/no counts with variants; zeros for hours without any, nothing for an unknown name", body = hourly::RawMetrics),
+        (status = 400, description = "hoursBack is not a whole number from 1 to 48", body = ErrorBody),
+    )
+)]
+async fn get_raw_toggle_metrics(
+    State(state): State<AppState>,
+    AppPath(ToggleNamePath { name }): AppPath<ToggleNamePath>,
+    HoursBack(hours): HoursBack,
+) -> ApiResult<Json<hourly::RawMetrics>> {
+    let usage = state
+        .metrics
+        .usage
+        .timed(
+            "usage_read",
+            hourly::hourly_usage(state.usage.store(), &name, hours),
+        )
+        .await?;
+    Ok(Json(hourly::raw_metrics(&name, &usage)))
 }
 
 /// Lists the applications seen in the last two days.

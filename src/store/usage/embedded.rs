@@ -1,5 +1,5 @@
 //! Usage in the embedded store: the same data as in Redis, in redb tables of the same file as
-//! the configuration. A flush is one write transaction.
+//! the configuration. A flush (minute and hour counters, registry) is one write transaction.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -8,8 +8,9 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, WriteTran
 use serde::{Deserialize, Serialize};
 
 use super::{
-    minute_of, AppMetadata, AppRecord, CountKey, Counts, InstanceRecord, Minute, PollRecord,
-    RegistrationRecord, UsageBatch, COUNTS_RETENTION_MINUTES, REGISTRY_RETENTION_MS,
+    hour_of, minute_of, AppMetadata, AppRecord, CountKey, Counts, Hour, InstanceRecord, Minute,
+    PollRecord, RegistrationRecord, UsageBatch, COUNTS_RETENTION_MINUTES, HOURLY_RETENTION_HOURS,
+    REGISTRY_RETENTION_MS,
 };
 use crate::store::redb_file::{failed, run_blocking};
 use crate::store::StoreError;
@@ -17,6 +18,10 @@ use crate::store::StoreError;
 /// (minute, toggle, app, kind `y`|`n`|`v`, variant or "") → count.
 const COUNTS: TableDefinition<(u64, &str, &str, &str, &str), u64> =
     TableDefinition::new("usage_counts");
+/// (hour, toggle, app, kind `y`|`n`|`v`, variant or "") → count: hour first, so the trim drops
+/// old hours as one range, and one toggle's hour is one short range.
+const HOURS: TableDefinition<(u64, &str, &str, &str, &str), u64> =
+    TableDefinition::new("usage_hour_counts");
 /// application → JSON `AppRow`.
 const APPS: TableDefinition<&str, &str> = TableDefinition::new("usage_apps");
 /// (application, instance) → JSON `InstanceRow`.
@@ -52,6 +57,7 @@ struct InstanceRow {
 /// Creates the usage tables (at open, so reads never meet a missing table).
 pub(crate) fn create_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.open_table(COUNTS).map_err(failed)?;
+    txn.open_table(HOURS).map_err(failed)?;
     txn.open_table(APPS).map_err(failed)?;
     txn.open_table(INSTANCES).map_err(failed)?;
     txn.open_table(SEEN).map_err(failed)?;
@@ -102,6 +108,30 @@ impl EmbeddedUsage {
                             }
                             for (variant, n) in &c.variants {
                                 add((*minute, t, a, "v", variant), *n)?;
+                            }
+                        }
+                    }
+                }
+                // The same counts per hour, in the same transaction.
+                let mut hours = txn.open_table(HOURS).map_err(failed)?;
+                let mut add = |key: (u64, &str, &str, &str, &str), n: u64| {
+                    let old = hours.get(key).map_err(failed)?.map_or(0, |v| v.value());
+                    hours
+                        .insert(key, old.saturating_add(n))
+                        .map(|_| ())
+                        .map_err(failed)
+                };
+                for (hour, toggles) in &batch.hourly() {
+                    for (t, apps) in toggles {
+                        for (a, c) in apps {
+                            if c.yes > 0 {
+                                add((*hour, t, a, "y", ""), c.yes)?;
+                            }
+                            if c.no > 0 {
+                                add((*hour, t, a, "n", ""), c.no)?;
+                            }
+                            for (variant, n) in &c.variants {
+                                add((*hour, t, a, "v", variant), *n)?;
                             }
                         }
                     }
@@ -175,6 +205,12 @@ impl EmbeddedUsage {
                 counts
                     .retain_in(..(oldest_minute, "", "", "", ""), |_, _| false)
                     .map_err(failed)?;
+                // An hour is kept while it ended less than the retention ago.
+                let oldest_hour = hour_of(minute_of(now_ms)).saturating_sub(HOURLY_RETENTION_HOURS);
+                txn.open_table(HOURS)
+                    .map_err(failed)?
+                    .retain_in(..(oldest_hour, "", "", "", ""), |_, _| false)
+                    .map_err(failed)?;
                 let mut apps = txn.open_table(APPS).map_err(failed)?;
                 let mut gone = std::collections::HashSet::new();
                 for row in apps.iter().map_err(failed)? {
@@ -238,6 +274,45 @@ impl EmbeddedUsage {
                     _ => slot.variants.entry(variant.to_string()).or_default(),
                 };
                 *total = total.saturating_add(n.value());
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    pub(super) async fn hourly_counts(
+        &self,
+        toggle: &str,
+        from: Hour,
+        to: Hour,
+    ) -> Result<Vec<(Hour, HashMap<String, Counts>)>, StoreError> {
+        let toggle = toggle.to_string();
+        self.blocking(move |db| {
+            let txn = db.begin_read().map_err(failed)?;
+            let table = txn.open_table(HOURS).map_err(failed)?;
+            let mut out = Vec::new();
+            for hour in from..=to {
+                let mut apps: HashMap<String, Counts> = HashMap::new();
+                for row in table
+                    .range((hour, toggle.as_str(), "", "", "")..)
+                    .map_err(failed)?
+                {
+                    let (key, n) = row.map_err(failed)?;
+                    let (row_hour, row_toggle, app, kind, variant) = key.value();
+                    if row_hour != hour || row_toggle != toggle {
+                        break;
+                    }
+                    let slot = apps.entry(app.to_string()).or_default();
+                    let total = match kind {
+                        "y" => &mut slot.yes,
+                        "n" => &mut slot.no,
+                        _ => slot.variants.entry(variant.to_string()).or_default(),
+                    };
+                    *total = total.saturating_add(n.value());
+                }
+                if !apps.is_empty() {
+                    out.push((hour, apps));
+                }
             }
             Ok(out)
         })

@@ -1,10 +1,12 @@
-//! Where client usage lives: per-minute evaluation counters, the applications registry, their
-//! instances (with the configuration each one holds) and the toggles each application uses.
+//! Where client usage lives: per-minute and per-hour evaluation counters, the applications
+//! registry, their instances (with the configuration each one holds) and the toggles each
+//! application uses.
 //! Written only by the flush of `usage::UsageRecorder`, a batch at a time, never per report.
 //! Kept apart from the configuration: no versions, no change log, no events.
 
 pub mod embedded;
 pub mod redis;
+mod redis_fields;
 
 use std::collections::HashMap;
 
@@ -26,9 +28,26 @@ pub const REGISTRY_RETENTION_MS: i64 = 2 * 24 * 60 * 60 * 1000;
 /// last 61 minutes).
 pub const COUNTS_RETENTION_MINUTES: u64 = 65;
 
+/// Hours since the Unix epoch: the unit of the hourly counters.
+pub type Hour = u64;
+
+/// Hour counters are kept this many hours after their hour ended (the views read the current
+/// hour and the 47 before it; one hour more is margin for clocks and late flushes).
+pub const HOURLY_RETENTION_HOURS: u64 = 49;
+
 /// The minute an epoch-milliseconds time falls in.
 pub fn minute_of(ms: i64) -> Minute {
     (ms.max(0) / 60_000) as Minute
+}
+
+/// The hour a minute falls in.
+pub fn hour_of(minute: Minute) -> Hour {
+    minute / 60
+}
+
+/// The first epoch millisecond of an hour.
+pub fn hour_start_ms(hour: Hour) -> i64 {
+    (hour as i64).saturating_mul(3_600_000)
 }
 
 /// One toggle as counted for one application.
@@ -110,6 +129,10 @@ pub struct AppActivity {
 /// Counts of one minute: application → toggle → counts.
 pub type MinuteCounts = FastMap<String, FastMap<String, Counts>>;
 
+/// Counts of one hour: toggle → application → counts (toggle first: a toggle's page reads
+/// one toggle's hours).
+pub type HourCounts = FastMap<String, FastMap<String, Counts>>;
+
 impl AppActivity {
     /// The earliest contact in the batch: the application's creation time when it is new.
     pub fn first_seen(&self) -> i64 {
@@ -133,6 +156,25 @@ impl UsageBatch {
     /// Whether there is nothing to write.
     pub fn is_empty(&self) -> bool {
         self.counts.is_empty() && self.apps.is_empty()
+    }
+
+    /// The batch's minute counters added up per hour: what the same flush adds to the hourly
+    /// counters.
+    pub fn hourly(&self) -> FastMap<Hour, HourCounts> {
+        let mut hours: FastMap<Hour, HourCounts> = FastMap::default();
+        for (minute, apps) in &self.counts {
+            let hour = hours.entry(hour_of(*minute)).or_default();
+            for (app, toggles) in apps {
+                for (toggle, counts) in toggles {
+                    hour.entry(toggle.clone())
+                        .or_default()
+                        .entry(app.clone())
+                        .or_default()
+                        .add(counts);
+                }
+            }
+        }
+        hours
     }
 
     /// Splits the batch into parts of at most about `max` entries (counter fields, instances,
@@ -278,8 +320,8 @@ impl UsageStore {
         }
     }
 
-    /// Forgets what retention no longer covers: counters of old minutes (where they do not
-    /// expire by themselves) and applications, instances and seen toggles not seen for two
+    /// Forgets what retention no longer covers: counters of old minutes and hours (where they
+    /// do not expire by themselves) and applications, instances and seen toggles not seen for two
     /// days.
     pub async fn trim(&self, now_ms: i64) -> Result<(), StoreError> {
         match self {
@@ -297,6 +339,20 @@ impl UsageStore {
         match self {
             UsageStore::Redis(s) => s.counts(from, to).await,
             UsageStore::Embedded(s) => s.counts(from, to).await,
+        }
+    }
+
+    /// One toggle's hourly counters of the hours `from..=to`, per hour (hours without any are
+    /// left out): application → counts.
+    pub async fn hourly_counts(
+        &self,
+        toggle: &str,
+        from: Hour,
+        to: Hour,
+    ) -> Result<Vec<(Hour, HashMap<String, Counts>)>, StoreError> {
+        match self {
+            UsageStore::Redis(s) => s.hourly_counts(toggle, from, to).await,
+            UsageStore::Embedded(s) => s.hourly_counts(toggle, from, to).await,
         }
     }
 
@@ -370,6 +426,52 @@ impl UsageStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn counts(yes: u64, no: u64, variant: Option<(&str, u64)>) -> Counts {
+        let mut c = Counts {
+            yes,
+            no,
+            ..Counts::default()
+        };
+        if let Some((name, n)) = variant {
+            c.variants.insert(name.to_string(), n);
+        }
+        c
+    }
+
+    #[test]
+    fn minutes_add_up_in_the_hour_they_fall_in() {
+        // 10:00 and 10:59 are one hour; 11:00 is the next (hours since the epoch).
+        let ten = minute_of(hour_start_ms(490_000));
+        let mut batch = UsageBatch::default();
+        for (minute, app, c) in [
+            (ten, "shop", counts(1, 2, Some(("blue", 1)))),
+            (ten + 59, "shop", counts(3, 0, Some(("blue", 2)))),
+            (ten + 59, "billing", counts(5, 0, None)),
+            (ten + 60, "shop", counts(0, 7, None)),
+        ] {
+            batch
+                .counts
+                .entry(minute)
+                .or_default()
+                .entry(app.into())
+                .or_default()
+                .entry("t".into())
+                .or_default()
+                .add(&c);
+        }
+        let hours = batch.hourly();
+        assert_eq!(hour_of(ten), 490_000);
+        assert_eq!(hours.len(), 2);
+        let first = &hours[&490_000]["t"];
+        assert_eq!(first["shop"], counts(4, 2, Some(("blue", 3))));
+        assert_eq!(first["billing"], counts(5, 0, None));
+        assert_eq!(hours[&490_001]["t"]["shop"], counts(0, 7, None));
+        assert_eq!(
+            hour_start_ms(hour_of(minute_of(hour_start_ms(7) + 3_599_999))),
+            hour_start_ms(7)
+        );
+    }
 
     #[test]
     fn split_keeps_every_entry_once_and_bounds_parts() {

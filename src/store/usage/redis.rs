@@ -1,4 +1,4 @@
-//! Usage in Redis: a hash of counters per minute, and per application a few sorted sets and
+//! Usage in Redis: a hash of counters per minute, one per toggle and hour, and per application a few sorted sets and
 //! hashes (see `keys.rs`). A flush part is one Lua script (`flush.lua`) whose size grows with
 //! the toggles and instances reported since the last flush, not with the number of reports;
 //! a marker key makes it apply at most once however often it is retried.
@@ -10,9 +10,11 @@ use std::sync::Arc;
 
 use redis::AsyncCommands;
 
+use super::redis_fields::{add_field, escape, field, hour_field, parse_field, parse_hour_field};
 use super::{
-    AppMetadata, AppRecord, CountKey, Counts, InstanceRecord, Minute, PollRecord,
-    RegistrationRecord, UsageBatch, COUNTS_RETENTION_MINUTES, REGISTRY_RETENTION_MS,
+    AppMetadata, AppRecord, CountKey, Counts, Hour, InstanceRecord, Minute, PollRecord,
+    RegistrationRecord, UsageBatch, COUNTS_RETENTION_MINUTES, HOURLY_RETENTION_HOURS,
+    REGISTRY_RETENTION_MS,
 };
 use crate::store::keys::Keys;
 use crate::store::redis_conn::RedisConn;
@@ -46,37 +48,8 @@ fn write_failure(e: redis::RedisError) -> StoreError {
     }
 }
 
-/// Escapes one part of a counter field, so `|` separates parts unambiguously.
-fn escape(part: &str) -> std::borrow::Cow<'_, str> {
-    if part.contains(['%', '|']) {
-        part.replace('%', "%25").replace('|', "%7C").into()
-    } else {
-        part.into()
-    }
-}
-
-fn unescape(part: &str) -> String {
-    part.replace("%7C", "|").replace("%25", "%")
-}
-
-/// The counter field of a toggle's yes (`y`), no (`n`) or variant (`v|<name>`) count in one
-/// application.
-pub fn field(toggle: &str, app: &str, kind: &str) -> String {
-    format!("{}|{}|{kind}", escape(toggle), escape(app))
-}
-
-/// Reads a counter field back: the key and `None` for yes/no, or the variant name.
-fn parse_field(field: &str) -> Option<(CountKey, &str, Option<String>)> {
-    let mut parts = field.splitn(4, '|');
-    let toggle = unescape(parts.next()?);
-    let app = unescape(parts.next()?);
-    let kind = parts.next()?;
-    let variant = parts.next().map(unescape);
-    Some((CountKey { toggle, app }, kind, variant))
-}
-
 /// How long a flush part's marker is kept: longer than any part waits to be retried or
-/// settled (its counters are useless after an hour anyway).
+/// settled (a part kept longer than an hour loses its minute counters anyway).
 const FLUSH_MARKER_TTL_SECONDS: u64 = 2 * 60 * 60;
 
 /// Most members one multi-member command of the flush script carries (Lua's `unpack` has a
@@ -115,6 +88,11 @@ fn unstamp<T: serde::de::DeserializeOwned>(raw: &str) -> Option<T> {
 /// The epoch second the counters of `minute` expire at.
 fn counts_expire_at(minute: Minute) -> u64 {
     (minute + 1 + COUNTS_RETENTION_MINUTES) * 60
+}
+
+/// The epoch second the hourly counters of `hour` expire at.
+fn hour_counts_expire_at(hour: Hour) -> u64 {
+    (hour + 1 + HOURLY_RETENTION_HOURS) * 3600
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
@@ -202,6 +180,33 @@ impl RedisUsage {
                 &key,
                 &counts_expire_at(*minute).to_string(),
             ]));
+        }
+        // The same counts per toggle and hour, in the same script (no extra round trip).
+        for (hour, toggles) in batch.hourly() {
+            let expire_at = hour_counts_expire_at(hour).to_string();
+            for (toggle, apps) in toggles {
+                let key = self.keys.usage_hour_counts(hour, &toggle);
+                for (app, counts) in apps {
+                    let mut add = |kind: &str, n: u64| {
+                        ops.push(vec![
+                            "HINCRBY".into(),
+                            key.clone(),
+                            hour_field(&app, kind),
+                            redis_integer(n),
+                        ]);
+                    };
+                    if counts.yes > 0 {
+                        add("y", counts.yes);
+                    }
+                    if counts.no > 0 {
+                        add("n", counts.no);
+                    }
+                    for (variant, n) in &counts.variants {
+                        add(&format!("v|{}", escape(variant)), *n);
+                    }
+                }
+                ops.push(op(&["EXPIREAT", &key, &expire_at]));
+            }
         }
         let apps: Vec<(String, String)> = batch
             .apps
@@ -330,16 +335,39 @@ impl RedisUsage {
                 let Some((key, kind, variant)) = parse_field(&field) else {
                     continue;
                 };
-                let slot = counts.entry(key).or_default();
-                let total = match (kind, variant) {
-                    ("y", None) => &mut slot.yes,
-                    ("n", None) => &mut slot.no,
-                    ("v", Some(variant)) => slot.variants.entry(variant).or_default(),
-                    _ => continue,
-                };
-                *total = total.saturating_add(n);
+                add_field(counts.entry(key).or_default(), kind, variant, n);
             }
             out.push((minute, counts));
+        }
+        Ok(out)
+    }
+
+    pub(super) async fn hourly_counts(
+        &self,
+        toggle: &str,
+        from: Hour,
+        to: Hour,
+    ) -> Result<Vec<(Hour, HashMap<String, Counts>)>, StoreError> {
+        let mut pipe = redis::pipe();
+        for hour in from..=to {
+            pipe.hgetall(self.keys.usage_hour_counts(hour, toggle));
+        }
+        let mut conn = self.conn.clone();
+        let hashes: Vec<HashMap<String, u64>> =
+            pipe.query_async(&mut conn).await.map_err(unavailable)?;
+        let mut out = Vec::new();
+        for (hour, hash) in (from..=to).zip(hashes) {
+            if hash.is_empty() {
+                continue;
+            }
+            let mut apps: HashMap<String, Counts> = HashMap::new();
+            for (field, n) in hash {
+                let Some((app, kind, variant)) = parse_hour_field(&field) else {
+                    continue;
+                };
+                add_field(apps.entry(app).or_default(), kind, variant, n);
+            }
+            out.push((hour, apps));
         }
         Ok(out)
     }
@@ -533,19 +561,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fields_round_trip_with_separators_in_names() {
-        let key = CountKey {
-            toggle: "a|b%7C".into(),
-            app: "my|app".into(),
-        };
-        let kind = format!("v|{}", escape("x|y"));
-        let encoded = field(&key.toggle, &key.app, &kind);
-        let (parsed, k, variant) = parse_field(&encoded).expect("parses");
-        assert_eq!(parsed, key);
-        assert_eq!(k, "v");
-        assert_eq!(variant.as_deref(), Some("x|y"));
-        let encoded = field(&key.toggle, &key.app, "y");
-        let (parsed, k, variant) = parse_field(&encoded).expect("parses");
-        assert_eq!((parsed, k, variant), (key, "y", None));
+    fn hour_counters_outlive_the_hour_by_the_retention() {
+        // Hour 10 ends at 11:00; kept 49 hours more.
+        assert_eq!(hour_counts_expire_at(10), (11 + 49) * 3600);
+        assert!(hour_counts_expire_at(10) > counts_expire_at(10 * 60 + 59));
     }
 }

@@ -17,6 +17,7 @@ mod strategy_form;
 pub mod toggle;
 pub mod toggle_dependency;
 mod toggle_usage;
+pub mod toggle_variants;
 pub mod toggles;
 pub mod tokens;
 

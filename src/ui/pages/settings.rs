@@ -59,7 +59,7 @@ const REGISTRIES: [Registry; 6] = [
         fields: &[
             ("name", "Context field name"),
             ("description", "Context field description"),
-            ("legalValues", "Legal values (comma-separated, optional)"),
+            ("legalValues", "Legal values (one a line, optional)"),
         ],
     },
     Registry {
@@ -87,12 +87,30 @@ pub struct Fields(Vec<(String, String)>);
 
 impl Fields {
     fn get(&self, name: &str) -> &str {
+        self.raw(name).trim()
+    }
+
+    /// The value of `name` as typed.
+    fn raw(&self, name: &str) -> &str {
         self.0
             .iter()
             .find(|(k, _)| k == name)
-            .map_or("", |(_, v)| v.trim())
+            .map_or("", |(_, v)| v.as_str())
+    }
+
+    /// The lines of the multi-line field `name`, one value each, kept as typed (a value may
+    /// hold commas); blank lines are left out.
+    fn lines(&self, name: &str) -> Vec<&str> {
+        self.raw(name)
+            .split('\n')
+            .map(|line| line.strip_suffix('\r').unwrap_or(line))
+            .filter(|line| !line.trim().is_empty())
+            .collect()
     }
 }
+
+/// The fields of create forms typed one value a line (a value may hold commas).
+const MULTI_LINE_FIELDS: [&str; 1] = ["legalValues"];
 
 /// The rows of a registry's table: (key, name, description, extra).
 fn rows(state: &ConfigState, kind: &str) -> Vec<(String, String, String, String)> {
@@ -241,7 +259,17 @@ fn section(
                     (csrf(viewer))
                     (errors.summary())
                     @for (name, label) in registry.fields {
-                        (text_field(label, &format!("{}.{name}", registry.kind), fields.get(name), errors, None))
+                        @let field = format!("{}.{name}", registry.kind);
+                        @if MULTI_LINE_FIELDS.contains(name) {
+                            @let id = format!("f-{}", field.replace('.', "-"));
+                            label for=(id) { (label) }
+                            textarea id=(id) name=(field) rows="3"
+                                aria-invalid=[errors.has(&field).then_some("true")]
+                                aria-describedby=[errors.has(&field).then(|| format!("{id}-error"))] { (fields.raw(name)) }
+                            (errors.under(&id, &field))
+                        } @else {
+                            (text_field(label, &field, fields.get(name), errors, None))
+                        }
                     }
                     button type="submit" { "Create" }
                 }
@@ -304,7 +332,7 @@ async fn create_one(
         "environments" => service.create_environment(actor, spec(json!({"name": text("name"), "type": if text("type").is_empty() { "development".into() } else { text("type") }}))?).await.map(drop),
         "projects" => service.create_project(actor, spec(json!({"id": text("id"), "name": if text("name").is_empty() { text("id") } else { text("name") }, "description": text("description")}))?).await.map(drop),
         "context-fields" => {
-            let legal: Vec<&str> = f.get("legalValues").split(',').map(str::trim).filter(|v| !v.is_empty()).collect();
+            let legal = f.lines("legalValues");
             service.create_context_field(actor, spec(json!({"name": text("name"), "description": text("description"), "legalValues": legal}))?).await.map(drop)
         }
         "strategies" => service.create_strategy(actor, spec(json!({"name": text("name"), "description": text("description"), "parameters": []}))?).await.map(drop),
@@ -341,7 +369,7 @@ pub async fn create(
                 .find(|r| r.kind == kind)
                 .map_or(&[][..], |r| r.fields)
             {
-                errors.rename(name, &format!("{kind}.{name}"));
+                errors.rename_prefix(name, &format!("{kind}.{name}"));
             }
             render(&state, &viewer, None, Some((&kind, &fields, &errors)))
         }

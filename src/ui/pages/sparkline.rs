@@ -1,11 +1,12 @@
 //! The usage sparkline of each row of the toggle list: evaluations (yes + no, every
 //! application) in the last hour, in twelve 5-minute buckets, as inline SVG.
 //!
-//! The usage store keeps per-minute counters for 65 minutes only (no hourly buckets), so an
-//! hour is what there is. Reading an hour of counters (every toggle of every application) is
-//! far too slow for each list page at 10,000 toggles in use, so the sum is kept (per running
-//! service, in [`Sparklines`]) and made again in the background when it is 15 s old: a
-//! sparkline may be that much (and one sum) behind, and the first list shows none yet.
+//! Read from the per-minute counters (kept 65 minutes; the hourly ones are too coarse for
+//! 5-minute buckets and are kept per toggle, for its own page). Reading an hour of counters
+//! (every toggle of every application) is far too slow for each list page at 10,000 toggles
+//! in use, so the sum is kept (per running service, in [`Sparklines`]) and made again in the
+//! background when it is 15 s old: a sparkline may be that much (and one sum) behind, and the
+//! first list shows none yet.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

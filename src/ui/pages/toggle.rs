@@ -21,13 +21,15 @@ use crate::ui::form::Errors;
 use crate::ui::layout::{csrf, page, time, Section};
 use crate::ui::problem::{PageResult, Problem};
 use crate::ui::session::{Posted, Viewer};
+use crate::usage::hourly::hourly_usage;
 use crate::usage::views::{current_config_versions, toggle_detail, DEFAULT_STALE_AFTER_SECONDS};
 
 use super::strategy_form::{
     strategy_body, strategy_form, strategy_row, toggle_variants, Fields, StrategyDraft,
 };
 use super::toggle_dependency::{dependency_section, DependencyDraft};
-use super::toggle_usage::{history, reach_table, usage_chart};
+use super::toggle_usage::{history, hourly_chart, reach_table, usage_chart, UsageChoice};
+use super::toggle_variants::variants_path;
 use super::toggles::{switch, Notice};
 use super::{see_other, toggle_path, with_notice};
 
@@ -74,6 +76,7 @@ pub(super) async fn render(
     name: &str,
     notice: Option<&str>,
     drafts: Drafts<'_>,
+    usage_choice: &UsageChoice,
 ) -> PageResult {
     let config = state.service.state()?;
     let toggle = active_toggle(&config, name)?;
@@ -86,6 +89,9 @@ pub(super) async fn render(
     };
     let events = with_diffs(&events);
     let usage = toggle_detail(state.usage.store(), name).await.ok();
+    let hourly = hourly_usage(state.usage.store(), name, usage_choice.hours())
+        .await
+        .ok();
     let reach = current_config_versions(&state.usage, &state.snapshot, DEFAULT_STALE_AFTER_SECONDS)
         .await
         .ok();
@@ -141,6 +147,13 @@ pub(super) async fn render(
                 }
             }
         }
+        section aria-labelledby="h-variants" {
+            h2 #h-variants { "Toggle variants" }
+            @let variants = &toggle.default_environment().variants;
+            @if variants.is_empty() { p { "None: strategies without variants of their own hand out none." } }
+            @else { (toggle_variants(variants)) }
+            p { a href=(variants_path(name)) { "Edit toggle variants" } }
+        }
         (dependency_section(viewer, &config, &toggle, drafts.dependency.as_ref()))
         section aria-labelledby="h-tags" {
             h2 #h-tags { "Tags" }
@@ -176,7 +189,12 @@ pub(super) async fn render(
             }
         }
         section aria-labelledby="h-usage" {
-            h2 #h-usage { "Usage in the last hour" }
+            h2 #h-usage { "Usage per hour" }
+            @match &hourly {
+                Some(hourly) => { (hourly_chart(hourly, usage_choice)) }
+                None => { p { "Usage could not be read from the store just now." } }
+            }
+            h3 #h-usage-apps { "Per application in the last hour" }
             @match &usage {
                 Some(detail) => { (usage_chart(detail)) }
                 None => { p { "Usage could not be read from the store just now." } }
@@ -203,6 +221,7 @@ pub async fn page_handler(
     State(state): State<AppState>,
     Path(name): Path<String>,
     Query(notice): Query<Notice>,
+    Query(usage): Query<UsageChoice>,
 ) -> PageResult {
     render(
         &state,
@@ -210,6 +229,7 @@ pub async fn page_handler(
         &name,
         notice.notice.as_deref(),
         Drafts::default(),
+        &usage,
     )
     .await
 }
@@ -290,7 +310,15 @@ pub async fn add_strategy(
                 strategy: Some(draft),
                 ..Drafts::default()
             };
-            render(&state, &viewer, &name, None, drafts).await
+            render(
+                &state,
+                &viewer,
+                &name,
+                None,
+                drafts,
+                &UsageChoice::default(),
+            )
+            .await
         }
     }
 }
@@ -388,7 +416,15 @@ pub async fn add_tag(
                 tag: Some((&form.value, &errors)),
                 ..Drafts::default()
             };
-            render(&state, &viewer, &name, None, drafts).await
+            render(
+                &state,
+                &viewer,
+                &name,
+                None,
+                drafts,
+                &UsageChoice::default(),
+            )
+            .await
         }
     }
 }

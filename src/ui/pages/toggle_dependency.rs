@@ -184,7 +184,7 @@ pub async fn set(
                 dependency: Some(draft),
                 ..Drafts::default()
             };
-            render(&state, &viewer, &name, None, drafts).await
+            render(&state, &viewer, &name, None, drafts, &Default::default()).await
         }
     }
 }

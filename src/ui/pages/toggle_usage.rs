@@ -1,12 +1,149 @@
-//! What a toggle's page shows about its use: evaluations per application in the last hour
-//! (inline SVG bars, with the same numbers in a table), whether the SDKs hold the newest
-//! configuration, and the toggle's history with what each event changed.
+//! What a toggle's page shows about its use: evaluations per hour over the last 24 or 48
+//! hours and per application in the last hour (inline SVG bars, with the same numbers in
+//! tables), whether the SDKs hold the newest configuration, and the toggle's history with
+//! what each event changed.
 
 use maud::{html, Markup};
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::ui::layout::time;
+use crate::usage::hourly::{hour_time, HourCounts, HourlyUsage, DEFAULT_HOURS, MAX_HOURS};
 use crate::usage::views::{ConfigVersions, ToggleDetail};
+
+/// `?usage=48h&app=…`: which hours the toggle page charts, and for which application (all of
+/// them summed when absent or empty).
+#[derive(Debug, Default, Deserialize)]
+pub struct UsageChoice {
+    #[serde(default)]
+    pub usage: Option<String>,
+    #[serde(default)]
+    pub app: Option<String>,
+}
+
+impl UsageChoice {
+    /// The hours charted: 48 for `usage=48h`, else 24.
+    pub fn hours(&self) -> u64 {
+        match self.usage.as_deref() {
+            Some("48h") => MAX_HOURS,
+            _ => DEFAULT_HOURS,
+        }
+    }
+
+    /// The application chosen, if one is.
+    fn app(&self) -> Option<&str> {
+        self.app.as_deref().filter(|a| !a.is_empty())
+    }
+}
+
+/// How long ago an hour was, in words free of any time zone (for the bars' titles).
+fn hours_ago(age: usize) -> String {
+    match age {
+        0 => "This hour".to_string(),
+        1 => "1 hour ago".to_string(),
+        n => format!("{n} hours ago"),
+    }
+}
+
+/// The form choosing the period and the application of the hourly chart (a GET form: the
+/// choice is in the URL, and works without JavaScript).
+fn usage_choice_form(usage: &HourlyUsage, choice: &UsageChoice) -> Markup {
+    let chosen = choice.app().unwrap_or("");
+    let period = if choice.hours() == MAX_HOURS {
+        "48h"
+    } else {
+        "24h"
+    };
+    html! {
+        form.usage-choice method="get" action="#h-usage" {
+            div.grid {
+                label for="f-usage-app" { "Usage of application"
+                    select id="f-usage-app" name="app" {
+                        option value="" selected[chosen.is_empty()] { "All applications" }
+                        @for app in usage.applications.keys() {
+                            option value=(app) selected[app == chosen] { (app) }
+                        }
+                        @if !chosen.is_empty() && !usage.applications.contains_key(chosen) {
+                            option value=(chosen) selected { (chosen) }
+                        }
+                    }
+                }
+                label for="f-usage-period" { "Usage period"
+                    select id="f-usage-period" name="usage" {
+                        option value="24h" selected[period == "24h"] { "Last 24 hours" }
+                        option value="48h" selected[period == "48h"] { "Last 48 hours" }
+                    }
+                }
+            }
+            button.secondary type="submit" { "Show usage" }
+        }
+    }
+}
+
+/// Evaluations per hour (yes and no stacked, oldest hour first) as bars in the text colour,
+/// with the same numbers in a table; for one application or all of them summed.
+pub fn hourly_chart(usage: &HourlyUsage, choice: &UsageChoice) -> Markup {
+    let (who, counts): (String, Vec<HourCounts>) = match choice.app() {
+        Some(app) => (
+            app.to_string(),
+            usage
+                .applications
+                .get(app)
+                .cloned()
+                .unwrap_or_else(|| vec![HourCounts::default(); usage.hours.len()]),
+        ),
+        None => ("all applications".to_string(), usage.total()),
+    };
+    let n = usage.hours.len().max(1);
+    let yes: u64 = counts.iter().map(|c| c.yes).sum();
+    let no: u64 = counts.iter().map(|c| c.no).sum();
+    let max = counts
+        .iter()
+        .map(|c| c.yes + c.no)
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let (width, height) = (480.0, 120.0);
+    let step = width / n as f64;
+    let label =
+        format!("Evaluations per hour in the last {n} hours, {who}: {yes} yes and {no} no in all");
+    html! {
+        (usage_choice_form(usage, choice))
+        svg.usage viewBox={ "0 0 " (width) " " (height) } width=(width) height=(height) role="img" aria-label=(label) {
+            line x1="0" y1=(height - 0.5) x2=(width) y2=(height - 0.5) stroke="currentColor" stroke-opacity="0.35" {}
+            @for (i, c) in counts.iter().enumerate() {
+                @let x = i as f64 * step + 1.0;
+                @let w = (step - 2.0).max(1.0);
+                @let yes_h = c.yes as f64 / max as f64 * (height - 4.0);
+                @let no_h = c.no as f64 / max as f64 * (height - 4.0);
+                @let ago = hours_ago(n - 1 - i);
+                rect x=(format!("{x:.1}")) y=(format!("{:.1}", height - yes_h)) width=(format!("{w:.1}"))
+                    height=(format!("{yes_h:.1}")) fill="currentColor" {
+                    title { (ago) ": " (c.yes) " yes" }
+                }
+                rect x=(format!("{x:.1}")) y=(format!("{:.1}", height - yes_h - no_h)) width=(format!("{w:.1}"))
+                    height=(format!("{no_h:.1}")) fill="currentColor" fill-opacity="0.35" {
+                    title { (ago) ": " (c.no) " no" }
+                }
+            }
+        }
+        p { small { "Oldest hour on the left, this hour on the right; yes solid, no lighter." } }
+        details {
+            summary { "Evaluations per hour as a table" }
+            div.table-scroll tabindex="0" role="region" aria-label="Evaluations per hour" {
+                table {
+                    caption { (label) }
+                    thead { tr { th scope="col" { "Hour starting" } th scope="col" { "Yes" } th scope="col" { "No" } } }
+                    tbody {
+                        @for (hour, c) in usage.hours.iter().zip(&counts).rev() {
+                            tr { th scope="row" { (time(&hour_time(*hour))) } td { (c.yes) } td { (c.no) } }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
 
 /// Yes and no per application over the last hour as bars (inline SVG, drawn in the text
 /// colour of either theme), with the same numbers in a table.
