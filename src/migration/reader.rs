@@ -3,6 +3,7 @@
 //! the registries), for 4.x–5.x the state export plus what it lacks. Unleash's revision
 //! (`revision`) is read before and after: an instance that changed meanwhile is an error.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -51,6 +52,9 @@ pub struct UnleashInstance {
     pub exports: Vec<(String, Value)>,
     /// The state export (4.x–5.x).
     pub state_export: Option<Value>,
+    /// Toggle variants per `(toggle, environment)` as each environment's client document
+    /// serves them: read when the state export has them on the toggle only (4.x).
+    pub environment_variants: BTreeMap<(String, String), Value>,
     /// Dependencies per child (4.x–5.x: read toggle by toggle), as `{feature, dependencies}`.
     pub dependencies: Vec<Value>,
     pub archived: Vec<Value>,
@@ -204,6 +208,7 @@ async fn read_state_export(
     progress.count("segments", instance.segments.len());
     let features = list(&state, "features");
     progress.count("toggles", features.len());
+    instance.environment_variants = read_environment_variants(api, &state, instance).await?;
     if version >= Version(5, 5, 0) {
         for feature in features.iter().filter(|f| f["archived"] != json!(true)) {
             let (Some(name), Some(project)) =
@@ -238,4 +243,38 @@ async fn read_state_export(
     progress.count("archived toggles", instance.archived.len());
     instance.state_export = Some(state);
     Ok(())
+}
+
+/// 4.x keeps toggle variants per environment, but its state export (without the
+/// `variantsPerEnvironment` flag) shows one environment's on the toggle and none on its
+/// environments: each environment's client document has them as SDKs see them. Nothing is
+/// read when the export has them per environment (5.x).
+async fn read_environment_variants(
+    api: &UnleashApi,
+    state: &Value,
+    instance: &UnleashInstance,
+) -> Result<BTreeMap<(String, String), Value>, MigrationError> {
+    let mut variants = BTreeMap::new();
+    let per_environment = list(state, "featureEnvironments")
+        .iter()
+        .all(|fe| fe["variants"].is_array());
+    if per_environment {
+        return Ok(variants);
+    }
+    for environment in instance
+        .environments
+        .iter()
+        .filter_map(|e| e["name"].as_str())
+    {
+        let document = api
+            .get(&format!("/api/client/features?environment={environment}"))
+            .await?;
+        for feature in list(&document, "features") {
+            if let Some(name) = feature["name"].as_str() {
+                let served = feature.get("variants").cloned().unwrap_or(json!([]));
+                variants.insert((name.to_string(), environment.to_string()), served);
+            }
+        }
+    }
+    Ok(variants)
 }
