@@ -1,8 +1,9 @@
-// Fills a fresh unleash-server (7.x, started by server.js) with a rich instance for
+// Fills a fresh unleash-server (4.x–7.x, started by server.js) with a rich instance for
 // tests/it/migration.rs: several projects and environments, every built-in strategy kind 7.x has and a
 // custom one, constraints of many operators, a segment, strategy variants, toggle variants, a
-// dependency, tags, a context field with legal values, an archived toggle, client, backend,
-// multi-project and frontend tokens, and a webhook addon.
+// dependency (5.5+), tags, a context field with legal values, an archived toggle, client, backend,
+// multi-project and frontend tokens, and a webhook addon. What an older version lacks is left
+// out or written into its database (see `at` below).
 //
 // Usage: node fill.js   (env: UNLEASH_URL, ADMIN_TOKEN, PGHOST, PGPORT, PGUSER, PGDATABASE)
 // Prints one JSON line: {"tokens": [{secret, type, environment, projects}]}.
