@@ -64,8 +64,8 @@ install_node_sdk() {
   echo "$want" >"$stamp"
 }
 
-# Real unleash-servers (7.5.1, 6.10.1 and 5.12.8, Apache-2.0, pinned in tests/unleash/,
-# tests/unleash-6/ and tests/unleash-5/) for tests/it/migration.rs, which also needs PostgreSQL 15's initdb and
+# Real unleash-servers (7.5.1, 6.10.1, 5.12.8 and 4.19.5, Apache-2.0, pinned in tests/unleash/,
+# tests/unleash-6/, tests/unleash-5/ and tests/unleash-4/) for tests/it/migration.rs, which also needs PostgreSQL 15's initdb and
 # postgres. Installed like the Node SDK, without install scripts (one is telemetry); unset:
 # those tests say "skipping".
 install_unleash_server() {
@@ -120,6 +120,13 @@ else
       export FLAGPOLE_UNLEASH5_DIR="$PWD/tests/unleash-5"
     else
       echo "# WARNING: could not install unleash-server 5 (tests/unleash-5/package.json): its migration case will be skipped (tests/it/migration.rs)" >&2
+    fi
+  fi
+  if [ -z "${FLAGPOLE_UNLEASH4_DIR:-}" ]; then
+    if install_unleash_server tests/unleash-4; then
+      export FLAGPOLE_UNLEASH4_DIR="$PWD/tests/unleash-4"
+    else
+      echo "# WARNING: could not install unleash-server 4 (tests/unleash-4/package.json): its migration case will be skipped (tests/it/migration.rs)" >&2
     fi
   fi
 fi

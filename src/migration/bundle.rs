@@ -30,7 +30,11 @@ pub fn build_bundle(instance: &UnleashInstance) -> (Value, Notes) {
     let mut notes = Notes::default();
     let (features, feature_environments, dependencies, feature_tags) = match &instance.state_export
     {
-        Some(state) => from_state_export(state, &instance.dependencies),
+        Some(state) => from_state_export(
+            state,
+            &instance.environment_variants,
+            &instance.dependencies,
+        ),
         None => from_exports(&instance.exports),
     };
     let features = with_dependencies(features, &dependencies);
@@ -366,7 +370,11 @@ fn dependency_list(listed: &Value) -> Vec<Value> {
 
 /// 4.x–5.x: the same from the state export (`featureEnvironments` and `featureStrategies`
 /// of every environment; 4.1's `:global:` environment is `default`).
-fn from_state_export(state: &Value, read_dependencies: &[Value]) -> Sections {
+fn from_state_export(
+    state: &Value,
+    environment_variants: &BTreeMap<(String, String), Value>,
+    read_dependencies: &[Value],
+) -> Sections {
     let environment_name = |v: &Value| match field(v, "environment").as_str() {
         ":global:" | "" => DEFAULT_ENVIRONMENT.to_string(),
         other => other.to_string(),
@@ -429,10 +437,15 @@ fn from_state_export(state: &Value, read_dependencies: &[Value]) -> Sections {
                 item
             })
             .collect();
-        // 4.18+ keeps variants per environment; before, on the toggle.
+        // Per environment in the export (5.x), else as the environment's client document
+        // serves them (4.x), else on the toggle.
         let variants = match fe.get("variants") {
             Some(v) if v.is_array() => v.clone(),
-            _ => legacy_variants.get(&name).cloned().unwrap_or(Value::Null),
+            _ => environment_variants
+                .get(&(name.clone(), environment.clone()))
+                .or_else(|| legacy_variants.get(&name))
+                .cloned()
+                .unwrap_or(Value::Null),
         };
         per_environment.push(json!({
             "featureName": name, "environment": environment,

@@ -10,6 +10,7 @@ mod addons;
 mod bundle;
 mod progress;
 mod reader;
+mod revision;
 mod store_fit;
 mod unleash_api;
 mod verify;

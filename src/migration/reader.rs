@@ -1,14 +1,15 @@
 //! Reading a whole Unleash instance: its version first (4.0–7.x; others refused), then for
 //! 6.x–7.x the route set of MODERN-MODEL §6 (one features-batch export per environment plus
-//! the registries), for 4.x–5.x the state export plus what it lacks. The newest event of the
-//! event log and the client document's revision are read before and after: an instance that
-//! changed meanwhile is an error.
+//! the registries), for 4.x–5.x the state export plus what it lacks. Unleash's revision
+//! (`revision`) is read before and after: an instance that changed meanwhile is an error.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 use super::progress::Progress;
+use super::revision::revision;
 use super::unleash_api::{MigrationError, UnleashApi};
 
 /// An Unleash version, as `major.minor.patch`.
@@ -51,6 +52,9 @@ pub struct UnleashInstance {
     pub exports: Vec<(String, Value)>,
     /// The state export (4.x–5.x).
     pub state_export: Option<Value>,
+    /// Toggle variants per `(toggle, environment)` as each environment's client document
+    /// serves them: read when the state export has them on the toggle only (4.x).
+    pub environment_variants: BTreeMap<(String, String), Value>,
     /// Dependencies per child (4.x–5.x: read toggle by toggle), as `{feature, dependencies}`.
     pub dependencies: Vec<Value>,
     pub archived: Vec<Value>,
@@ -80,41 +84,6 @@ pub async fn read_version(api: &UnleashApi) -> Result<Version, MigrationError> {
     Ok(version)
 }
 
-/// Events that change nothing this command moves: reading itself (a features-batch export is
-/// logged), SDKs registering, favourites and user preferences.
-const EVENTS_NOT_MOVED: [&str; 7] = [
-    "features-exported",
-    "application-created",
-    "feature-favorited",
-    "feature-unfavorited",
-    "project-favorited",
-    "project-unfavorited",
-    "user-preference-updated",
-];
-
-/// The revision of Unleash's configuration: the newest entry of its event log (every admin
-/// write is one, stored with the write: tokens, addons, tags and context fields too; of the
-/// last 100 it lists, those of `EVENTS_NOT_MOVED` left out) and the `ETag` of its client
-/// document (it changes with every write that reaches SDKs).
-async fn revision(api: &UnleashApi) -> Result<String, MigrationError> {
-    let events = api.get("/api/admin/events").await?;
-    let newest = events["events"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|e| !EVENTS_NOT_MOVED.contains(&e["type"].as_str().unwrap_or_default()))
-        .filter_map(|e| e["id"].as_u64())
-        .max()
-        .map_or("none".to_string(), |id| id.to_string());
-    let (body, etag) = api
-        .get_with("/api/client/features", &[("Unleash-Client-Spec", "5.2.0")])
-        .await?;
-    let etag = etag
-        .or_else(|| body["meta"]["revisionId"].as_u64().map(|r| r.to_string()))
-        .unwrap_or_default();
-    Ok(format!("event {newest}, client document {etag}"))
-}
-
 /// `field` of `value` as a list (none when absent).
 fn list(value: &Value, field: &str) -> Vec<Value> {
     value[field].as_array().cloned().unwrap_or_default()
@@ -127,7 +96,7 @@ pub async fn read_instance(
 ) -> Result<UnleashInstance, MigrationError> {
     let started = Instant::now();
     let version = read_version(api).await?;
-    let before = revision(api).await?;
+    let before = revision(api, version).await?;
     let mut instance = UnleashInstance {
         version: Some(version),
         ..Default::default()
@@ -149,7 +118,7 @@ pub async fn read_instance(
     instance.addons = list(&api.get("/api/admin/addons").await?, "addons");
     progress.count("addons", instance.addons.len());
     instance.tags = list(&api.get("/api/admin/tags").await?, "tags");
-    let after = revision(api).await?;
+    let after = revision(api, version).await?;
     if before != after {
         return Err(MigrationError::ChangedDuringRead { before, after });
     }
@@ -239,6 +208,7 @@ async fn read_state_export(
     progress.count("segments", instance.segments.len());
     let features = list(&state, "features");
     progress.count("toggles", features.len());
+    instance.environment_variants = read_environment_variants(api, &state, instance).await?;
     if version >= Version(5, 5, 0) {
         for feature in features.iter().filter(|f| f["archived"] != json!(true)) {
             let (Some(name), Some(project)) =
@@ -273,4 +243,38 @@ async fn read_state_export(
     progress.count("archived toggles", instance.archived.len());
     instance.state_export = Some(state);
     Ok(())
+}
+
+/// 4.x keeps toggle variants per environment, but its state export (without the
+/// `variantsPerEnvironment` flag) shows one environment's on the toggle and none on its
+/// environments: each environment's client document has them as SDKs see them. Nothing is
+/// read when the export has them per environment (5.x).
+async fn read_environment_variants(
+    api: &UnleashApi,
+    state: &Value,
+    instance: &UnleashInstance,
+) -> Result<BTreeMap<(String, String), Value>, MigrationError> {
+    let mut variants = BTreeMap::new();
+    let per_environment = list(state, "featureEnvironments")
+        .iter()
+        .all(|fe| fe["variants"].is_array());
+    if per_environment {
+        return Ok(variants);
+    }
+    for environment in instance
+        .environments
+        .iter()
+        .filter_map(|e| e["name"].as_str())
+    {
+        let document = api
+            .get(&format!("/api/client/features?environment={environment}"))
+            .await?;
+        for feature in list(&document, "features") {
+            if let Some(name) = feature["name"].as_str() {
+                let served = feature.get("variants").cloned().unwrap_or(json!([]));
+                variants.insert((name.to_string(), environment.to_string()), served);
+            }
+        }
+    }
+    Ok(variants)
 }

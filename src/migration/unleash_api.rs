@@ -18,7 +18,12 @@ pub enum MigrationError {
     )]
     NotAdmin { route: String, status: u16 },
     #[error("reading {route} from Unleash failed: {cause}")]
-    Route { route: String, cause: String },
+    Route {
+        route: String,
+        cause: String,
+        /// Unleash's answer, when it answered with an error status.
+        status: Option<u16>,
+    },
     #[error("{0}")]
     Unsupported(String),
     #[error(
@@ -86,6 +91,27 @@ impl UnleashApi {
             .map(|(v, _)| v)
     }
 
+    /// `GET route` (`POST` with `body`) of a route this version may lack: none when Unleash
+    /// answers 404.
+    pub async fn find(
+        &self,
+        route: &str,
+        body: Option<&Value>,
+    ) -> Result<Option<Value>, MigrationError> {
+        let method = if body.is_some() {
+            Method::POST
+        } else {
+            Method::GET
+        };
+        match self.call(method, route, body, &[]).await {
+            Ok((value, _)) => Ok(Some(value)),
+            Err(MigrationError::Route {
+                status: Some(404), ..
+            }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// `GET route` with extra headers: the JSON and the `ETag`.
     pub async fn get_with(
         &self,
@@ -120,6 +146,7 @@ impl UnleashApi {
                 MigrationError::Route {
                     route: route.to_string(),
                     cause: full_cause(&e),
+                    status: None,
                 }
             }
         })?;
@@ -138,17 +165,20 @@ impl UnleashApi {
         let bytes = response.bytes().await.map_err(|e| MigrationError::Route {
             route: route.to_string(),
             cause: full_cause(&e),
+            status: None,
         })?;
         if !status.is_success() {
             let text = String::from_utf8_lossy(&bytes);
             return Err(MigrationError::Route {
                 route: route.to_string(),
                 cause: format!("{status}: {}", text.chars().take(300).collect::<String>()),
+                status: Some(status.as_u16()),
             });
         }
         let value = serde_json::from_slice(&bytes).map_err(|e| MigrationError::Route {
             route: route.to_string(),
             cause: format!("the answer is not JSON: {e}"),
+            status: None,
         })?;
         Ok((value, etag))
     }

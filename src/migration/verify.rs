@@ -5,7 +5,8 @@
 //! differs in form: volatile fields (`meta`: revision, ETag), the echo of the request
 //! (`query`), the document's `version` and the 3.x fields Flagpole adds for old SDKs
 //! (`strategy`, `parameters` on a feature), fields Flagpole's client document does not carry
-//! and no SDK evaluates (`description`, `project`, timestamps), order (features by name,
+//! and no SDK evaluates (`description`, `project`, timestamps; a segment's `description`,
+//! `createdBy` and `createdAt`, which 4.x serves), order (features by name,
 //! segments by id, keys), and empty lists, nulls and `false` constraint flags, which SDKs read
 //! as absent.
 
@@ -114,7 +115,14 @@ pub fn normalise(mut document: Value) -> Value {
         if let Some(Value::Array(segments)) = top.remove("segments") {
             let by_id: Map<String, Value> = segments
                 .into_iter()
-                .map(|s| (s["id"].to_string(), without_empty(s)))
+                .map(|mut s| {
+                    if let Some(segment) = s.as_object_mut() {
+                        for field in SEGMENT_NOT_EVALUATED {
+                            segment.remove(field);
+                        }
+                    }
+                    (s["id"].to_string(), without_empty(s))
+                })
                 .collect();
             // No segments: as absent (Unleash sends `[]` by reference, Flagpole nothing).
             if !by_id.is_empty() {
@@ -168,6 +176,10 @@ const NOT_EVALUATED: [&str; 6] = [
     "createdAt",
     "lastSeenAt",
 ];
+
+/// Segment fields left out of the comparison: 4.x's client document carries the whole
+/// segment record, SDKs read only its id and constraints.
+const SEGMENT_NOT_EVALUATED: [&str; 3] = ["description", "createdBy", "createdAt"];
 
 /// `value` without empty lists, nulls and `false` constraint flags at any depth (SDKs read
 /// them as absent).
@@ -236,7 +248,8 @@ mod tests {
                 "constraints": [{"contextName": "x", "operator": "IN", "values": ["1"],
                                  "inverted": false}]}]},
                          {"name": "a", "enabled": false}],
-            "segments": [{"id": 2, "name": "s", "constraints": []}]});
+            "segments": [{"id": 2, "name": "s", "constraints": [], "description": "4.x",
+                          "createdBy": "admin", "createdAt": "2023-01-01T00:00:00.000Z"}]});
         let same = json!({"version": 2, "query": {"environment": "development"},
             "features": [{"name": "a", "enabled": false},
                          {"name": "b", "enabled": true, "strategies": [{"name": "default",

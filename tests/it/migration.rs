@@ -6,12 +6,16 @@
 //! against Unleash and Flagpole with each migrated token; the bundle of `--out` imported
 //! through the API; the progress line on a terminal. Another 7.5.1: partial reads, an Unleash
 //! changing during the read, Flagpole's own records under Unleash's ids and re-entered addon
-//! secrets (`faults`). An Unleash 6.10.1 (`FLAGPOLE_UNLEASH6_DIR`, the route set) and an
-//! Unleash 5.12.8 (`FLAGPOLE_UNLEASH5_DIR`, the state export of 4.x–5.x) moved and checked the
-//! same way. Without unleash-server (`FLAGPOLE_UNLEASH_DIR`, installed by scripts/test.sh), the
+//! secrets (`faults`). A third 7.5.1 with 122 environments, and a change hidden behind more
+//! than 100 of a read's exports (`many_environments`). An Unleash 6.10.1
+//! (`FLAGPOLE_UNLEASH6_DIR`, the route set), an Unleash 5.12.8 (`FLAGPOLE_UNLEASH5_DIR`, the
+//! state export of 4.x–5.x) and an Unleash 4.19.5 (`FLAGPOLE_UNLEASH4_DIR`, into both stores)
+//! moved and checked the same way. Without unleash-server (`FLAGPOLE_UNLEASH_DIR`, installed by scripts/test.sh), the
 //! Node SDK or PostgreSQL, they say "skipping".
 
 mod faults;
+mod many_environments;
+mod proxy;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -122,6 +126,18 @@ fn start_postgres(dir: &Path) -> (Postgres, u16) {
         std::thread::sleep(Duration::from_millis(200));
     }
     (process, port)
+}
+
+/// `statements` on the database `database` of the cluster on `port` (asserts they ran).
+fn sql(port: u16, database: &str, statements: &str) {
+    let psql = postgres_program("psql").expect("psql");
+    let status = Command::new(&psql)
+        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "postgres"])
+        .args(["-d", database, "-v", "ON_ERROR_STOP=1", "-qc", statements])
+        .stdout(Stdio::null())
+        .status()
+        .expect("psql runs");
+    assert!(status.success(), "psql: {statements}");
 }
 
 /// Creates the database `name`; whether it worked.
@@ -325,16 +341,43 @@ async fn a_failed_read_commits_nothing_and_a_rerun_keeps_what_flagpole_holds() {
     faults::faults_commit_nothing_and_records_stay_apart(&unleash).await;
 }
 
+/// 122 environments (more than the event log's last 100 events), and a change buried under
+/// a read's exports (`many_environments`), against its own 7.5.1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unleash_with_many_environments_moves_and_a_change_behind_its_exports_is_seen() {
+    let Some(setup) = setup("migration-postgres-environments") else {
+        return;
+    };
+    let dir = &setup.unleash_dir;
+    let (_unleash, unleash) = start_unleash(dir, dir, setup.pg_port, "unleash").await;
+    many_environments::many_environments_move_and_a_buried_change_is_seen(&unleash, setup.pg_port)
+        .await;
+}
+
 /// Unleash 6.10.1 (`FLAGPOLE_UNLEASH6_DIR`): the route set, no REGEX, `client` tokens.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unleash_6_moves_and_evaluates_the_same() {
-    moves_an_older_unleash("FLAGPOLE_UNLEASH6_DIR", "6.10.1").await;
+    moves_an_older_unleash("FLAGPOLE_UNLEASH6_DIR", "6.10.1", &[Backend::embedded]).await;
 }
 
 /// Unleash 5.12.8 (`FLAGPOLE_UNLEASH5_DIR`): the state export of 4.x–5.x.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unleash_5_moves_and_evaluates_the_same() {
-    moves_an_older_unleash("FLAGPOLE_UNLEASH5_DIR", "5.12.8").await;
+    moves_an_older_unleash("FLAGPOLE_UNLEASH5_DIR", "5.12.8", &[Backend::embedded]).await;
+}
+
+/// Unleash 4.19.5 (`FLAGPOLE_UNLEASH4_DIR`, the newest 4.x the registry serves): the state
+/// export without variants per environment (read from each environment's client document),
+/// no segment API (fill.js writes the segment into its database), no dependencies; into both
+/// stores.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unleash_4_moves_into_both_stores_and_evaluates_the_same() {
+    moves_an_older_unleash(
+        "FLAGPOLE_UNLEASH4_DIR",
+        "4.19.5",
+        &[Backend::embedded, Backend::redis],
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -469,9 +512,9 @@ async fn an_unleash_instance_moves_into_both_stores_and_evaluates_the_same() {
 }
 
 /// The Unleash `version` installed where `variable` says, on a cluster of its own, filled by
-/// tests/unleash's fill.js, moves into an empty store, verified, a rerun changes nothing, and
-/// the Node SDK evaluates a client token's toggles the same on both.
-async fn moves_an_older_unleash(variable: &str, version: &str) {
+/// tests/unleash's fill.js, moves into an empty store of each of `backends`, verified, a rerun
+/// changes nothing, and the Node SDK evaluates a client token's toggles the same on both.
+async fn moves_an_older_unleash(variable: &str, version: &str, backends: &[fn() -> Backend]) {
     let Ok(installed) = std::env::var(variable) else {
         eprintln!("skipping Unleash {version}: {variable} not set (scripts/test.sh installs it)");
         return;
@@ -484,42 +527,43 @@ async fn moves_an_older_unleash(variable: &str, version: &str) {
     let database = "unleash";
     let (_unleash, base) = start_unleash(&installed, unleash_dir, pg_port, database).await;
     let tokens = fill(&installed, unleash_dir, &base, pg_port, database).await;
-    let backend = Backend::embedded();
-    let mut args = vec![
-        "--url".to_string(),
-        base.clone(),
-        "--token".into(),
-        ADMIN_TOKEN.into(),
-    ];
-    args.extend(store_flags(&backend));
-    let moved = import_unleash(&args);
-    let report = format!("{}\n{}", text(&moved.stdout), text(&moved.stderr));
-    assert!(moved.status.success(), "{report}");
-    assert!(
-        report.contains(&format!("Read Unleash {version}")),
-        "{report}"
-    );
-    assert!(report.contains("Verified"), "{report}");
-    let again = import_unleash(&args);
-    assert!(
-        text(&again.stdout).contains("No changes"),
-        "{}",
-        text(&again.stdout)
-    );
-    let mut settings = backend.settings();
-    settings.auth.mode = flagpole::config::AuthMode::Token;
-    settings.auth.client_auth = flagpole::config::ClientAuth::Token;
-    let app = TestApp::spawn_with(settings).await;
     let (secret, _) = tokens
         .iter()
         .find(|(_, k)| k == "client")
         .expect("a client token");
-    let compared = node(
-        unleash_dir,
-        &["compare.js", &base, &app.base, secret, CONTEXTS],
-        &[("FLAGPOLE_SDK_NODE_DIR", sdk_dir.clone())],
-    );
-    assert_eq!(compared["differences"], serde_json::json!([]), "{compared}");
-    assert!(compared["toggles"].as_u64() > Some(0), "{compared}");
-    app.stop().await;
+    for backend in backends.iter().map(|make| make()) {
+        let mut args = vec![
+            "--url".to_string(),
+            base.clone(),
+            "--token".into(),
+            ADMIN_TOKEN.into(),
+        ];
+        args.extend(store_flags(&backend));
+        let moved = import_unleash(&args);
+        let report = format!("{}\n{}", text(&moved.stdout), text(&moved.stderr));
+        assert!(moved.status.success(), "{report}");
+        assert!(
+            report.contains(&format!("Read Unleash {version}")),
+            "{report}"
+        );
+        assert!(report.contains("Verified"), "{report}");
+        let again = import_unleash(&args);
+        assert!(
+            text(&again.stdout).contains("No changes"),
+            "{}",
+            text(&again.stdout)
+        );
+        let mut settings = backend.settings();
+        settings.auth.mode = flagpole::config::AuthMode::Token;
+        settings.auth.client_auth = flagpole::config::ClientAuth::Token;
+        let app = TestApp::spawn_with(settings).await;
+        let compared = node(
+            unleash_dir,
+            &["compare.js", &base, &app.base, secret, CONTEXTS],
+            &[("FLAGPOLE_SDK_NODE_DIR", sdk_dir.clone())],
+        );
+        assert_eq!(compared["differences"], serde_json::json!([]), "{compared}");
+        assert!(compared["toggles"].as_u64() > Some(0), "{compared}");
+        app.stop().await;
+    }
 }

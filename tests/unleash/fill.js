@@ -1,8 +1,9 @@
-// Fills a fresh unleash-server (7.x, started by server.js) with a rich instance for
+// Fills a fresh unleash-server (4.x–7.x, started by server.js) with a rich instance for
 // tests/it/migration.rs: several projects and environments, every built-in strategy kind 7.x has and a
 // custom one, constraints of many operators, a segment, strategy variants, toggle variants, a
-// dependency, tags, a context field with legal values, an archived toggle, client, backend,
-// multi-project and frontend tokens, and a webhook addon.
+// dependency (5.5+), tags, a context field with legal values, an archived toggle, client, backend,
+// multi-project and frontend tokens, and a webhook addon. What an older version lacks is left
+// out or written into its database (see `at` below).
 //
 // Usage: node fill.js   (env: UNLEASH_URL, ADMIN_TOKEN, PGHOST, PGPORT, PGUSER, PGDATABASE)
 // Prints one JSON line: {"tokens": [{secret, type, environment, projects}]}.
@@ -33,19 +34,36 @@ async function call(method, path, body) {
   return text ? JSON.parse(text) : null;
 }
 
-// What a fresh 7.x cannot hold through its OSS API (MODERN-MODEL appendix): the `default`
-// environment of instances begun before 7.0, and projects besides `default`.
-async function prepareDatabase() {
-  const db = new Client({
+function database() {
+  return new Client({
     host: process.env.PGHOST || '127.0.0.1',
     port: Number(process.env.PGPORT),
     user: process.env.PGUSER || 'postgres',
     database: process.env.PGDATABASE || 'unleash',
   });
+}
+
+// One statement on Unleash's database: its rows.
+async function sql(text, values) {
+  const db = database();
+  await db.connect();
+  try {
+    return (await db.query(text, values)).rows;
+  } finally {
+    await db.end();
+  }
+}
+
+// What a fresh 7.x cannot hold through its OSS API (MODERN-MODEL appendix): the `default`
+// environment of instances begun before 7.0 (enabled: 4.x begins with it disabled, and its API
+// cannot enable a protected one), and projects besides `default`.
+async function prepareDatabase() {
+  const db = database();
   await db.connect();
   await db.query(
     `INSERT INTO environments (name, type, enabled, sort_order, protected)
-     VALUES ('default', 'production', true, 1, true) ON CONFLICT (name) DO NOTHING`,
+     VALUES ('default', 'production', true, 1, true)
+     ON CONFLICT (name) DO UPDATE SET enabled = true`,
   );
   for (const project of PROJECTS.slice(1)) {
     await db.query(
@@ -101,11 +119,17 @@ async function main() {
     parameters: [{ name: 'regions', type: 'list', description: 'regions', required: false }],
   });
   await call('POST', '/api/admin/tag-types', { name: 'team', description: 'owning team' });
-  const segment = await call('POST', '/api/admin/segments', {
+  const betaUsers = {
     name: 'beta-users',
     description: 'early adopters',
     constraints: [constraint('userId', 'IN', ['1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12'])],
-  });
+  };
+  // 4.x's open-source build has no segment API (its store, client API and state export do).
+  const segment = at >= 500 ? await call('POST', '/api/admin/segments', betaUsers) : await sql(
+    `INSERT INTO segments (name, description, constraints, created_by) VALUES ($1, $2, $3, 'fill')
+     RETURNING id`,
+    [betaUsers.name, betaUsers.description, JSON.stringify(betaUsers.constraints)],
+  ).then((rows) => rows[0]);
   const features = (p) => `/api/admin/projects/${p}/features`;
   const create = (p, name, extra = {}) => call('POST', features(p), { name, ...extra });
   const strategy = (p, f, env, body) =>
@@ -194,11 +218,13 @@ async function main() {
     ],
   });
   await on('web', 'checkout-banner', 'production');
-  await call('POST', `${features('web')}/checkout-banner/dependencies`, {
-    feature: 'checkout',
-    enabled: true,
-    variants: ['blue'],
-  });
+  if (at >= 505) {
+    await call('POST', `${features('web')}/checkout-banner/dependencies`, {
+      feature: 'checkout',
+      enabled: true,
+      variants: ['blue'],
+    });
+  }
   await call('POST', '/api/admin/features/checkout/tags', { type: 'team', value: 'payments' });
   await call('POST', '/api/admin/features/checkout/tags', { type: 'simple', value: 'web' });
 
@@ -224,7 +250,9 @@ async function main() {
     { tokenName: 'browser', type: 'frontend', projects: ['*'], environment: 'development' },
   ]) {
     const kind = body.type === 'backend' && at < 702 ? 'client' : body.type;
-    const token = await call('POST', '/api/admin/api-tokens', { ...body, type: kind });
+    // 4.x names a token `username`.
+    const named = at < 500 ? { username: body.tokenName } : {};
+    const token = await call('POST', '/api/admin/api-tokens', { ...body, ...named, type: kind });
     tokens.push({ secret: token.secret, type: token.type, environment: token.environment, projects: token.projects });
   }
   await call('POST', '/api/admin/addons', {

@@ -2,7 +2,7 @@
 // PGDATABASE, user PGUSER), listening on UNLEASH_PORT, with the admin token of
 // INIT_ADMIN_API_TOKENS. The OSS build's RBAC filter lets only project `default` through;
 // `ui.environment: "Pro"` lifts exactly that filter (MODERN-MODEL appendix).
-// The unleash-server of the working directory (tests/unleash or tests/unleash-6).
+// The unleash-server of the working directory (tests/unleash, tests/unleash-6, -5 or -4).
 const unleash = require(require.resolve('unleash-server', { paths: [process.cwd()] }));
 
 unleash

@@ -8,135 +8,15 @@
 //! counts per kind under a pseudo-terminal (`script`), nothing without one.
 
 use std::process::{Command, Output};
-use std::sync::{Arc, Mutex};
 
-use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::{HeaderMap, Method, StatusCode, Uri};
-use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
+use super::proxy::{Fault, Proxy};
 use super::{settle, store_flags, text, ADMIN_TOKEN};
 use crate::common::{Backend, TestApp};
 
-/// What the proxy does to the first request whose path starts with the route.
-#[derive(Debug, Clone, PartialEq)]
-enum Fault {
-    None,
-    /// Answers 500 itself.
-    Fail(&'static str),
-    /// Forwards, then cuts the connection halfway through Unleash's answer.
-    Cut(&'static str),
-    /// Makes a toggle in Unleash (its API), then forwards.
-    ChangeUnleash(&'static str),
-}
-
-#[derive(Clone)]
-struct Proxy {
-    upstream: String,
-    http: reqwest::Client,
-    fault: Arc<Mutex<Fault>>,
-}
-
-impl Proxy {
-    /// A proxy to `upstream` on a loopback port: it and its base URL.
-    async fn start(upstream: &str) -> (Self, String) {
-        let proxy = Self {
-            upstream: upstream.to_string(),
-            http: reqwest::Client::new(),
-            fault: Arc::new(Mutex::new(Fault::None)),
-        };
-        let router = axum::Router::new()
-            .fallback(forward)
-            .with_state(proxy.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("a loopback port");
-        let base = format!("http://{}", listener.local_addr().expect("its address"));
-        tokio::spawn(async move { axum::serve(listener, router).await });
-        (proxy, base)
-    }
-
-    fn set(&self, fault: Fault) {
-        *self.fault.lock().expect("the fault") = fault;
-    }
-
-    /// The fault for `path`, taken (each fires once).
-    fn take(&self, path: &str) -> Fault {
-        let mut fault = self.fault.lock().expect("the fault");
-        let route = match &*fault {
-            Fault::None => return Fault::None,
-            Fault::Fail(r) | Fault::Cut(r) | Fault::ChangeUnleash(r) => *r,
-        };
-        if path.starts_with(route) {
-            std::mem::replace(&mut *fault, Fault::None)
-        } else {
-            Fault::None
-        }
-    }
-}
-
-async fn forward(
-    State(proxy): State<Proxy>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let fault = proxy.take(uri.path());
-    if let Fault::Fail(_) = fault {
-        return (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "{\"message\":\"proxy: failing\"}",
-        )
-            .into_response();
-    }
-    if let Fault::ChangeUnleash(_) = fault {
-        let made = proxy
-            .http
-            .post(format!(
-                "{}/api/admin/projects/default/features",
-                proxy.upstream
-            ))
-            .header("Authorization", ADMIN_TOKEN)
-            .json(&json!({"name": "made-during-the-read"}))
-            .send()
-            .await
-            .expect("Unleash answers");
-        assert!(made.status().is_success(), "{}", made.status());
-    }
-    let path = uri.path_and_query().map_or("/", |p| p.as_str());
-    let mut request = proxy
-        .http
-        .request(method, format!("{}{path}", proxy.upstream))
-        .body(body);
-    for name in ["authorization", "content-type", "unleash-client-spec"] {
-        if let Some(value) = headers.get(name) {
-            request = request.header(name, value);
-        }
-    }
-    let answer = request.send().await.expect("Unleash answers");
-    let status = answer.status();
-    let mut response = Response::builder().status(status.as_u16());
-    for name in ["content-type", "etag"] {
-        if let Some(value) = answer.headers().get(name) {
-            response = response.header(name, value.as_bytes());
-        }
-    }
-    let bytes = answer.bytes().await.expect("Unleash's body");
-    let body = if let Fault::Cut(_) = fault {
-        let half = bytes.slice(..bytes.len() / 2);
-        let chunks: Vec<Result<Bytes, std::io::Error>> =
-            vec![Ok(half), Err(std::io::Error::other("proxy: cut"))];
-        Body::from_stream(futures_util::stream::iter(chunks))
-    } else {
-        Body::from(bytes)
-    };
-    response.body(body).expect("a response")
-}
-
 /// `flagpole import-unleash` of `url` into `backend`'s store, with `extra` flags.
-fn run(url: &str, backend: &Backend, extra: &[&str]) -> Output {
+pub(super) fn run(url: &str, backend: &Backend, extra: &[&str]) -> Output {
     let mut args = vec![
         "--url".to_string(),
         url.to_string(),
@@ -149,7 +29,7 @@ fn run(url: &str, backend: &Backend, extra: &[&str]) -> Output {
 }
 
 /// The store's state export (addon secrets included), less what says when it was made.
-async fn export(backend: &Backend) -> Value {
+pub(super) async fn export(backend: &Backend) -> Value {
     let app = TestApp::spawn(backend).await;
     let mut document = app
         .get("/api/admin/state/export?addonSecrets=true")
@@ -164,7 +44,12 @@ async fn export(backend: &Backend) -> Value {
 }
 
 /// Asserts the run failed naming `cause` and committed nothing (`before` is the export).
-async fn assert_nothing_committed(out: &Output, cause: &str, backend: &Backend, before: &Value) {
+pub(super) async fn assert_nothing_committed(
+    out: &Output,
+    cause: &str,
+    backend: &Backend,
+    before: &Value,
+) {
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains(cause), "{cause}: {stderr}");
@@ -175,7 +60,7 @@ async fn assert_nothing_committed(out: &Output, cause: &str, backend: &Backend, 
     );
 }
 
-fn named<'a>(document: &'a Value, section: &str, key: &str, value: &str) -> &'a Value {
+pub(super) fn named<'a>(document: &'a Value, section: &str, key: &str, value: &str) -> &'a Value {
     document[section]
         .as_array()
         .and_then(|items| items.iter().find(|i| i[key] == value))
