@@ -25,7 +25,7 @@ use crate::service::Actor;
 use crate::snapshot::Snapshot;
 use session::SessionKey;
 
-pub use address::client_ip;
+pub use address::{client_addr, client_ip};
 
 /// What a valid token lets its holder do.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,6 +7,7 @@
 //! `environment`, `appName`, `currentTime`) are lifted out, `properties` are merged, and any
 //! other top-level field becomes a property. Numbers and booleans count as their text.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -36,44 +37,66 @@ const FIELDS: [&str; 6] = [
     "currentTime",
 ];
 
-/// A request's evaluation context.
+/// A request's evaluation context; `'a` is the query string it may borrow from (a re-poll's
+/// context is only hashed, so its texts are not copied).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct EvaluationContext {
+pub struct EvaluationContext<'a> {
     /// The well-known fields, in `FIELDS` order.
-    fields: [Option<String>; 6],
+    fields: [Option<Cow<'a, str>>; 6],
     /// Every other field, by name.
-    pub properties: BTreeMap<String, String>,
+    pub properties: BTreeMap<Cow<'a, str>, Cow<'a, str>>,
 }
+
+/// `remoteAddress`'s place in `FIELDS`.
+const REMOTE_ADDRESS: usize = 2;
+
+/// What stands for a well-known field the context does not set, in the canonical bytes.
+const ABSENT: &str = "\u{0}absent";
 
 fn field_index(name: &str) -> Option<usize> {
     FIELDS.iter().position(|f| *f == name)
 }
 
 /// A scalar's text; `None` for null; an error for an object or a list.
-fn scalar(name: &str, value: &Value) -> Result<Option<String>, ContextError> {
+fn scalar(name: &str, value: Value) -> Result<Option<Cow<'static, str>>, ContextError> {
     match value {
         Value::Null => Ok(None),
-        Value::String(s) => Ok(Some(s.clone())),
-        Value::Bool(b) => Ok(Some(b.to_string())),
-        Value::Number(n) => Ok(Some(n.to_string())),
+        Value::String(s) => Ok(Some(Cow::Owned(s))),
+        Value::Bool(b) => Ok(Some(Cow::Owned(b.to_string()))),
+        Value::Number(n) => Ok(Some(Cow::Owned(n.to_string()))),
         Value::Array(_) | Value::Object(_) => Err(ContextError::Invalid(format!(
             "the context field \"{name}\" must be a string, number or boolean"
         ))),
     }
 }
 
-impl EvaluationContext {
+/// The name in a `properties[name]` query key, borrowed where the key is (a percent-encoded
+/// key was decoded into a string of its own, which is cut down in place).
+fn property_name(key: Cow<'_, str>) -> Result<Cow<'_, str>, Cow<'_, str>> {
+    const OPEN: &str = "properties[";
+    if !(key.starts_with(OPEN) && key.ends_with(']')) {
+        return Err(key);
+    }
+    Ok(match key {
+        Cow::Borrowed(key) => Cow::Borrowed(&key[OPEN.len()..key.len() - 1]),
+        Cow::Owned(mut key) => {
+            key.truncate(key.len() - 1);
+            key.replace_range(..OPEN.len(), "");
+            Cow::Owned(key)
+        }
+    })
+}
+
+impl<'a> EvaluationContext<'a> {
     /// The context of a query string (`appName=a&userId=u&properties[plan]=pro`, brackets
-    /// percent-encoded or not); an unknown parameter is a property.
-    pub fn from_query(query: &str) -> Result<Self, ContextError> {
+    /// percent-encoded or not); an unknown parameter is a property. Texts that needed no
+    /// decoding are borrowed from `query`.
+    pub fn from_query(query: &'a str) -> Result<Self, ContextError> {
         let mut context = Self::default();
         for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
-            let property = key
-                .strip_prefix("properties[")
-                .and_then(|k| k.strip_suffix(']'));
-            match property {
-                Some(name) => context.set_property(name, value.into_owned()),
-                None => context.set(&key, Some(value.into_owned())),
+            match property_name(key) {
+                Ok(name) => context.set_property(name, value),
+                Err(key) => context.set(key, Some(value)),
             }
         }
         context.checked()
@@ -112,8 +135,8 @@ impl EvaluationContext {
                 match value {
                     Value::Object(properties) => {
                         for (name, value) in properties {
-                            if let Some(text) = scalar(&format!("properties.{name}"), &value)? {
-                                context.set_property(&name, text);
+                            if let Some(text) = scalar(&format!("properties.{name}"), value)? {
+                                context.set_property(Cow::Owned(name), text);
                             }
                         }
                     }
@@ -125,15 +148,15 @@ impl EvaluationContext {
                     }
                 }
             } else {
-                let text = scalar(&key, &value)?;
-                context.set(&key, text);
+                let text = scalar(&key, value)?;
+                context.set(Cow::Owned(key), text);
             }
         }
         context.checked()
     }
 
     fn checked(self) -> Result<Self, ContextError> {
-        if self.canonical().len() > CONTEXT_MAX_BYTES {
+        if self.canonical_len() > CONTEXT_MAX_BYTES {
             return Err(ContextError::Invalid(format!(
                 "the context is larger than {CONTEXT_MAX_BYTES} bytes"
             )));
@@ -142,8 +165,8 @@ impl EvaluationContext {
     }
 
     /// Sets a top-level field: a well-known one, else a property.
-    fn set(&mut self, name: &str, value: Option<String>) {
-        match field_index(name) {
+    fn set(&mut self, name: Cow<'a, str>, value: Option<Cow<'a, str>>) {
+        match field_index(&name) {
             Some(i) => self.fields[i] = value,
             None => {
                 if let Some(value) = value {
@@ -155,12 +178,12 @@ impl EvaluationContext {
 
     /// Sets a property; a well-known field named as a property is lifted out (as the engine's
     /// own context reader does), unless the field is set already.
-    fn set_property(&mut self, name: &str, value: String) {
-        match field_index(name) {
+    fn set_property(&mut self, name: Cow<'a, str>, value: Cow<'a, str>) {
+        match field_index(&name) {
             Some(i) if self.fields[i].is_none() => self.fields[i] = Some(value),
             Some(_) => {}
             None => {
-                self.properties.insert(name.to_string(), value);
+                self.properties.insert(name, value);
             }
         }
     }
@@ -174,58 +197,79 @@ impl EvaluationContext {
     /// Sets `userId` when the context has none (OFREP's `targetingKey`).
     pub fn default_user_id(&mut self, user_id: &str) {
         if let Some(i) = field_index("userId") {
-            self.fields[i].get_or_insert_with(|| user_id.to_string());
+            self.fields[i].get_or_insert_with(|| Cow::Owned(user_id.to_string()));
         }
     }
 
     /// Moves the property `name` out of the properties (OFREP's `targetingKey`).
     pub fn take_property(&mut self, name: &str) -> Option<String> {
-        self.properties.remove(name)
+        self.properties.remove(name).map(Cow::into_owned)
+    }
+
+    /// Whether the context names its `remoteAddress` (else the caller's address may be it).
+    pub fn has_remote_address(&self) -> bool {
+        self.fields[REMOTE_ADDRESS].is_some()
     }
 
     /// Sets `remoteAddress` to `address` when the context has none.
     pub fn default_remote_address(&mut self, address: Option<&str>) {
-        if let (Some(address), Some(i)) = (address, field_index("remoteAddress")) {
-            self.fields[i].get_or_insert_with(|| address.to_string());
+        if let Some(address) = address {
+            self.fields[REMOTE_ADDRESS].get_or_insert_with(|| Cow::Owned(address.to_string()));
         }
     }
 
-    /// The canonical bytes: every field and property in a fixed order, each length-prefixed,
-    /// so that two contexts have equal bytes exactly when they are equal.
-    pub fn canonical(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(64);
-        let mut put = |text: &str| {
-            out.extend_from_slice(&(text.len() as u32).to_le_bytes());
-            out.extend_from_slice(text.as_bytes());
+    /// Feeds the canonical bytes to `put`, a piece at a time: every field and property in a
+    /// fixed order, each length-prefixed, so that two contexts give equal bytes exactly when
+    /// they are equal.
+    pub fn write_canonical(&self, mut put: impl FnMut(&[u8])) {
+        let mut text = |text: &str| {
+            put(&(text.len() as u32).to_le_bytes());
+            put(text.as_bytes());
         };
         for field in &self.fields {
-            match field {
-                Some(value) => put(value),
-                None => put("\u{0}absent"),
-            }
+            text(field.as_deref().unwrap_or(ABSENT));
         }
         for (name, value) in &self.properties {
-            put(name);
-            put(value);
+            text(name);
+            text(value);
         }
+    }
+
+    /// The canonical bytes (see `write_canonical`).
+    pub fn canonical(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.canonical_len());
+        self.write_canonical(|piece| out.extend_from_slice(piece));
         out
+    }
+
+    /// The length of the canonical bytes, without making them.
+    fn canonical_len(&self) -> usize {
+        let text = |text: &str| 4 + text.len();
+        let fields: usize = (self.fields.iter())
+            .map(|field| text(field.as_deref().unwrap_or(ABSENT)))
+            .sum();
+        let properties: usize = (self.properties.iter())
+            .map(|(name, value)| text(name) + text(value))
+            .sum();
+        fields + properties
     }
 
     /// The engine's context.
     pub fn to_engine(&self) -> Context {
+        let owned = |field: &Option<Cow<'a, str>>| field.as_deref().map(str::to_string);
         let [user_id, session_id, remote_address, environment, app_name, current_time] =
-            self.fields.clone();
+            &self.fields;
         Context {
-            user_id,
-            session_id,
-            environment,
-            app_name,
-            current_time,
-            remote_address,
+            user_id: owned(user_id),
+            session_id: owned(session_id),
+            environment: owned(environment),
+            app_name: owned(app_name),
+            current_time: owned(current_time),
+            remote_address: owned(remote_address),
             properties: (!self.properties.is_empty()).then(|| {
                 self.properties
                     .iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
                     .collect()
             }),
         }
@@ -236,7 +280,7 @@ impl EvaluationContext {
         let mut object = serde_json::Map::new();
         for (name, value) in FIELDS.iter().zip(&self.fields) {
             if let Some(value) = value {
-                object.insert((*name).to_string(), Value::String(value.clone()));
+                object.insert((*name).to_string(), Value::String(value.to_string()));
             }
         }
         if !self.properties.is_empty() {
@@ -245,7 +289,7 @@ impl EvaluationContext {
                 Value::Object(
                     self.properties
                         .iter()
-                        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                        .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
                         .collect(),
                 ),
             );
@@ -270,6 +314,37 @@ mod tests {
         assert_eq!(context.properties["plan"], "pro");
         assert_eq!(context.properties["region"], "eu");
         assert_eq!(context.properties["team"], "a");
+    }
+
+    #[test]
+    fn a_query_context_borrows_what_needed_no_decoding() {
+        let context = EvaluationContext::from_query(
+            "userId=u1&properties[plan]=pro&properties%5Bregion%5D=e%75",
+        )
+        .unwrap();
+        assert!(matches!(context.fields[0], Some(Cow::Borrowed("u1"))));
+        let (name, value) = context.properties.iter().next().expect("a property");
+        assert!(matches!(
+            (name, value),
+            (Cow::Borrowed("plan"), Cow::Borrowed("pro"))
+        ));
+        assert!(matches!(
+            context.properties.get_key_value("region"),
+            Some((Cow::Owned(name), Cow::Owned(value))) if name == "region" && value == "eu"
+        ));
+        assert_eq!(FIELDS[REMOTE_ADDRESS], "remoteAddress");
+        assert_eq!(context.canonical().len(), context.canonical_len());
+        for key in ["properties[", "properties]", "properties[]"] {
+            let query = format!("{key}=v");
+            let context = EvaluationContext::from_query(&query).unwrap();
+            let expected = key
+                .strip_prefix("properties[")
+                .and_then(|k| k.strip_suffix(']'));
+            match expected {
+                Some(name) => assert_eq!(context.properties[name], "v", "{key}"),
+                None => assert_eq!(context.properties[key], "v", "{key}"),
+            }
+        }
     }
 
     #[test]

@@ -57,6 +57,9 @@ pub struct EnvironmentEngine {
     pub digest: [u8; 32],
     /// What its answers depend on besides the configuration and the context.
     pub volatility: Volatility,
+    /// Whether any answer can depend on the context's `remoteAddress`: when not, a request
+    /// without one is not given the caller's address (it would change the ETag only).
+    pub reads_remote_address: bool,
     engine: EngineState,
     /// By name.
     toggles: Vec<ToggleFacts>,
@@ -104,6 +107,14 @@ impl EngineInput {
         let digest = Sha256::digest(&json).into();
         Self { json, digest }
     }
+
+    /// Whether the input names `remoteAddress` anywhere. The engine reads the address only
+    /// for what names it — the `remoteAddress` strategy, a constraint or a stickiness on that
+    /// context field (yggdrasil matches the exact name) — so without the name, no answer
+    /// depends on it. A toggle merely called so counts too: a wasted tag, never a wrong one.
+    fn mentions_remote_address(&self) -> bool {
+        std::str::from_utf8(&self.json).map_or(true, |json| json.contains("remoteAddress"))
+    }
 }
 
 impl EnvironmentEngine {
@@ -115,6 +126,7 @@ impl EnvironmentEngine {
         input: EngineInput,
     ) -> Result<Self, serde_json::Error> {
         let features: ClientFeatures = serde_json::from_slice(&input.json)?;
+        let reads_remote_address = input.mentions_remote_address();
         let engine = EngineState::default();
         if let Some(warnings) = engine.apply_client_features(features) {
             for warning in warnings {
@@ -140,6 +152,7 @@ impl EnvironmentEngine {
             environment: environment.to_string(),
             digest: input.digest,
             volatility: Volatility::of(state, environment),
+            reads_remote_address,
             engine,
             toggles,
             index,

@@ -43,8 +43,8 @@ pub fn etag(
     kind: AnswerKind,
     engine: &EnvironmentEngine,
     scope: &Scope<'_>,
-    context: &EvaluationContext,
-) -> String {
+    context: &EvaluationContext<'_>,
+) -> Etag {
     let mut hasher = Sha256::new();
     hasher.update(match kind {
         AnswerKind::Frontend => b"frontend\0",
@@ -63,37 +63,85 @@ pub fn etag(
         }
     }
     hasher.update([0]);
-    hasher.update(context.canonical());
-    quoted(hasher)
+    context.write_canonical(|piece| hasher.update(piece));
+    Etag::of(hasher)
 }
 
 /// The ETag of an evaluated answer `body`: for a context whose answer the clock or chance may
 /// change (`EnvironmentEngine::volatility`), where `etag` would promise what it cannot.
-pub fn body_etag(kind: AnswerKind, body: &[u8]) -> String {
+pub fn body_etag(kind: AnswerKind, body: &[u8]) -> Etag {
     let mut hasher = Sha256::new();
     hasher.update(match kind {
         AnswerKind::Frontend => b"frontend-body\0",
         AnswerKind::OfrepBulk => b"ofrep-bk-body\0",
     });
     hasher.update(body);
-    quoted(hasher)
+    Etag::of(hasher)
 }
 
-fn quoted(hasher: Sha256) -> String {
-    let digest = hasher.finalize();
-    format!(
-        "\"{}\"",
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&digest[..18])
-    )
+/// Bytes of the digest an ETag shows (144 bits: 24 base64 characters).
+const ETAG_DIGEST_BYTES: usize = 18;
+/// Characters of an ETag, its quotes included.
+const ETAG_CHARS: usize = 2 + ETAG_DIGEST_BYTES * 4 / 3;
+
+/// A strong ETag, `"<digest in URL-safe base64>"`, kept on the stack: a re-poll compares it
+/// with `If-None-Match` as bytes and never makes a string of it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Etag([u8; ETAG_CHARS]);
+
+impl Etag {
+    fn of(hasher: Sha256) -> Self {
+        let digest = hasher.finalize();
+        let mut text = [b'"'; ETAG_CHARS];
+        // The slice is exactly the encoded length: encoding cannot run out of room.
+        let _ = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode_slice(&digest[..ETAG_DIGEST_BYTES], &mut text[1..ETAG_CHARS - 1]);
+        Self(text)
+    }
+
+    /// The tag as sent, quotes included.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// The tag as sent (base64 and quotes are ASCII: always text).
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+
+    /// Whether an `If-None-Match` value names this tag: weak comparison (`W/` ignored), a
+    /// comma-separated list, `*`. Lenient as before: quotes around a tag are optional.
+    pub fn matched_by(&self, if_none_match: &[u8]) -> bool {
+        let bare = &self.0[1..ETAG_CHARS - 1];
+        if_none_match.split(|b| *b == b',').any(|tag| {
+            let tag = tag.trim_ascii();
+            tag == b"*" || unquoted(strip_weak_prefixes(tag)) == bare
+        })
+    }
 }
 
-/// Whether an `If-None-Match` value names `etag` (a list, weak tags and `*` included).
-pub fn matches(if_none_match: &str, etag: &str) -> bool {
-    let bare = etag.trim_matches('"');
-    if_none_match.split(',').any(|tag| {
-        let tag = tag.trim();
-        tag == "*" || tag.trim_start_matches("W/").trim_matches('"') == bare
-    })
+impl std::fmt::Debug for Etag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `tag` without every leading `W/`.
+fn strip_weak_prefixes(mut tag: &[u8]) -> &[u8] {
+    while let Some(rest) = tag.strip_prefix(b"W/") {
+        tag = rest;
+    }
+    tag
+}
+
+/// `tag` without every quote at either end.
+fn unquoted(tag: &[u8]) -> &[u8] {
+    let start = tag.iter().position(|b| *b != b'"').unwrap_or(tag.len());
+    let end = tag
+        .iter()
+        .rposition(|b| *b != b'"')
+        .map_or(start, |i| i + 1);
+    &tag[start..end]
 }
 
 /// The frontend API's answer: `{"toggles": [...]}`.
@@ -223,13 +271,72 @@ pub fn answer(engine: &EnvironmentEngine, scope: &Scope<'_>, context: &Context) 
 mod tests {
     use super::*;
 
+    /// A tag of `text` and its bare base64.
+    fn tag_of(text: &[u8]) -> (Etag, String) {
+        let etag = body_etag(AnswerKind::Frontend, text);
+        let bare = etag.as_str().trim_matches('"').to_string();
+        (etag, bare)
+    }
+
     #[test]
-    fn if_none_match_lists_and_weak_tags_match() {
-        assert!(matches("\"abc\"", "\"abc\""));
-        assert!(matches("W/\"abc\"", "\"abc\""));
-        assert!(matches("\"x\", \"abc\"", "\"abc\""));
-        assert!(matches("*", "\"abc\""));
-        assert!(!matches("\"abd\"", "\"abc\""));
+    fn a_tag_is_quoted_url_safe_base64_of_18_bytes() {
+        let (etag, bare) = tag_of(b"{}");
+        assert_eq!(etag.as_bytes().len(), 26);
+        assert!(etag.as_str().starts_with('"') && etag.as_str().ends_with('"'));
+        let decoded = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(&bare)
+            .expect("base64");
+        let mut hasher = Sha256::new();
+        hasher.update(b"frontend-body\0{}");
+        assert_eq!(decoded, hasher.finalize()[..18]);
+    }
+
+    #[test]
+    fn if_none_match_lists_weak_tags_and_star_match() {
+        let (etag, bare) = tag_of(b"a");
+        let (other, other_bare) = tag_of(b"b");
+        for header in [
+            format!("\"{bare}\""),
+            format!("W/\"{bare}\""),
+            format!("\"{other_bare}\", \"{bare}\""),
+            format!("\"{other_bare}\",W/\"{bare}\""),
+            format!("  \"{bare}\"  ,"),
+            "*".to_string(),
+            format!("\"{other_bare}\", *"),
+            // Lenient as the text comparison before it: quotes optional.
+            bare.clone(),
+        ] {
+            assert!(etag.matched_by(header.as_bytes()), "{header}");
+        }
+        assert!(!other.matched_by(format!("\"{bare}\"").as_bytes()));
+    }
+
+    #[test]
+    fn malformed_or_other_if_none_match_values_do_not_match() {
+        let (etag, bare) = tag_of(b"a");
+        let (_, other_bare) = tag_of(b"b");
+        for header in [
+            String::new(),
+            ",".to_string(),
+            " , ,".to_string(),
+            "\"\"".to_string(),
+            "W/".to_string(),
+            "\"".to_string(),
+            "**".to_string(),
+            "\"*\"".to_string(),
+            format!("\"{other_bare}\""),
+            format!("\"{}\"", &bare[..bare.len() - 1]),
+            format!("\"{bare}x\""),
+            format!("\"x{bare}\""),
+            format!("\"{}\"", bare.to_lowercase()),
+            format!("w/\"{bare}\""),
+            format!("\"{bare} \""),
+            format!("\"{bare}\"; q"),
+            "\u{ff}\u{0}".to_string(),
+        ] {
+            assert!(!etag.matched_by(header.as_bytes()), "{header:?}");
+        }
+        assert!(!etag.matched_by(&[0xff, b'"', 0x80]));
     }
 
     /// An engine of `default` holding `toggles` (each with `name`, `project`, `environments`).
@@ -307,6 +414,27 @@ mod tests {
             answer_json(&engine, &none, &Context::default()),
             br#"{"toggles":[]}"#
         );
+    }
+
+    #[test]
+    fn an_engine_knows_whether_any_answer_reads_the_address() {
+        let enabled = |strategies: serde_json::Value| serde_json::json!({"default": {"enabled": true, "strategies": strategies}});
+        let plain = engine_of(serde_json::json!([
+            {"name": "a", "project": "a", "environments": enabled(serde_json::json!([
+                {"name": "flexibleRollout", "parameters":
+                    {"rollout": "50", "stickiness": "userId", "groupId": "a"}}]))}]));
+        assert!(!plain.reads_remote_address);
+        for strategies in [
+            serde_json::json!([{"name": "remoteAddress", "parameters": {"IPs": "10.0.0.1"}}]),
+            serde_json::json!([{"name": "default", "constraints": [{"contextName":
+                "remoteAddress", "operator": "IN", "values": ["10.0.0.1"]}]}]),
+            serde_json::json!([{"name": "flexibleRollout", "parameters":
+                {"rollout": "50", "stickiness": "remoteAddress", "groupId": "a"}}]),
+        ] {
+            let engine = engine_of(serde_json::json!([
+                {"name": "a", "project": "a", "environments": enabled(strategies.clone())}]));
+            assert!(engine.reads_remote_address, "{strategies}");
+        }
     }
 
     #[test]

@@ -74,7 +74,7 @@ impl Volatility {
 
     /// Whether the answer for `context` may differ from one evaluation to the next with the
     /// configuration unchanged.
-    pub fn varies_for(&self, context: &EvaluationContext) -> bool {
+    pub fn varies_for(&self, context: &EvaluationContext<'_>) -> bool {
         (self.clock && context.field("currentTime").is_none())
             || self.chance
             || (self.chance_without_identity
@@ -109,7 +109,7 @@ mod tests {
         state
     }
 
-    fn context(fields: serde_json::Value) -> EvaluationContext {
+    fn context(fields: serde_json::Value) -> EvaluationContext<'static> {
         EvaluationContext::from_json_body(fields.to_string().as_bytes()).expect("a context")
     }
 

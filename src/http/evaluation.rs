@@ -12,7 +12,8 @@ use axum::response::IntoResponse;
 use crate::auth::rate_limit::{self, LimitGroup, RateLimiter};
 use crate::auth::{Authenticator, EvaluationCaller};
 use crate::error::ApiError;
-use crate::evaluation::{EvaluationContext, Evaluator};
+use crate::evaluation::frontend::Etag;
+use crate::evaluation::Evaluator;
 use crate::telemetry::metrics::Metrics;
 use crate::usage::UsageRecorder;
 
@@ -90,23 +91,23 @@ pub async fn read_body(body: Body, timeout: Duration) -> Result<bytes::Bytes, Ap
     })
 }
 
-/// Completes `context` with the caller's address as `remoteAddress` when it has none (the
-/// proxy's `X-Forwarded-For` entry with `--trust-proxy`).
-pub fn with_remote_address(context: &mut EvaluationContext, req_ip: Option<String>) {
-    context.default_remote_address(req_ip.as_deref());
-}
-
-/// `304 Not Modified` with the ETag.
-pub fn not_modified(etag: &str) -> Response<Body> {
+/// `304 Not Modified` with the ETag, when the request's `If-None-Match` names `etag`: the
+/// request's own header value when it is exactly the tag (the usual re-poll: nothing copied),
+/// else the tag. `None` when it does not name it.
+pub fn not_modified(if_none_match: Option<&HeaderValue>, etag: &Etag) -> Option<Response<Body>> {
+    let sent = if_none_match?;
+    let echoed = match sent.as_bytes() == etag.as_bytes() {
+        true => sent.clone(),
+        false if etag.matched_by(sent.as_bytes()) => header_value(etag)?,
+        false => return None,
+    };
     let mut response = StatusCode::NOT_MODIFIED.into_response();
-    if let Ok(value) = HeaderValue::from_str(etag) {
-        response.headers_mut().insert(header::ETAG, value);
-    }
-    response
+    response.headers_mut().insert(header::ETAG, echoed);
+    Some(response)
 }
 
 /// A JSON 200 with the ETag, not to be cached without revalidation.
-pub fn json_with_etag(body: Vec<u8>, etag: &str) -> Response<Body> {
+pub fn json_with_etag(body: Vec<u8>, etag: &Etag) -> Response<Body> {
     let mut response = (StatusCode::OK, body).into_response();
     let headers = response.headers_mut();
     headers.insert(
@@ -114,17 +115,21 @@ pub fn json_with_etag(body: Vec<u8>, etag: &str) -> Response<Body> {
         HeaderValue::from_static("application/json; charset=utf-8"),
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    if let Ok(value) = HeaderValue::from_str(etag) {
+    if let Some(value) = header_value(etag) {
         headers.insert(header::ETAG, value);
     }
     response
 }
 
-/// The `If-None-Match` header's text, if readable.
-pub fn if_none_match(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
+/// The ETag as a header value (base64 and quotes: always a valid one).
+fn header_value(etag: &Etag) -> Option<HeaderValue> {
+    HeaderValue::from_bytes(etag.as_bytes()).ok()
+}
+
+/// The request's `If-None-Match` header, if it has one (the value shares the request's
+/// buffer: no copy).
+pub fn if_none_match(headers: &HeaderMap) -> Option<HeaderValue> {
+    headers.get(header::IF_NONE_MATCH).cloned()
 }
 
 /// A context value: a string, number or boolean (documentation only: `evaluation::context`

@@ -343,7 +343,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Actor {
 }
 
 /// The client's IP (lives with the other facts of who is calling).
-pub use crate::auth::client_ip;
+pub use crate::auth::{client_addr, client_ip};
 
 #[cfg(test)]
 mod tests {

@@ -50,8 +50,9 @@ async fn try_evaluate(
 ) -> ApiResult<Response<Body>> {
     let caller = api.admit(&req, false, LimitGroup::ClientFeatures)?;
     api.ready()?;
-    let ip = crate::http::extract::client_ip(&req, api.trust_proxy);
-    let inm = if_none_match(req.headers()).map(str::to_string);
+    let address = crate::http::extract::client_addr(&req, api.trust_proxy);
+    let inm = if_none_match(req.headers());
+    // A query's context borrows its texts from the request (only hashed on a re-poll).
     let mut context = match source {
         ContextSource::Query => EvaluationContext::from_query(req.uri().query().unwrap_or(""))?,
         ContextSource::Body => {
@@ -59,12 +60,15 @@ async fn try_evaluate(
             EvaluationContext::from_json_body(&bytes)?
         }
     };
-    context.default_remote_address(ip.as_deref());
     let engine = api
         .evaluator
         .engine(&caller.environment)
         .await
         .ok_or_else(|| ApiError::Unavailable("The evaluation engine is not built yet".into()))?;
+    // The caller's address as text only where an answer can depend on it.
+    if engine.reads_remote_address && !context.has_remote_address() {
+        context.default_remote_address(address.map(|ip| ip.to_string()).as_deref());
+    }
     let scope = Scope {
         environment: &caller.environment,
         projects: caller.scope.as_deref(),
@@ -73,21 +77,17 @@ async fn try_evaluate(
     let before = (!engine.volatility.varies_for(&context))
         .then(|| frontend::etag(AnswerKind::Frontend, &engine, &scope, &context));
     let counts = &api.metrics.evaluation.frontend;
-    let holds = |etag: &str| {
-        inm.as_deref()
-            .is_some_and(|inm| frontend::matches(inm, etag))
-    };
-    if let Some(etag) = before.as_deref().filter(|etag| holds(etag)) {
+    if let Some(response) = before.and_then(|etag| not_modified(inm.as_ref(), &etag)) {
         counts.not_modified.inc();
-        return Ok(not_modified(etag));
+        return Ok(response);
     }
     counts.evaluated.inc();
-    let body = frontend::answer_json(&engine, &scope, &context.to_engine());
-    let etag = before.unwrap_or_else(|| frontend::body_etag(AnswerKind::Frontend, &body));
-    if holds(&etag) {
-        return Ok(not_modified(&etag));
+    let answer = frontend::answer_json(&engine, &scope, &context.to_engine());
+    let etag = before.unwrap_or_else(|| frontend::body_etag(AnswerKind::Frontend, &answer));
+    if let Some(response) = not_modified(inm.as_ref(), &etag) {
+        return Ok(response);
     }
-    Ok(json_with_etag(body, &etag))
+    Ok(json_with_etag(answer, &etag))
 }
 
 /// The toggles that are on for the context in the query string (`appName`, `environment`,

@@ -82,12 +82,19 @@ async fn prepare(
     api: &EvaluationApi,
     req: Request,
     key: &str,
-) -> Result<(EvaluationCaller, EvaluationContext, Arc<EnvironmentEngine>), OfrepError> {
+) -> Result<
+    (
+        EvaluationCaller,
+        EvaluationContext<'static>,
+        Arc<EnvironmentEngine>,
+    ),
+    OfrepError,
+> {
     let caller = api
         .admit(&req, true, LimitGroup::ClientFeatures)
         .map_err(|e| OfrepError::of(key, e))?;
     api.ready().map_err(|e| OfrepError::of(key, e))?;
-    let ip = crate::http::extract::client_ip(&req, api.trust_proxy);
+    let address = crate::http::extract::client_addr(&req, api.trust_proxy);
     let bytes = read_body(req.into_body(), api.body_timeout)
         .await
         .map_err(|e| OfrepError::of(key, e))?;
@@ -96,7 +103,6 @@ async fn prepare(
     if let Some(targeting_key) = context.take_property("targetingKey") {
         context.default_user_id(&targeting_key);
     }
-    context.default_remote_address(ip.as_deref());
     let engine = api
         .evaluator
         .engine(&caller.environment)
@@ -107,6 +113,10 @@ async fn prepare(
                 ApiError::Unavailable("The evaluation engine is not built yet".into()),
             )
         })?;
+    // The caller's address as text only where an answer can depend on it.
+    if engine.reads_remote_address && !context.has_remote_address() {
+        context.default_remote_address(address.map(|ip| ip.to_string()).as_deref());
+    }
     Ok((caller, context, engine))
 }
 
@@ -188,7 +198,7 @@ pub async fn evaluate_flag(
     )
 )]
 pub async fn evaluate_flags(State(api): State<Arc<EvaluationApi>>, req: Request) -> Response<Body> {
-    let inm = if_none_match(req.headers()).map(str::to_string);
+    let inm = if_none_match(req.headers());
     let (caller, context, engine) = match prepare(&api, req, "").await {
         Ok(prepared) => prepared,
         Err(e) => return e.into_response(),
@@ -201,13 +211,9 @@ pub async fn evaluate_flags(State(api): State<Arc<EvaluationApi>>, req: Request)
     let before = (!engine.volatility.varies_for(&context))
         .then(|| frontend::etag(AnswerKind::OfrepBulk, &engine, &scope, &context));
     let counts = &api.metrics.evaluation.ofrep_bulk;
-    let holds = |etag: &str| {
-        inm.as_deref()
-            .is_some_and(|inm| frontend::matches(inm, etag))
-    };
-    if let Some(etag) = before.as_deref().filter(|etag| holds(etag)) {
+    if let Some(response) = before.and_then(|etag| not_modified(inm.as_ref(), &etag)) {
         counts.not_modified.inc();
-        return not_modified(etag);
+        return response;
     }
     counts.evaluated.inc();
     let engine_context = context.to_engine();
@@ -222,10 +228,7 @@ pub async fn evaluate_flags(State(api): State<Arc<EvaluationApi>>, req: Request)
     match serde_json::to_vec(&answer) {
         Ok(body) => {
             let etag = before.unwrap_or_else(|| frontend::body_etag(AnswerKind::OfrepBulk, &body));
-            match holds(&etag) {
-                true => not_modified(&etag),
-                false => json_with_etag(body, &etag),
-            }
+            not_modified(inm.as_ref(), &etag).unwrap_or_else(|| json_with_etag(body, &etag))
         }
         Err(e) => {
             OfrepError::of("", ApiError::Internal(format!("OFREP answer: {e}"))).into_response()

@@ -20,6 +20,7 @@ conformance!(
     frontend_polls_answered_before_routing_equal_routed_ones,
     playground_explains_each_strategy_constraint_and_segment,
     frontend_fills_remote_address_from_the_caller,
+    frontend_leaves_the_address_out_where_no_answer_reads_it,
 );
 
 /// Toggles for these tests, in the client format (imported as written into `default`).
@@ -223,6 +224,22 @@ async fn frontend_etag_names_the_context_and_configuration(backend: &Backend) {
     .await
     .expect(304);
     assert_eq!(again.header("etag"), Some(etag.clone()));
+    // A weak form, a list or `*` names it too; the 304 carries the tag itself.
+    for sent in [
+        format!("W/{etag}"),
+        format!("\"other\", {etag}"),
+        "*".to_string(),
+    ] {
+        let listed = get(
+            &app,
+            "/api/frontend?userId=u1",
+            Some(&token),
+            &[("If-None-Match", &sent)],
+        )
+        .await
+        .expect(304);
+        assert_eq!(listed.header("etag"), Some(etag.clone()), "{sent}");
+    }
     // The same context in another order or form is the same answer.
     let post = post_raw(
         &app,
@@ -722,4 +739,36 @@ async fn frontend_fills_remote_address_from_the_caller(backend: &Backend) {
     .await
     .expect(200);
     assert_eq!(bulk.json["value"], true);
+}
+
+async fn frontend_leaves_the_address_out_where_no_answer_reads_it(backend: &Backend) {
+    let mut settings = settings(backend, AuthMode::Token, ClientAuth::Token);
+    settings.server.trust_proxy = true;
+    let app = TestApp::spawn_with(settings).await;
+    let document = json!({"version": 2, "features": [
+        {"name": "fe.all", "enabled": true, "strategies": [{"name": "default"}]}]});
+    admin(
+        &app,
+        Method::POST,
+        "/api/admin/state/import?environment=default&drop=true",
+        Some(document),
+    )
+    .await
+    .expect(202);
+    let token = create_token(&app, json!({"tokenName": "web", "type": "frontend"})).await;
+    let local = get(&app, "/api/frontend?userId=u1", Some(&token), &[])
+        .await
+        .expect(200);
+    let etag = local.header("etag").expect("an ETag");
+    // Another caller's address changes no answer here: the tag holds for it too.
+    let proxied = get(
+        &app,
+        "/api/frontend?userId=u1",
+        Some(&token),
+        &[("X-Forwarded-For", "10.1.2.3"), ("If-None-Match", &etag)],
+    )
+    .await
+    .expect(304);
+    assert_eq!(proxied.header("etag"), Some(etag));
+    assert_eq!(names(&local.json), ["fe.all"]);
 }
