@@ -266,8 +266,10 @@ async fn read_environment_variants(
         .iter()
         .filter_map(|e| e["name"].as_str())
     {
+        let encoded: String =
+            url::form_urlencoded::byte_serialize(environment.as_bytes()).collect();
         let document = api
-            .get(&format!("/api/client/features?environment={environment}"))
+            .get(&format!("/api/client/features?environment={encoded}"))
             .await?;
         for feature in list(&document, "features") {
             if let Some(name) = feature["name"].as_str() {

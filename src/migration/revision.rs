@@ -102,32 +102,57 @@ impl Search {
     /// The newest moved event (none when the log has none); none at all when Unleash lacks
     /// this search.
     async fn newest_moved(self, api: &UnleashApi) -> Result<Option<Option<u64>>, MigrationError> {
-        let mut offset = 0;
-        // The oldest id seen so far: a page that reaches no further back ends the paging (an
-        // Unleash that ignored the offset would otherwise answer the same page forever).
-        let mut oldest = u64::MAX;
-        loop {
-            let Some(page) = self.page(api, offset).await? else {
-                return Ok(None);
-            };
-            let events = events(&page);
-            if let Some(id) = newest_moved(&events) {
-                return Ok(Some(Some(id)));
-            }
-            let further = events
-                .iter()
-                .filter_map(|e| e["id"].as_u64())
-                .min()
-                .filter(|id| *id < oldest);
-            // The end of the log: an empty page (or one of events already seen). A short page
-            // is not the end: an Unleash may hold pages to less than was asked.
-            let Some(id) = further else {
-                return Ok(Some(None));
-            };
-            oldest = id;
-            offset += events.len();
-        }
+        page_back(|offset| self.page(api, offset)).await
     }
+}
+
+/// How far back the paging goes before giving up: 100 pages (100,000 events on 6.x–7.x,
+/// 10,000 on 4.x–5.x) holding nothing but reads, registrations and favourites.
+const MAX_PAGES: usize = 100;
+
+/// Pages back through an event search (`fetch` answers the page at an offset, none when
+/// Unleash lacks the search) to the newest moved event: none when the log holds none. Refuses
+/// rather than guess when a page reaches no further back than the one before (an Unleash
+/// ignoring the offset) or `MAX_PAGES` go by without one: without its revision, a change
+/// during the read could not be seen.
+async fn page_back<F, Fut>(mut fetch: F) -> Result<Option<Option<u64>>, MigrationError>
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = Result<Option<Value>, MigrationError>>,
+{
+    let mut offset = 0;
+    let mut oldest = u64::MAX;
+    for _ in 0..MAX_PAGES {
+        let Some(page) = fetch(offset).await? else {
+            return Ok(None);
+        };
+        let events = events(&page);
+        // The end of the log. A short page is not: an Unleash may hold pages to less than
+        // was asked.
+        if events.is_empty() {
+            return Ok(Some(None));
+        }
+        if let Some(id) = newest_moved(&events) {
+            return Ok(Some(Some(id)));
+        }
+        let further = events
+            .iter()
+            .filter_map(|e| e["id"].as_u64())
+            .min()
+            .filter(|id| *id < oldest);
+        let Some(id) = further else {
+            return Err(MigrationError::Unsupported(format!(
+                "Unleash's event search answered no older events at offset {offset}: its \
+                 revision cannot be read, so a change during the read could not be seen"
+            )));
+        };
+        oldest = id;
+        offset += events.len();
+    }
+    Err(MigrationError::Unsupported(format!(
+        "Unleash's newest {offset} events are all reads, registrations or favourites: its last \
+         change is too far back to tell whether it changes during the read"
+    )))
 }
 
 /// The events of a listing or search answer.
@@ -158,5 +183,74 @@ mod tests {
         ];
         assert_eq!(newest_moved(&events), Some(7));
         assert_eq!(newest_moved(&events[..2]), None);
+    }
+
+    /// A log of `moved` (by id) among `total` events, newest first, served `size` a page
+    /// (`stuck`: every offset answers the first page).
+    async fn paged(
+        total: u64,
+        moved: &[u64],
+        size: usize,
+        stuck: bool,
+    ) -> (Result<Option<Option<u64>>, MigrationError>, usize) {
+        let log: Vec<Value> = (1..=total)
+            .rev()
+            .map(|id| {
+                let kind = if moved.contains(&id) {
+                    "feature-updated"
+                } else {
+                    "features-exported"
+                };
+                json!({"id": id, "type": kind})
+            })
+            .collect();
+        let fetched = std::cell::Cell::new(0);
+        let answer = page_back(|offset| {
+            fetched.set(fetched.get() + 1);
+            let from = if stuck { 0 } else { offset.min(log.len()) };
+            let page = log[from..(from + size).min(log.len())].to_vec();
+            async move { Ok(Some(json!({ "events": page }))) }
+        })
+        .await;
+        (answer, fetched.get())
+    }
+
+    #[tokio::test]
+    async fn paging_goes_back_past_pages_of_reads_to_the_newest_change() {
+        // The change behind 250 exports, pages of 100: found on the third page.
+        let (found, pages) = paged(300, &[50, 40], 100, false).await;
+        assert_eq!(found.ok(), Some(Some(Some(50))));
+        assert_eq!(pages, 3);
+        // Only reads: the end of the log (an empty page) says none.
+        let (found, pages) = paged(250, &[], 100, false).await;
+        assert_eq!(found.ok(), Some(Some(None)));
+        assert_eq!(pages, 4);
+        // An empty log.
+        let (found, _) = paged(0, &[], 100, false).await;
+        assert_eq!(found.ok(), Some(Some(None)));
+    }
+
+    #[tokio::test]
+    async fn paging_refuses_what_it_cannot_tell() {
+        // An Unleash that ignores the offset: the second page reaches no further back.
+        let (found, pages) = paged(300, &[], 100, true).await;
+        assert!(
+            matches!(found, Err(MigrationError::Unsupported(_))),
+            "{found:?}"
+        );
+        assert_eq!(pages, 2);
+        // More reads than the paging goes back through.
+        let (found, pages) = paged(MAX_PAGES as u64 * 10 + 5, &[1], 10, false).await;
+        assert!(
+            matches!(found, Err(MigrationError::Unsupported(_))),
+            "{found:?}"
+        );
+        assert_eq!(pages, MAX_PAGES);
+    }
+
+    #[tokio::test]
+    async fn a_search_unleash_lacks_is_none() {
+        let answer = page_back(|_| async { Ok(None) }).await;
+        assert!(matches!(answer, Ok(None)));
     }
 }
