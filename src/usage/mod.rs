@@ -95,7 +95,13 @@ pub struct UsageRecorder {
     flush_early: tokio::sync::Notify,
     /// Whether an early flush was asked for since the aggregate was last taken.
     early_requested: std::sync::atomic::AtomicBool,
+    /// Whether a reported name is a toggle (active or archived): only toggles are counted
+    /// per hour. Unset (every name counted), until the replica sets it.
+    is_toggle: std::sync::OnceLock<IsToggle>,
 }
+
+/// Tells a toggle's name from a made-up one (the replica's configuration answers).
+pub type IsToggle = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
 /// Locks a mutex; a panic elsewhere while it was held leaves plain data worth keeping.
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -165,7 +171,13 @@ impl UsageRecorder {
             new_counters: AtomicUsize::new(0),
             flush_early: tokio::sync::Notify::new(),
             early_requested: std::sync::atomic::AtomicBool::new(false),
+            is_toggle: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Counts per hour only the names `is_toggle` accepts (set once; later calls are ignored).
+    pub fn count_hours_only_for(&self, is_toggle: IsToggle) {
+        let _ = self.is_toggle.set(is_toggle);
     }
 
     /// Whether the caller should recompute the configuration gauges now (at most once per
@@ -456,9 +468,20 @@ impl UsageRecorder {
     }
 
     /// Writes a batch in parts, holding a failed part in doubt and restoring the rest.
-    async fn write_parts(&self, batch: UsageBatch) -> Result<(), StoreError> {
+    async fn write_parts(&self, mut batch: UsageBatch) -> Result<(), StoreError> {
         if batch.is_empty() {
             return Ok(());
+        }
+        if let Some(is_toggle) = self.is_toggle.get() {
+            let not_toggles: crate::store::usage::FastSet<String> = batch
+                .counts
+                .values()
+                .flat_map(|apps| apps.values())
+                .flat_map(|toggles| toggles.keys())
+                .filter(|name| !is_toggle(name))
+                .cloned()
+                .collect();
+            batch.not_toggles = Arc::new(not_toggles);
         }
         let parts = batch.split(FLUSH_PART_ENTRIES);
         let span = tracing::debug_span!("usage.flush", parts = parts.len());

@@ -699,7 +699,10 @@ async fn hourly_counts_are_read_per_hour_and_kept_two_days(backend: &Backend) {
         &metrics_body(
             "shop",
             "i-1",
-            json!({"checkout": {"yes": 2, "no": 1, "variants": {"blue": 2}}}),
+            json!({
+                "checkout": {"yes": 2, "no": 1, "variants": {"blue": 2}},
+                "made-up": {"yes": 5, "no": 0},
+            }),
         ),
     )
     .await
@@ -770,6 +773,14 @@ async fn hourly_counts_are_read_per_hour_and_kept_two_days(backend: &Backend) {
             .error_message();
         assert!(message.contains("hoursBack"), "{bad}: {message}");
     }
+    // A name that is no toggle is counted per minute, not per hour (a key per name and hour
+    // kept two days would let made-up names grow the store).
+    let made_up = app
+        .get("/api/admin/client-metrics/features/made-up/raw")
+        .await
+        .expect(200)
+        .json;
+    assert_eq!(made_up["data"], json!([]), "{made_up}");
     let unknown = app
         .get("/api/admin/client-metrics/features/nobody/raw")
         .await
@@ -790,6 +801,21 @@ async fn hourly_counts_are_read_per_hour_and_kept_two_days(backend: &Backend) {
         .await
         .expect("hourly");
     assert_eq!(kept.len(), 4, "nothing within two days goes");
+    if let Backend::Redis(redis) = backend {
+        // Each hour's hash expires 49 hours after its hour ended.
+        let key =
+            flagpole::store::keys::Keys::new("test").usage_hour_counts(thirty_ago, "checkout");
+        let expires: u64 = redis
+            .cli_output(&["EXPIRETIME", &key])
+            .trim()
+            .parse()
+            .expect("EXPIRETIME");
+        assert_eq!(
+            expires * 1000,
+            hour_start_ms(thirty_ago + 1) as u64 + 49 * hour_ms as u64,
+            "{key}"
+        );
+    }
     if matches!(backend, Backend::Embedded(_)) {
         // 49 hours after the hour 30 back ended, that hour goes and the others stay.
         store

@@ -9,6 +9,7 @@ pub mod redis;
 mod redis_fields;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -17,6 +18,9 @@ use super::{Store, StoreError};
 /// The maps of the usage aggregate: hashed with foldhash, keyed per map (names come from
 /// clients), several times faster than SipHash on the short names ingestion looks up.
 pub type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
+/// The sets of the usage aggregate (hashed as `FastMap`).
+pub type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
 /// Minutes since the Unix epoch: the unit of the counters.
 pub type Minute = u64;
@@ -150,6 +154,9 @@ impl AppActivity {
 pub struct UsageBatch {
     pub counts: FastMap<Minute, MinuteCounts>,
     pub apps: FastMap<String, AppActivity>,
+    /// Reported names that are no toggle: counted per minute, not per hour (an hour's
+    /// counters are a key per toggle kept two days, which made-up names would multiply).
+    pub not_toggles: Arc<FastSet<String>>,
 }
 
 impl UsageBatch {
@@ -166,6 +173,9 @@ impl UsageBatch {
             let hour = hours.entry(hour_of(*minute)).or_default();
             for (app, toggles) in apps {
                 for (toggle, counts) in toggles {
+                    if self.not_toggles.contains(toggle) {
+                        continue;
+                    }
                     hour.entry(toggle.clone())
                         .or_default()
                         .entry(app.clone())
@@ -243,6 +253,9 @@ impl UsageBatch {
         }
         if !current.is_empty() {
             parts.push(current);
+        }
+        for part in &mut parts {
+            part.not_toggles = self.not_toggles.clone();
         }
         parts
     }

@@ -95,11 +95,12 @@ pub fn hourly_chart(usage: &HourlyUsage, choice: &UsageChoice) -> Markup {
         None => ("all applications".to_string(), usage.total()),
     };
     let n = usage.hours.len().max(1);
-    let yes: u64 = counts.iter().map(|c| c.yes).sum();
-    let no: u64 = counts.iter().map(|c| c.no).sum();
+    // Saturating: counts come from clients, and the stores saturate rather than wrap.
+    let yes = counts.iter().fold(0u64, |sum, c| sum.saturating_add(c.yes));
+    let no = counts.iter().fold(0u64, |sum, c| sum.saturating_add(c.no));
     let max = counts
         .iter()
-        .map(|c| c.yes + c.no)
+        .map(|c| c.yes.saturating_add(c.no))
         .max()
         .unwrap_or(0)
         .max(1);
@@ -151,7 +152,7 @@ pub fn usage_chart(detail: &ToggleDetail) -> Markup {
     let max = detail
         .applications
         .iter()
-        .map(|a| a.last_hour.yes + a.last_hour.no)
+        .map(|a| a.last_hour.yes.saturating_add(a.last_hour.no))
         .max()
         .unwrap_or(0)
         .max(1);
