@@ -66,6 +66,8 @@ pub enum EventKind {
     FeatureStrategyAdd,
     FeatureStrategyUpdate,
     FeatureStrategyRemove,
+    /// A toggle's variants replaced in one environment (`data.environment` names it).
+    FeatureEnvironmentVariantsUpdated,
     StrategyOrderChanged,
     SegmentCreated,
     SegmentUpdated,

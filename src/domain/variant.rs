@@ -329,15 +329,57 @@ pub fn validate_strategy_variants(
     out
 }
 
+/// A variant whose weight Unleash's `fixVariantWeights` shares out.
+trait SharedWeight {
+    fn is_fix(&self) -> bool;
+    fn weight_mut(&mut self) -> &mut u32;
+    fn name(&self) -> &str;
+}
+
+impl SharedWeight for StrategyVariant {
+    fn is_fix(&self) -> bool {
+        self.weight_type == Some(WeightType::Fix)
+    }
+    fn weight_mut(&mut self) -> &mut u32 {
+        &mut self.weight
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl SharedWeight for Variant {
+    fn is_fix(&self) -> bool {
+        self.weight_type == WeightType::Fix
+    }
+    fn weight_mut(&mut self) -> &mut u32 {
+        &mut self.weight
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// Shares out toggle variants' weights as Unleash 7 does when it saves them per environment
+/// (`fixVariantWeights`, see `validate_strategy_variants`); none is fine.
+pub fn share_toggle_variant_weights(
+    variants: &mut [Variant],
+    path: &str,
+    errors: &mut ValidationErrors,
+) {
+    if !variants.is_empty() {
+        share_weights(variants, path, errors);
+    }
+}
+
 /// Unleash's `fixVariantWeights`: see `validate_strategy_variants`.
-fn share_weights(variants: &mut [StrategyVariant], path: &str, errors: &mut ValidationErrors) {
-    let is_fix = |v: &StrategyVariant| v.weight_type == Some(WeightType::Fix);
+fn share_weights<V: SharedWeight>(variants: &mut [V], path: &str, errors: &mut ValidationErrors) {
     let fixed: u32 = variants
-        .iter()
-        .filter(|v| is_fix(v))
-        .map(|v| v.weight)
+        .iter_mut()
+        .filter(|v| v.is_fix())
+        .map(|v| *v.weight_mut())
         .sum();
-    let variable = variants.iter().filter(|v| !is_fix(v)).count() as u32;
+    let variable = variants.iter().filter(|v| !v.is_fix()).count() as u32;
     if fixed > WEIGHT_TOTAL {
         errors.push(
             path,
@@ -351,11 +393,11 @@ fn share_weights(variants: &mut [StrategyVariant], path: &str, errors: &mut Vali
     }
     let share = (WEIGHT_TOTAL - fixed) / variable;
     let mut remainder = (WEIGHT_TOTAL - fixed) % variable;
-    for variant in variants.iter_mut().filter(|v| !is_fix(v)) {
-        variant.weight = share + u32::from(remainder > 0);
+    for variant in variants.iter_mut().filter(|v| !v.is_fix()) {
+        *variant.weight_mut() = share + u32::from(remainder > 0);
         remainder = remainder.saturating_sub(1);
     }
-    variants.sort_by(|a, b| a.name.cmp(&b.name));
+    variants.sort_by(|a, b| a.name().cmp(b.name()));
 }
 
 /// A payload needs a type and a value; a `json` one must parse.

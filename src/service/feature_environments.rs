@@ -20,6 +20,7 @@ use crate::domain::project::DEFAULT_PROJECT;
 use crate::domain::segment::{check_segments_of, SegmentLimits};
 use crate::domain::text::Text;
 use crate::domain::toggle::{Toggle, DEFAULT_TYPE};
+use crate::domain::variant::{share_toggle_variant_weights, validate_variants, VariantSpec};
 use crate::domain::views::ToggleRecord;
 use crate::domain::{DomainError, ValidationErrors};
 use crate::store::Collection;
@@ -360,6 +361,43 @@ impl Service {
             }
             plan.reads_only_its_toggles();
             Ok(plan.with_output(toggle))
+        })
+        .await
+    }
+
+    /// Replaces a toggle's variants in one environment (Unleash 7's
+    /// `PUT …/environments/:env/variants`), validated as the 3.x toggle `PUT` validates them
+    /// (problems at `variants[i].…`) and their weights shared out to 1,000 as Unleash 7 saves
+    /// them (sorted by name); a no-op when they are the same.
+    pub async fn set_toggle_environment_variants(
+        &self,
+        actor: &Actor,
+        target: Target<'_>,
+        specs: Vec<VariantSpec>,
+    ) -> Result<Toggle, ServiceError> {
+        let mut errors = ValidationErrors::default();
+        let mut variants = validate_variants(specs, &mut errors);
+        if errors.0.is_empty() {
+            share_toggle_variant_weights(&mut variants, "variants", &mut errors);
+        }
+        errors.into_result(())?;
+        self.write(|state, now| {
+            let current = resolve(state, target)?;
+            let mut plan = Plan::new(now, current.clone());
+            if current.environment(target.environment).variants != variants {
+                let mut toggle = current.clone();
+                toggle.environment_mut(target.environment).variants = variants.clone();
+                plan.put(Collection::Features, &toggle.name, &toggle)?;
+                plan.event(
+                    EventKind::FeatureEnvironmentVariantsUpdated,
+                    actor,
+                    record(&toggle, target.environment, None),
+                    toggle.tags.clone(),
+                );
+                plan.output = toggle;
+            }
+            plan.reads_only_its_toggles();
+            Ok(plan)
         })
         .await
     }

@@ -15,6 +15,7 @@ mod convergence;
 mod delivery;
 mod dependencies;
 mod embedded_store;
+mod environment_variants;
 mod environments;
 mod events;
 mod forwarding;

@@ -403,6 +403,29 @@ def test_the_toggle_page_shows_usage_per_hour(server, watched):
     audit(page, f"toggle-usage-hourly-{server.store}")
 
 
+def test_variants_are_edited_in_another_environment(server, watched):
+    """Production's variants through its own link: saved there only, `default`'s untouched."""
+    name = unique("envvariants")
+    create_toggle(server, name)
+    page = watched.page
+    sign_in(page, server)
+    page.goto(f"{server.url}/ui/toggles/{name}")
+    page.get_by_role("article", name="production").get_by_role(
+        "link", name="Edit variants in production").click()
+    expect(page.get_by_role("heading", name=f"Toggle variants of {name} in production",
+                            level=1)).to_be_visible()
+    page.get_by_label("Variant 1 name").fill("teal")
+    page.get_by_role("button", name="Save toggle variants").click()
+    expect(page.get_by_role("status").first).to_contain_text("saved in production")
+    feature = server.api("GET", f"/api/admin/projects/default/features/{name}", expect=200)
+    variants = {e["name"]: [(v["name"], v["weight"]) for v in e["variants"]]
+                for e in feature["environments"]}
+    assert variants["production"] == [("teal", 1000)], variants
+    assert variants["default"] == [], variants
+    expect(page.get_by_role("article", name="production")).to_contain_text("teal")
+    audit(page, f"toggle-variants-production-{server.store}")
+
+
 def test_toggle_variants_are_added_edited_and_removed(server, watched):
     name = unique("tvariants")
     create_toggle(server, name)

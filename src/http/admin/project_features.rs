@@ -14,6 +14,7 @@ use utoipa_axum::routes;
 use crate::domain::feature_strategy::StrategySpec;
 use crate::domain::feature_view::{FeatureStrategyView, ProjectFeatureView};
 use crate::domain::toggle::Toggle;
+use crate::domain::variant::{Variant, VariantSpec};
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::extract::{AppJson, AppPath};
 use crate::service::feature_environments::{
@@ -36,6 +37,7 @@ pub fn router() -> OpenApiRouter<AppState> {
             delete_feature_strategy
         ))
         .routes(routes!(set_strategy_order))
+        .routes(routes!(set_feature_environment_variants))
 }
 
 /// A project's toggles.
@@ -411,4 +413,43 @@ async fn set_strategy_order(
         .set_toggle_strategy_order(&actor, path.target(), orders)
         .await?;
     Ok(StatusCode::OK)
+}
+
+/// A toggle's variants in one environment, as Unleash 7 answers their replacement
+/// (`featureVariantsSchema`).
+#[derive(Serialize, utoipa::ToSchema)]
+struct FeatureVariants<'a> {
+    /// Always 1.
+    version: u32,
+    variants: &'a [Variant],
+}
+
+/// Replaces a toggle's variants in an environment (weights shared out to 1,000 as Unleash 7
+/// saves them); the event is `feature-environment-variants-updated`.
+#[utoipa::path(
+    put,
+    path = "/projects/{id}/features/{feature}/environments/{environment}/variants",
+    tag = "environments",
+    params(EnvironmentPath),
+    request_body = Vec<VariantSpec>,
+    responses(
+        (status = 200, description = "The environment's variants now", body = FeatureVariants),
+        (status = 400, description = "A variant is invalid (each problem at `variants[i].…`), or the weights cannot be shared out (at `variants`)", body = ErrorBody),
+        (status = 404, description = "No such project, toggle in it, or environment", body = ErrorBody),
+    )
+)]
+async fn set_feature_environment_variants(
+    State(service): State<Service>,
+    actor: Actor,
+    AppPath(path): AppPath<EnvironmentPath>,
+    AppJson(specs): AppJson<Vec<VariantSpec>>,
+) -> ApiResult<Response> {
+    let toggle = service
+        .set_toggle_environment_variants(&actor, path.target(), specs)
+        .await?;
+    Ok(Json(FeatureVariants {
+        version: 1,
+        variants: &toggle.environment(&path.environment).variants,
+    })
+    .into_response())
 }

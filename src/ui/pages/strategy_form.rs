@@ -66,8 +66,8 @@ impl Fields {
     }
 }
 
-/// A toggle's variants in one environment (read only: the service writes them only through
-/// the 3.x toggle `PUT` and imports; see docs/ui.md).
+/// A toggle's variants in one environment, read only (`default`'s are edited on their own
+/// page, `toggle_variants`; see docs/ui.md).
 pub fn toggle_variants(variants: &[Variant]) -> Markup {
     html! {
         @if !variants.is_empty() {

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::domain::config_state::ConfigState;
+use crate::domain::environment::DEFAULT_ENVIRONMENT;
 use crate::domain::event_diff::with_diffs;
 use crate::domain::feature_strategy::StrategySpec;
 use crate::domain::feature_view::environments_in_order;
@@ -143,6 +144,7 @@ pub(super) async fn render(
                         ol.strategies { @for s in &fe.strategies { (strategy_row(viewer, &config, &toggle, &env.name, s)) } }
                     }
                     (toggle_variants(&fe.variants))
+                    p { a href=(variants_path(name, &env.name)) { "Edit variants in " (env.name) } }
                     (strategy_form(viewer, &config, &toggle, &env.name, draft.as_ref()))
                 }
             }
@@ -152,7 +154,7 @@ pub(super) async fn render(
             @let variants = &toggle.default_environment().variants;
             @if variants.is_empty() { p { "None: strategies without variants of their own hand out none." } }
             @else { (toggle_variants(variants)) }
-            p { a href=(variants_path(name)) { "Edit toggle variants" } }
+            p { a href=(variants_path(name, DEFAULT_ENVIRONMENT)) { "Edit toggle variants" } }
         }
         (dependency_section(viewer, &config, &toggle, drafts.dependency.as_ref()))
         section aria-labelledby="h-tags" {

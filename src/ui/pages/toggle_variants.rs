@@ -1,16 +1,20 @@
-//! Editing a toggle's variants (toggle-wide: the `default` environment's, which the 3.x
-//! toggle `PUT` carries): a page of its own with one row per variant and a blank one to add
-//! another, saved through the service that `PUT`'s variants go through. Weights are typed in
-//! percent; variable variants share what the fixed ones leave, as Unleash's UI shares them. A
-//! refused save shows the API's messages next to the rows and keeps what was typed.
+//! Editing a toggle's variants in one environment (`default`'s, which the 3.x toggle `PUT`
+//! carries, unless `?environment=` names another): a page of its own with one row per variant
+//! and a blank one to add another, saved through the service that `PUT`'s variants go through
+//! (for another environment, the one of Unleash 7's `PUT …/environments/:env/variants`).
+//! Weights are typed in percent; variable variants share what the fixed ones leave, as
+//! Unleash's UI shares them. A refused save shows the API's messages next to the rows and
+//! keeps what was typed.
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use maud::{html, Markup};
 use serde_json::{json, Value};
 
+use crate::domain::environment::DEFAULT_ENVIRONMENT;
 use crate::domain::variant::{Variant, VariantSpec, WeightType, WEIGHT_TOTAL};
 use crate::error::ApiError;
+use crate::service::feature_environments::Target;
 use crate::state::AppState;
 use crate::ui::form::Errors;
 use crate::ui::layout::{csrf, page, Section};
@@ -24,9 +28,25 @@ use super::{see_other, toggle_path, with_notice};
 /// Rows the form has at least (one blank row past the filled ones is always shown).
 const MIN_ROWS: usize = 1;
 
-/// The path of a toggle's variants page (and of its form's target).
-pub fn variants_path(name: &str) -> String {
-    format!("{}/variants", toggle_path(name))
+/// The path of a toggle's variants page in `environment` (and of its form's target).
+pub fn variants_path(name: &str, environment: &str) -> String {
+    if environment == DEFAULT_ENVIRONMENT {
+        return format!("{}/variants", toggle_path(name));
+    }
+    let encoded: String = url::form_urlencoded::byte_serialize(environment.as_bytes()).collect();
+    format!("{}/variants?environment={encoded}", toggle_path(name))
+}
+
+/// The environment a variants page is about (`default` when not named).
+#[derive(Debug, serde::Deserialize)]
+pub struct VariantsOf {
+    environment: Option<String>,
+}
+
+impl VariantsOf {
+    fn environment(&self) -> &str {
+        self.environment.as_deref().unwrap_or(DEFAULT_ENVIRONMENT)
+    }
 }
 
 impl Fields {
@@ -68,7 +88,7 @@ impl Fields {
 }
 
 /// The overrides typed as `context: value` lines, grouped by context field in the order each
-/// first appears (a value keeps its commas and any further colons).
+/// first appears (a value keeps its commas, further colons and spaces).
 fn overrides_of(lines: &[&str]) -> Result<Vec<Value>, String> {
     let mut grouped: Vec<(String, Vec<String>)> = Vec::new();
     for line in lines {
@@ -77,7 +97,9 @@ fn overrides_of(lines: &[&str]) -> Result<Vec<Value>, String> {
                 "“{line}” is not “context field: value” (one value a line)."
             ));
         };
-        let (context, value) = (context.trim(), value.trim());
+        // The page writes `context: value`: the one space after the colon is its own, the rest
+        // of the value is kept as stored (an override may match a value with spaces).
+        let (context, value) = (context.trim(), value.strip_prefix(' ').unwrap_or(value));
         match grouped.iter_mut().find(|(c, _)| c == context) {
             Some((_, values)) => values.push(value.to_string()),
             None => grouped.push((context.to_string(), vec![value.to_string()])),
@@ -218,12 +240,18 @@ fn row_select(
 }
 
 /// The form: a fieldset per variant row, each with its problems.
-fn variants_form(viewer: &Viewer, name: &str, fields: &Fields, errors: &Errors) -> Markup {
+fn variants_form(
+    viewer: &Viewer,
+    name: &str,
+    environment: &str,
+    fields: &Fields,
+    errors: &Errors,
+) -> Markup {
     let rows = fields.shown_rows("tv", "name", MIN_ROWS);
     let mut payload_types = vec![("", "none")];
     payload_types.extend(PAYLOAD_TYPES.iter().map(|t| (*t, *t)));
     html! {
-        form method="post" action=(variants_path(name)) {
+        form method="post" action=(variants_path(name, environment)) {
             (csrf(viewer))
             (errors.summary())
             (errors.under("variants", "variants"))
@@ -270,25 +298,32 @@ fn render(
     state: &AppState,
     viewer: &Viewer,
     name: &str,
+    environment: &str,
     typed: Option<(&Fields, &Errors)>,
 ) -> PageResult {
     let config = state.service.state()?;
     let toggle = active_toggle(&config, name)?;
-    let held = Fields::of_toggle_variants(&toggle.default_environment().variants);
+    if !config.environments.contains_key(environment) {
+        return Err(Problem(ApiError::NotFound(format!(
+            "Could not find environment \"{environment}\""
+        ))));
+    }
+    let held = Fields::of_toggle_variants(&toggle.environment(environment).variants);
     let no_errors = Errors::default();
     let (fields, errors, status) = match typed {
         Some((fields, errors)) => (fields, errors, errors.status()),
         None => (&held, &no_errors, StatusCode::OK),
     };
     let body = html! {
-        p { "The variants of " a href=(toggle_path(name)) { (name) } " that a strategy without variants of its own hands out (the 3.x API's toggle variants, kept in the "
-            code { "default" } " environment). Fixed weights are in percent; variable variants share the rest evenly. Leave a name empty, or tick Remove, to drop a variant." }
-        (variants_form(viewer, name, fields, errors))
+        p { "The variants of " a href=(toggle_path(name)) { (name) } " in the " code { (environment) } " environment, which a strategy without variants of its own hands out there"
+            @if environment == DEFAULT_ENVIRONMENT { " (the 3.x API's toggle variants)" }
+            ". Fixed weights are in percent; variable variants share the rest evenly. Leave a name empty, or tick Remove, to drop a variant." }
+        (variants_form(viewer, name, environment, fields, errors))
         p { a href=(toggle_path(name)) { "Back to " (name) " without saving" } }
     };
     Ok(page(
         status,
-        &format!("Toggle variants of {name}"),
+        &format!("Toggle variants of {name} in {environment}"),
         Some(viewer),
         Section::Toggles,
         body,
@@ -300,17 +335,20 @@ pub async fn form(
     viewer: Viewer,
     State(state): State<AppState>,
     Path(name): Path<String>,
+    Query(of): Query<VariantsOf>,
 ) -> PageResult {
-    render(&state, &viewer, &name, None)
+    render(&state, &viewer, &name, of.environment(), None)
 }
 
 /// `POST /ui/toggles/{name}/variants`.
 pub async fn save(
     State(state): State<AppState>,
     Path(name): Path<String>,
+    Query(of): Query<VariantsOf>,
     posted: Posted<Fields>,
 ) -> PageResult {
     let Posted { viewer, form, .. } = posted;
+    let environment = of.environment();
     let outcome = match variants_body(&form) {
         Err(errors) => Err(errors),
         Ok(rows) => {
@@ -319,11 +357,30 @@ pub async fn save(
                 .map(|(_, v)| serde_json::from_value(v.clone()))
                 .collect::<Result<_, _>>()
                 .map_err(|e| Problem(ApiError::bad_request("", e.to_string())))?;
-            match state
-                .service
-                .set_toggle_variants(&viewer.actor, &name, specs)
-                .await
-            {
+            let saved = if environment == DEFAULT_ENVIRONMENT {
+                state
+                    .service
+                    .set_toggle_variants(&viewer.actor, &name, specs)
+                    .await
+            } else {
+                let project = state
+                    .service
+                    .state()?
+                    .features
+                    .get(&name)
+                    .map(|t| t.project.to_string())
+                    .unwrap_or_default();
+                let target = Target {
+                    project: &project,
+                    feature: &name,
+                    environment,
+                };
+                state
+                    .service
+                    .set_toggle_environment_variants(&viewer.actor, target, specs)
+                    .await
+            };
+            match saved {
                 Ok(_) => Ok(()),
                 Err(e) => {
                     // The API names the j-th variant sent; the form shows it on its row.
@@ -339,9 +396,9 @@ pub async fn save(
     match outcome {
         Ok(()) => Ok(see_other(&with_notice(
             &toggle_path(&name),
-            "Toggle variants saved.",
+            &format!("Toggle variants saved in {environment}."),
         ))),
-        Err(errors) => render(&state, &viewer, &name, Some((&form, &errors))),
+        Err(errors) => render(&state, &viewer, &name, environment, Some((&form, &errors))),
     }
 }
 
@@ -422,5 +479,19 @@ mod tests {
         let mut errors = crate::domain::ValidationErrors::default();
         let again = crate::domain::variant::validate_variants(specs, &mut errors);
         assert_eq!(again, variants);
+    }
+
+    #[test]
+    fn override_values_keep_their_spaces_commas_and_colons() {
+        let parsed = overrides_of(&["userId: a", "userId:  padded ", " tenant :x, y: z"])
+            .expect("overrides");
+        assert_eq!(
+            parsed,
+            vec![
+                json!({"contextName": "userId", "values": ["a", " padded "]}),
+                json!({"contextName": "tenant", "values": ["x, y: z"]}),
+            ]
+        );
+        assert!(overrides_of(&["no colon here"]).is_err());
     }
 }
