@@ -156,16 +156,15 @@ pub async fn list_client_features(
             && (!snapshot.has_segments() || !inlines_segments(headers))
             && snapshot.peek(|state| state.environments.contains_key(environment.as_str()))
         {
-            if let Some(response) = snapshot.client().unfiltered_of(environment) {
-                let recorded = match environment.as_str() {
-                    DEFAULT_ENVIRONMENT => String::new(),
-                    other => format!("environment={other}"),
-                };
-                record_poll(&api, headers, &recorded, &response);
-                return advertise(
-                    &api,
-                    respond(&response, headers, &api.metrics.client_counts),
-                );
+            let answered =
+                snapshot
+                    .client()
+                    .answer_unfiltered_of(environment, |response, recorded| {
+                        record_poll(&api, headers, recorded, response);
+                        respond(response, headers, &api.metrics.client_counts)
+                    });
+            if let Some(response) = answered {
+                return advertise(&api, response);
             }
         }
     }
@@ -264,12 +263,11 @@ pub(super) fn environment_of(caller: &ClientCaller, query: &str) -> String {
 /// in front (`environment=E`, `inlineSegmentConstraints=true` as Unleash's `query` names
 /// them), so the usage views can tell which document the instance holds.
 fn poll_query(form: &DocumentForm, query: &str) -> String {
-    let mut recorded = format!("environment={}", form.environment);
-    if form.inline_segments {
-        recorded.push_str("&inlineSegmentConstraints=true");
-    }
+    let mut recorded = form.recorded_query();
     if !query.is_empty() {
-        recorded.push('&');
+        if !recorded.is_empty() {
+            recorded.push('&');
+        }
         recorded.push_str(query);
     }
     recorded

@@ -40,6 +40,20 @@ impl Default for DocumentForm {
 }
 
 impl DocumentForm {
+    /// What a poll of this form without a query is recorded under, so the usage views can
+    /// tell which document an instance holds: nothing for the default form, else the form as
+    /// Unleash's query names it (`environment=E`, `&inlineSegmentConstraints=true`).
+    pub fn recorded_query(&self) -> String {
+        if *self == Self::default() {
+            return String::new();
+        }
+        let mut recorded = format!("environment={}", self.environment);
+        if self.inline_segments {
+            recorded.push_str("&inlineSegmentConstraints=true");
+        }
+        recorded
+    }
+
     /// The form of `environment`, segments inlined or not. Forms that serve the same bytes
     /// share one family: inlining is a form of its own only while segments exist.
     pub fn of(environment: &str, inline_segments: bool, state: &ConfigState) -> Self {

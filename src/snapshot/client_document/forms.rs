@@ -50,19 +50,30 @@ impl ClientDocumentForms {
         self.default.unfiltered()
     }
 
-    /// The newest unfiltered document of `environment`'s form with segments by reference, when
-    /// that form was asked for before and is built: the hot path of environment tokens (one
-    /// map lookup, no state read, no lock). The caller checks that the registry holds
-    /// `environment` (an unknown name is served `UNKNOWN_ENVIRONMENT`'s form).
-    pub fn unfiltered_of(&self, environment: &str) -> Option<Arc<ClientResponse>> {
+    /// Answers from the newest unfiltered document of `environment`'s form with segments by
+    /// reference, when that form was asked for before and is built: the hot path of
+    /// environment tokens (one map lookup, no state read, no lock, no reference count).
+    /// `answer` gets the document and what a poll of it is recorded under. The caller checks
+    /// that the registry holds `environment` (an unknown name is served
+    /// `UNKNOWN_ENVIRONMENT`'s form).
+    pub fn answer_unfiltered_of<R>(
+        &self,
+        environment: &str,
+        answer: impl FnOnce(&ClientResponse, &str) -> R,
+    ) -> Option<R> {
         let form = DocumentForm {
             environment: environment.into(),
             inline_segments: false,
         };
         if form == *self.default.form() {
-            return self.default.unfiltered().clone();
+            let built = self.default.unfiltered();
+            return built.as_deref().map(|response| answer(response, ""));
         }
-        self.others.load().get(&form)?.unfiltered().clone()
+        let others = self.others.load();
+        let documents = others.get(&form)?;
+        let built = documents.unfiltered();
+        let response = built.as_deref()?;
+        Some(answer(response, documents.recorded_query()))
     }
 
     /// The newest document of the default form for `filter` (see `ClientDocuments::response`).

@@ -71,6 +71,8 @@ pub struct ClientDocuments {
     totals: Mutex<BuildTotals>,
     /// Builds of filters beyond the cache's size, one at a time (each is a whole build).
     uncached_builds: tokio::sync::Semaphore,
+    /// What an unfiltered poll of these documents is recorded under (see `recorded_query`).
+    recorded: Box<str>,
 }
 
 /// How many builds ran and how long they took in all, since the replica started.
@@ -118,6 +120,7 @@ impl ClientDocuments {
     /// No documents yet, of `form`.
     pub fn new(form: DocumentForm) -> Self {
         Self {
+            recorded: form.recorded_query().into_boxed_str(),
             form,
             pieces: ArcSwapOption::empty(),
             unfiltered: ArcSwapOption::empty(),
@@ -135,6 +138,12 @@ impl ClientDocuments {
     /// The form of these documents.
     pub fn form(&self) -> &DocumentForm {
         &self.form
+    }
+
+    /// What an unfiltered poll of these documents is recorded under in the usage views
+    /// (`DocumentForm::recorded_query`).
+    pub fn recorded_query(&self) -> &str {
+        &self.recorded
     }
 }
 

@@ -4,17 +4,20 @@
 //! strategies), project scopes within an environment, an admin token's `?environment=`,
 //! ETags and 304s per form, and frontend tokens refused off the frontend API.
 
+use std::time::Duration;
+
 use flagpole::config::{AuthMode, ClientAuth};
 use reqwest::Method;
 use serde_json::{json, Value};
 
 use super::{create_token, settings, with_token, ADMIN_TOKEN};
-use crate::common::{send, Backend, Reply, TestApp};
+use crate::common::{eventually, send, Backend, Reply, TestApp};
 use crate::conformance;
 
 conformance!(
     unleash_bodies_make_unleash_shaped_secrets,
     client_tokens_are_served_their_environment,
+    an_environment_token_s_instances_hold_its_current_document,
     scoped_tokens_see_their_projects_in_their_environment,
     frontend_tokens_are_refused_on_the_client_and_admin_apis
 );
@@ -269,6 +272,68 @@ async fn client_tokens_are_served_their_environment(backend: &Backend) {
     .await
     .expect(200);
     assert_eq!(toggle(&served.json, "search")["enabled"], false);
+}
+
+/// Polls of an environment token (the first makes its form, the next are answered from the
+/// built document at once) are recorded under that environment's document, so its instances
+/// count as holding the current configuration, not as behind `default`'s.
+async fn an_environment_token_s_instances_hold_its_current_document(backend: &Backend) {
+    let mut settings = token_mode(backend);
+    settings.usage.metrics_flush_interval_ms = 200;
+    let app = TestApp::spawn_with(settings).await;
+    admin_post(
+        &app,
+        "/api/admin/features",
+        json!({"name": "checkout", "enabled": true, "strategies": [{"name": "default"}]}),
+    )
+    .await
+    .expect(200);
+    let production = create_token(
+        &app,
+        json!({"tokenName": "p", "type": "client", "environment": "production"}),
+    )
+    .await;
+    for _ in 0..3 {
+        app.settle().await;
+        send(
+            app.anonymous(Method::GET, "/api/client/features")
+                .header("Authorization", production.as_str())
+                .header("UNLEASH-APPNAME", "shop")
+                .header("UNLEASH-INSTANCEID", "i-1"),
+        )
+        .await
+        .expect(200);
+    }
+    let shop = || async {
+        let versions = with_token(
+            &app,
+            Method::GET,
+            "/api/admin/metrics/config-versions",
+            Some(ADMIN_TOKEN),
+            None,
+        )
+        .await
+        .expect(200)
+        .json;
+        versions["applications"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|a| a["appName"] == "shop")
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let recorded = eventually(Duration::from_secs(10), || async {
+        shop().await["instances"] == 1
+    })
+    .await;
+    assert!(recorded, "the polls were not recorded: {}", shop().await);
+    let shop = shop().await;
+    assert_eq!(
+        (&shop["current"], &shop["behind"]),
+        (&json!(1), &json!(0)),
+        "{shop}"
+    );
 }
 
 async fn scoped_tokens_see_their_projects_in_their_environment(backend: &Backend) {
