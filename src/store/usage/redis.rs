@@ -318,28 +318,8 @@ impl RedisUsage {
         from: Minute,
         to: Minute,
     ) -> Result<Vec<(Minute, HashMap<CountKey, Counts>)>, StoreError> {
-        let mut pipe = redis::pipe();
-        for minute in from..=to {
-            pipe.hgetall(self.keys.usage_counts(minute));
-        }
-        let mut conn = self.conn.clone();
-        let hashes: Vec<HashMap<String, u64>> =
-            pipe.query_async(&mut conn).await.map_err(unavailable)?;
-        let mut out = Vec::new();
-        for (minute, hash) in (from..=to).zip(hashes) {
-            if hash.is_empty() {
-                continue;
-            }
-            let mut counts: HashMap<CountKey, Counts> = HashMap::new();
-            for (field, n) in hash {
-                let Some((key, kind, variant)) = parse_field(&field) else {
-                    continue;
-                };
-                add_field(counts.entry(key).or_default(), kind, variant, n);
-            }
-            out.push((minute, counts));
-        }
-        Ok(out)
+        let keys = (from..=to).map(|minute| (minute, self.keys.usage_counts(minute)));
+        self.read_count_hashes(keys, parse_field).await
     }
 
     pub(super) async fn hourly_counts(
@@ -348,26 +328,39 @@ impl RedisUsage {
         from: Hour,
         to: Hour,
     ) -> Result<Vec<(Hour, HashMap<String, Counts>)>, StoreError> {
+        let keys = (from..=to).map(|hour| (hour, self.keys.usage_hour_counts(hour, toggle)));
+        self.read_count_hashes(keys, parse_hour_field).await
+    }
+
+    /// The counter hashes at `keys` (each with its minute or hour; one round trip), their
+    /// fields read with `parse` into counts per what `parse` keys them by; empty ones left out.
+    async fn read_count_hashes<K: Eq + std::hash::Hash>(
+        &self,
+        keys: impl Iterator<Item = (u64, String)>,
+        parse: impl Fn(&str) -> Option<(K, &str, Option<String>)>,
+    ) -> Result<Vec<(u64, HashMap<K, Counts>)>, StoreError> {
         let mut pipe = redis::pipe();
-        for hour in from..=to {
-            pipe.hgetall(self.keys.usage_hour_counts(hour, toggle));
+        let mut at = Vec::new();
+        for (time, key) in keys {
+            pipe.hgetall(key);
+            at.push(time);
         }
         let mut conn = self.conn.clone();
         let hashes: Vec<HashMap<String, u64>> =
             pipe.query_async(&mut conn).await.map_err(unavailable)?;
         let mut out = Vec::new();
-        for (hour, hash) in (from..=to).zip(hashes) {
+        for (time, hash) in at.into_iter().zip(hashes) {
             if hash.is_empty() {
                 continue;
             }
-            let mut apps: HashMap<String, Counts> = HashMap::new();
-            for (field, n) in hash {
-                let Some((app, kind, variant)) = parse_hour_field(&field) else {
+            let mut counts: HashMap<K, Counts> = HashMap::new();
+            for (field, n) in &hash {
+                let Some((key, kind, variant)) = parse(field) else {
                     continue;
                 };
-                add_field(apps.entry(app).or_default(), kind, variant, n);
+                add_field(counts.entry(key).or_default(), kind, variant, *n);
             }
-            out.push((hour, apps));
+            out.push((time, counts));
         }
         Ok(out)
     }
