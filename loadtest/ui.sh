@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # loadtest/ui.sh — the admin UI's toggle list at scale: starts BINARY on a fresh embedded
 # store, imports N toggles (three tags each, descriptions, two projects), signs in to the UI,
-# then requests the first page of /ui/toggles and a search R times each, and prints the
+# then requests the first page of /ui/toggles and a search R times each (and bulk actions on 50
+# and 200 selected toggles up to 10 times each), and prints the
 # server's own time to build the page (the `Server-Timing: render;dur=` header) and the time
 # curl saw, as median and 95th percentile. Only loopback traffic; bounded by R.
 #
@@ -63,3 +64,38 @@ measure "first page (50 rows)" "/ui/toggles"
 measure "search 'payments flow 7'" "/ui/toggles?q=payments+flow+7"
 measure "search, 200 rows" "/ui/toggles?q=checkout&size=200"
 measure "filter on + sort newest" "/ui/toggles?enabled=on&environment=default&sort=-created"
+
+# Bulk actions on selected rows (one write per toggle, each answered once the client documents
+# hold it): a page of 50 and of 200 toggles marked stale and back, and exported; curl's time.
+CSRF=$(curl -fs -b "$WORK/cookies" "$URL/ui/toggles" |
+  python3 -c 'import re, sys; print(re.search(r"name=\"_csrf\" value=\"([^\"]+)\"", sys.stdin.read()).group(1))')
+bulk() {
+  local label=$1 count=$2 out="$WORK/bulk-$2.txt" rounds=$(( R < 10 ? R : 10 ))
+  : >"$out"
+  for round in $(seq 1 "$rounds"); do
+    for action in "${@:3}"; do
+      python3 - "$N" "$count" "$action" "$CSRF" >"$WORK/bulk.body" <<'PY'
+import sys, urllib.parse
+n, count, action, csrf = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+words = ["checkout", "search", "billing", "profile", "onboarding", "payments", "cart", "promo"]
+names = [f"{words[i % len(words)]}-{i:05d}" for i in range(min(count, n))]
+fields = [("names", name) for name in names]
+fields += [("action", action), ("environment", "default"), ("back", "/ui/toggles"), ("_csrf", csrf)]
+sys.stdout.write(urllib.parse.urlencode(fields))
+PY
+      curl -fs -b "$WORK/cookies" -o /dev/null -w '%{time_total}\n' \
+        -H 'Content-Type: application/x-www-form-urlencoded' --data-binary "@$WORK/bulk.body" \
+        "$URL/ui/toggles/bulk" >>"$out"
+    done
+  done
+  python3 - "$label" "$out" <<'PY'
+import statistics, sys
+label, path = sys.argv[1], sys.argv[2]
+total = sorted(float(l) * 1000 for l in open(path) if l.strip())
+p95 = lambda xs: xs[min(len(xs) - 1, int(len(xs) * 0.95))]
+print(f"{label:<28} curl median {statistics.median(total):7.2f} ms  p95 {p95(total):7.2f} ms  (n={len(total)})")
+PY
+}
+bulk "bulk stale, 50 selected" 50 stale unstale
+bulk "bulk stale, 200 selected" 200 stale unstale
+bulk "bulk export, 200 selected" 200 export

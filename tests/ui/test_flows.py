@@ -202,7 +202,7 @@ def test_bulk_actions_on_selected_rows(server, watched):
     page.get_by_label(f"Select {names[0]}").check()
     page.get_by_label(f"Select {names[1]}").check()
     page.get_by_label("Action").select_option("enable")
-    page.get_by_label("Environment (switch on/off)").select_option("development")
+    page.get_by_label("Environment (switch on/off, export)").select_option("development")
     page.get_by_role("button", name="Apply to selected").click()
     expect(page.get_by_role("status").first).to_contain_text("applied to 2 of 2")
     page.get_by_label(f"Select {names[2]}").check()
@@ -214,6 +214,28 @@ def test_bulk_actions_on_selected_rows(server, watched):
         development = {e["name"]: e["enabled"] for e in feature["environments"]}["development"]
         assert development is (i < 2), name
         assert feature["stale"] is (i == 2), name
+    # Export: the selected toggles as development's client document, downloaded, with the
+    # segments their strategies there refer to (and no other).
+    segment = server.api("POST", "/api/admin/segments", {
+        "name": unique("beta"), "constraints": [
+            {"contextName": "userId", "operator": "IN", "values": ["u1"]}]}, expect=(200, 201))
+    server.api("POST", "/api/admin/segments", {"name": unique("unused"), "constraints": []},
+               expect=(200, 201))
+    server.api("POST", f"/api/admin/projects/default/features/{names[0]}/environments/development/strategies",
+               {"name": "default", "segments": [segment["id"]]}, expect=200)
+    page.reload()
+    page.get_by_label(f"Select {names[0]}").check()
+    page.get_by_label(f"Select {names[2]}").check()
+    page.get_by_label("Action").select_option("export")
+    page.get_by_label("Environment (switch on/off, export)").select_option("development")
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Apply to selected").click()
+    assert download.value.suggested_filename == "flagpole-toggles-development.json"
+    with open(download.value.path()) as f:
+        exported = json.load(f)
+    assert [(t["name"], t["enabled"]) for t in exported["features"]] == [
+        (names[0], True), (names[2], False)], exported
+    assert [sg["id"] for sg in exported["segments"]] == [segment["id"]], exported
 
 
 def test_api_token_secret_is_shown_once(server, watched):

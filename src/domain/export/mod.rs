@@ -204,6 +204,39 @@ pub struct EnvironmentDocument<'a> {
     pub segments: Vec<ClientSegment<'a>>,
 }
 
+/// The client document of `environment` in `state` with only the active toggles of `names`
+/// (by name; unknown names left out) and the segments their strategies there refer to: the
+/// UI's bulk export, which the client-shaped import takes back.
+pub fn export_environment_of<'a>(
+    state: &'a ConfigState,
+    environment: &str,
+    names: &[String],
+) -> EnvironmentDocument<'a> {
+    let chosen: std::collections::BTreeSet<&str> = names.iter().map(String::as_str).collect();
+    let toggles: Vec<&Toggle> = chosen
+        .iter()
+        .filter_map(|name| state.features.get(*name))
+        .map(|t| &**t)
+        .collect();
+    let referenced: std::collections::BTreeSet<u32> = toggles
+        .iter()
+        .flat_map(|t| t.environment(environment).strategies.iter())
+        .flat_map(|s| s.segments.iter().copied())
+        .collect();
+    EnvironmentDocument {
+        version: 1,
+        features: toggles
+            .into_iter()
+            .map(|t| ClientToggle::in_environment(t, environment, SegmentForm::ByReference))
+            .collect(),
+        segments: referenced
+            .into_iter()
+            .filter_map(|id| state.segments.get(&id.to_string()))
+            .map(|s| ClientSegment::new(s))
+            .collect(),
+    }
+}
+
 /// The client document of `environment` in `state`.
 pub fn export_environment<'a>(
     state: &'a ConfigState,

@@ -7,11 +7,13 @@ use std::time::Instant;
 
 use axum::extract::{Extension, Query, State};
 use axum::http::{HeaderName, HeaderValue, StatusCode};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
 use maud::{html, Markup};
 use serde::Deserialize;
 
 use crate::domain::config_state::ConfigState;
+use crate::domain::export::export_environment_of;
 use crate::domain::feature_type::FEATURE_TYPES;
 use crate::domain::feature_view::environments_in_order;
 use crate::domain::tag::TagSpec;
@@ -167,9 +169,10 @@ fn bulk_form(viewer: &Viewer, state: &ConfigState, back: &str) -> Markup {
                         option value="unstale" { "Mark not stale" }
                         option value="tag" { "Add tag…" }
                         option value="archive" { "Archive" }
+                        option value="export" { "Export (download)" }
                     }
                 }
-                label for="f-bulk-env" { "Environment (switch on/off)"
+                label for="f-bulk-env" { "Environment (switch on/off, export)"
                     select id="f-bulk-env" name="environment" {
                         @for e in environments_in_order(state) { option value=(e.name) { (e.name) } }
                     }
@@ -300,6 +303,9 @@ pub async fn list(
     Ok(response)
 }
 
+/// Bulk writes in flight at once (a page holds at most 200 rows).
+const BULK_CONCURRENCY: usize = 32;
+
 /// The bulk form's fields.
 #[derive(Deserialize)]
 pub struct BulkForm {
@@ -384,10 +390,25 @@ pub async fn bulk(State(state): State<AppState>, posted: Posted<BulkForm>) -> Re
     if form.names.is_empty() {
         return see_other(&with_notice(&back, "Select at least one toggle first."));
     }
+    if form.action == "export" {
+        return export_selected(&state, &form, &back);
+    }
+    // Concurrently, so that the replica's group commit writes them in a few commits rather
+    // than one commit (and one wait for the client documents) per toggle; in the order sent.
+    let (state, viewer, form) = (&state, &viewer, &form);
+    let outcomes: Vec<(String, Result<(), ServiceError>)> =
+        futures_util::stream::iter(form.names.iter().cloned())
+            .map(|name| async move {
+                let outcome = apply(state, viewer, form, &name).await;
+                (name, outcome)
+            })
+            .buffered(BULK_CONCURRENCY)
+            .collect()
+            .await;
     let mut done = 0;
     let mut failed = Vec::new();
-    for name in &form.names {
-        match apply(&state, &viewer, &form, name).await {
+    for (name, outcome) in outcomes {
+        match outcome {
             Ok(()) => done += 1,
             Err(e) => failed.push(format!("{name}: {}", crate::error::ApiError::from(e))),
         }
@@ -402,4 +423,50 @@ pub async fn bulk(State(state): State<AppState>, posted: Posted<BulkForm>) -> Re
         notice.push_str(&failed.join("; "));
     }
     see_other(&with_notice(&back, &notice))
+}
+
+/// The bulk export: the selected toggles as the chosen environment's client document (with
+/// the segments they refer to there), downloaded; `POST /api/admin/state/import?environment=E`
+/// takes it back.
+fn export_selected(state: &AppState, form: &BulkForm, back: &str) -> Response {
+    let config = match state.service.state() {
+        Ok(config) => config,
+        Err(e) => {
+            return see_other(&with_notice(
+                back,
+                &crate::error::ApiError::from(e).to_string(),
+            ))
+        }
+    };
+    if !config.environments.contains_key(&form.environment) {
+        return see_other(&with_notice(back, "Choose an environment to export from."));
+    }
+    let document = export_environment_of(&config, &form.environment, &form.names);
+    let body = match serde_json::to_vec_pretty(&document) {
+        Ok(body) => body,
+        Err(e) => return see_other(&with_notice(back, &e.to_string())),
+    };
+    let file: String = form
+        .environment
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let mut response = body.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        axum::http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if let Ok(disposition) = HeaderValue::from_str(&format!(
+        "attachment; filename=\"flagpole-toggles-{file}.json\""
+    )) {
+        headers.insert(axum::http::header::CONTENT_DISPOSITION, disposition);
+    }
+    response
 }
