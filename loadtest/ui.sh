@@ -83,9 +83,18 @@ fields = [("names", name) for name in names]
 fields += [("action", action), ("environment", "default"), ("back", "/ui/toggles"), ("_csrf", csrf)]
 sys.stdout.write(urllib.parse.urlencode(fields))
 PY
-      curl -fs -b "$WORK/cookies" -o /dev/null -w '%{time_total}\n' \
+      read -r took location < <(curl -fs -b "$WORK/cookies" -o /dev/null \
+        -w '%{time_total} %{redirect_url}\n' \
         -H 'Content-Type: application/x-www-form-urlencoded' --data-binary "@$WORK/bulk.body" \
-        "$URL/ui/toggles/bulk" >>"$out"
+        "$URL/ui/toggles/bulk")
+      # A write action redirects with its notice: every selected toggle must have been done.
+      if [ "$action" != export ] && ! python3 -c 'import sys, urllib.parse as u
+notice = u.parse_qs(u.urlsplit(sys.argv[1]).query).get("notice", [""])[0]
+sys.exit(f"applied to {sys.argv[2]} of {sys.argv[2]}" not in notice)' "$location" "$count"; then
+        echo "bulk $action of $count was not applied in full: $location" >&2
+        exit 1
+      fi
+      echo "$took" >>"$out"
     done
   done
   python3 - "$label" "$out" <<'PY'

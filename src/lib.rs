@@ -168,7 +168,10 @@ pub async fn run(
     let usage = Arc::new(usage::UsageRecorder::new(store.usage(), metrics.clone()));
     let known = snapshot.clone();
     usage.count_hours_only_for(Arc::new(move |name| {
-        known.peek(|state| state.features.contains_key(name) || state.archive.contains_key(name))
+        // Until the configuration is loaded every name counts (nothing is known to be made up).
+        !known.is_ready()
+            || known
+                .peek(|state| state.features.contains_key(name) || state.archive.contains_key(name))
     }));
     // The service re-seeds a store found empty and times the checks (`RefreshHooks`).
     workers.spawn(snapshot.clone().keep_fresh(

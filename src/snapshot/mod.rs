@@ -138,7 +138,8 @@ impl Snapshot {
     /// waits for this before it is answered: read-your-writes on the client API).
     pub async fn client_documents_current(&self) {
         let version = self.current.load().version;
-        self.client.reach(version).await;
+        let newest = || self.current.load().version;
+        self.client.reach(version, &newest).await;
     }
 
     /// Builds the client documents of every new version until `stop`.

@@ -81,9 +81,12 @@ def test_create_find_and_switch_on_in_one_environment(server, watched):
     name = unique("checkout")
     page.get_by_role("link", name="New toggle").first.click()
     expect(page.get_by_role("heading", name="New toggle", level=1)).to_be_visible()
-    # The check as you type is htmx's: typing before it has set up the field (the heading
-    # shows first) would go unheard.
-    page.wait_for_load_state("load")
+    # The check as you type is htmx's: typing before it has set up the field would go
+    # unheard. The link is boosted (no page load to wait for): wait until htmx has processed
+    # the field (it keeps its own data on the element once it has).
+    page.wait_for_function(
+        "() => { const e = document.getElementById('f-name');"
+        " return !!(e && e['htmx-internal-data'] && e['htmx-internal-data'].initHash); }")
     page.get_by_label("Name").fill(name)
     expect(page.get_by_text(f"“{name}” is free.")).to_be_visible()
     page.get_by_label("Description (optional)").fill("The new checkout flow")

@@ -124,10 +124,11 @@ impl ClientDocumentForms {
         }
     }
 
-    /// Waits until every form's documents are built from `version` or a newer one.
-    pub async fn reach(&self, version: u64) {
+    /// Waits until every form's documents are built from `version` or a newer one no newer
+    /// than `newest()` (see `ClientDocuments::reach`).
+    pub async fn reach(&self, version: u64, newest: &(dyn Fn() -> u64 + Send + Sync)) {
         for documents in self.all() {
-            documents.reach(version).await;
+            documents.reach(version, newest).await;
         }
     }
 

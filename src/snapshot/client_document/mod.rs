@@ -169,17 +169,23 @@ impl ClientDocuments {
         *self.settled.borrow()
     }
 
-    /// Waits until every document is built from `version` or a newer one, so that every
-    /// request started afterwards serves it; the builder starts at once rather than after its
-    /// pause. Gives up after `REACH_WAIT` (a stopped builder), saying so in the log.
-    pub async fn reach(&self, version: u64) {
-        if self.settled_version() >= version {
+    /// Waits until every document is built from `version` or a newer one, no newer than
+    /// `newest()` (the snapshot's version now), so that every request started afterwards
+    /// serves it; the builder starts at once rather than after its pause. Gives up after
+    /// `REACH_WAIT` (a stopped builder), saying so in the log.
+    ///
+    /// The upper bound matters when the store started over (versions begin again at 1): the
+    /// documents of the old history are then built from a version above the new one, and
+    /// must not count as holding it.
+    pub async fn reach(&self, version: u64, newest: &(dyn Fn() -> u64 + Send + Sync)) {
+        let holds = |settled: u64| version <= settled && settled <= newest();
+        if holds(self.settled_version()) {
             return;
         }
         self.wanted.fetch_max(version, Ordering::AcqRel);
         self.urgent.notify_one();
         let mut settled = self.settled.subscribe();
-        let reached = settled.wait_for(|settled| *settled >= version);
+        let reached = settled.wait_for(|settled| holds(*settled));
         if tokio::time::timeout(REACH_WAIT, reached).await.is_err() {
             tracing::warn!(
                 version,

@@ -114,7 +114,10 @@ fn overrides_of(lines: &[&str]) -> Result<Vec<Value>, String> {
 /// The variants the form describes, as the API's variant documents (with the row each came
 /// from), weights shared as Unleash's UI shares them: fixed variants keep theirs (in all at
 /// most 100%), variable ones split the rest evenly, the remainder one each in order.
-fn variants_body(fields: &Fields) -> Result<Vec<(usize, Value)>, Errors> {
+fn variants_body(
+    fields: &Fields,
+    shares_weights_as_is: bool,
+) -> Result<Vec<(usize, Value)>, Errors> {
     fields.check_rows(&[("tv", "variants")])?;
     let mut rows = Vec::new();
     let mut fixed_total: u32 = 0;
@@ -173,6 +176,14 @@ fn variants_body(fields: &Fields) -> Result<Vec<(usize, Value)>, Errors> {
         .iter()
         .filter(|(_, v)| v["weightType"] == "variable")
         .count() as u32;
+    // Outside `default` the weights are shared out as Unleash 7 saves them, which needs a
+    // variable variant: say so here, as the API would.
+    if variable == 0 && !rows.is_empty() && !shares_weights_as_is {
+        return Err(Errors::field(
+            "variants",
+            "There must be at least one variable variant in this environment.".to_string(),
+        ));
+    }
     if variable == 0 && !rows.is_empty() && fixed_total != WEIGHT_TOTAL {
         return Err(Errors::field(
             "variants",
@@ -349,7 +360,7 @@ pub async fn save(
 ) -> PageResult {
     let Posted { viewer, form, .. } = posted;
     let environment = of.environment();
-    let outcome = match variants_body(&form) {
+    let outcome = match variants_body(&form, environment == DEFAULT_ENVIRONMENT) {
         Err(errors) => Err(errors),
         Ok(rows) => {
             let specs: Vec<VariantSpec> = rows
@@ -416,17 +427,20 @@ mod tests {
 
     #[test]
     fn variable_variants_share_what_fixed_ones_leave() {
-        let rows = variants_body(&fields(&[
-            ("tv0.name", "red"),
-            ("tv0.weightType", "fix"),
-            ("tv0.weight", "40"),
-            ("tv1.name", "green"),
-            ("tv1.weightType", "variable"),
-            ("tv2.name", "blue"),
-            ("tv3.name", "gone"),
-            ("tv3.remove", "true"),
-            ("tv4.name", ""),
-        ]))
+        let rows = variants_body(
+            &fields(&[
+                ("tv0.name", "red"),
+                ("tv0.weightType", "fix"),
+                ("tv0.weight", "40"),
+                ("tv1.name", "green"),
+                ("tv1.weightType", "variable"),
+                ("tv2.name", "blue"),
+                ("tv3.name", "gone"),
+                ("tv3.remove", "true"),
+                ("tv4.name", ""),
+            ]),
+            true,
+        )
         .expect("valid");
         let weights: Vec<(usize, u64)> = rows
             .iter()
@@ -438,27 +452,46 @@ mod tests {
 
     #[test]
     fn fixed_weights_must_add_up_and_be_numbers() {
-        let over = variants_body(&fields(&[
-            ("tv0.name", "a"),
-            ("tv0.weightType", "fix"),
-            ("tv0.weight", "60"),
-            ("tv1.name", "b"),
-            ("tv1.weightType", "fix"),
-            ("tv1.weight", "50"),
-        ]));
+        let over = variants_body(
+            &fields(&[
+                ("tv0.name", "a"),
+                ("tv0.weightType", "fix"),
+                ("tv0.weight", "60"),
+                ("tv1.name", "b"),
+                ("tv1.weightType", "fix"),
+                ("tv1.weight", "50"),
+            ]),
+            true,
+        );
         assert!(over.is_err_and(|e| e.about_text("variants").contains("110%")));
-        let short = variants_body(&fields(&[
-            ("tv0.name", "a"),
-            ("tv0.weightType", "fix"),
-            ("tv0.weight", "60"),
-        ]));
+        let short = variants_body(
+            &fields(&[
+                ("tv0.name", "a"),
+                ("tv0.weightType", "fix"),
+                ("tv0.weight", "60"),
+            ]),
+            true,
+        );
         assert!(short.is_err_and(|e| e.has("variants")));
-        let typo = variants_body(&fields(&[
+        let typo = variants_body(
+            &fields(&[
+                ("tv0.name", "a"),
+                ("tv0.weightType", "fix"),
+                ("tv0.weight", "ten"),
+            ]),
+            true,
+        );
+        assert!(typo.is_err_and(|e| e.has("tv0.weight")));
+        // Fixed weights of 100% in all: kept as they are in `default`, refused elsewhere (the
+        // API shares weights out there, which needs a variable variant).
+        let all_fixed = [
             ("tv0.name", "a"),
             ("tv0.weightType", "fix"),
-            ("tv0.weight", "ten"),
-        ]));
-        assert!(typo.is_err_and(|e| e.has("tv0.weight")));
+            ("tv0.weight", "100"),
+        ];
+        assert!(variants_body(&fields(&all_fixed), true).is_ok());
+        let elsewhere = variants_body(&fields(&all_fixed), false);
+        assert!(elsewhere.is_err_and(|e| e.about_text("variants").contains("variable variant")));
     }
 
     #[test]
@@ -471,7 +504,7 @@ mod tests {
             {"name": "b", "weight": 750, "weightType": "variable", "stickiness": "default"},
         ]))
         .expect("variants");
-        let rows = variants_body(&Fields::of_toggle_variants(&variants)).expect("valid");
+        let rows = variants_body(&Fields::of_toggle_variants(&variants), true).expect("valid");
         let specs: Vec<VariantSpec> = rows
             .into_iter()
             .map(|(_, v)| serde_json::from_value(v).expect("spec"))

@@ -394,7 +394,15 @@ pub async fn bulk(State(state): State<AppState>, posted: Posted<BulkForm>) -> Re
         return export_selected(&state, &form, &back);
     }
     // Concurrently, so that the replica's group commit writes them in a few commits rather
-    // than one commit (and one wait for the client documents) per toggle; in the order sent.
+    // than one commit (and one wait for the client documents) per toggle; outcomes reported
+    // in the order sent.
+    // Archives one at a time: whether a parent may go depends on its children going first,
+    // and a lost race decides concurrent writers again in any order.
+    let concurrency = if form.action == "archive" {
+        1
+    } else {
+        BULK_CONCURRENCY
+    };
     let (state, viewer, form) = (&state, &viewer, &form);
     let outcomes: Vec<(String, Result<(), ServiceError>)> =
         futures_util::stream::iter(form.names.iter().cloned())
@@ -402,7 +410,7 @@ pub async fn bulk(State(state): State<AppState>, posted: Posted<BulkForm>) -> Re
                 let outcome = apply(state, viewer, form, &name).await;
                 (name, outcome)
             })
-            .buffered(BULK_CONCURRENCY)
+            .buffered(concurrency)
             .collect()
             .await;
     let mut done = 0;
