@@ -6,6 +6,15 @@
 //! and of that replica are compared for every environment and migrated client token
 //! (`verify`). Any failure before the import commits nothing.
 
+/// Prints a line of the report on stdout. A reader that went away (`… | head`) is no reason
+/// to panic, as `println!` would: the lines it did not want are dropped.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
 mod addons;
 mod bundle;
 mod progress;
@@ -63,7 +72,7 @@ async fn migrate(settings: Settings, args: ImportUnleashArgs) -> Result<bool, Mi
     progress.finish();
     let instance = read?;
     let (mut bundle, mut notes) = build_bundle(&instance);
-    println!(
+    say!(
         "Read Unleash {} at {} in {:.1} s: {}",
         instance.version.map_or("?".into(), |v| v.to_string()),
         api.base(),
@@ -72,7 +81,7 @@ async fn migrate(settings: Settings, args: ImportUnleashArgs) -> Result<bool, Mi
     );
     if let Some(path) = &args.out {
         write_bundle(path, &bundle)?;
-        println!(
+        say!(
             "Wrote the bundle to {} (it holds token secrets: keep it as a secret).",
             path.display()
         );
@@ -106,7 +115,7 @@ async fn commit_and_verify(
     let report = replica.import(bundle, args.dry_run).await?;
     let imported = started.elapsed();
     print_report(&report);
-    println!("  (worked out in {:.1} s)", imported.as_secs_f64());
+    say!("  (worked out in {:.1} s)", imported.as_secs_f64());
     if args.dry_run || args.no_verify {
         return Ok(true);
     }
@@ -130,7 +139,7 @@ async fn commit_and_verify(
         verification.unleash_time.as_secs_f64()
     );
     if verification.differences.is_empty() {
-        println!(
+        say!(
             "Verified: {} client documents are the same in Unleash and Flagpole \
              (every environment and client token, segments inlined and by reference; {timing}).",
             callers.len() * 2
@@ -218,10 +227,10 @@ fn print_report(report: &Value) {
     let dry_run = report["dryRun"].as_bool() == Some(true);
     let changed = report["changed"].as_bool() == Some(true);
     if !changed {
-        println!("No changes: the store already holds this Unleash.");
+        say!("No changes: the store already holds this Unleash.");
         return;
     }
-    println!(
+    say!(
         "{}",
         if dry_run {
             "Dry run, nothing written. What the import would do:"
@@ -242,11 +251,11 @@ fn print_report(report: &Value) {
         } else {
             line.join(", ")
         };
-        println!("  {kind}: {line}");
+        say!("  {kind}: {line}");
     }
     if dry_run {
         for toggle in report["toggles"].as_array().into_iter().flatten() {
-            println!(
+            say!(
                 "  toggle {}: {} ({} differences)",
                 toggle["name"].as_str().unwrap_or_default(),
                 toggle["change"].as_str().unwrap_or_default(),
@@ -258,7 +267,7 @@ fn print_report(report: &Value) {
 
 fn print_notes(notes: &Notes) {
     if !notes.reenter.is_empty() {
-        println!(
+        say!(
             "Addons moved in disabled: Unleash shows their secrets masked. Re-enter, then enable:"
         );
         for addon in &notes.reenter {
@@ -267,7 +276,7 @@ fn print_notes(notes: &Notes) {
                 .iter()
                 .map(|p| addons::parameter_label(p))
                 .collect();
-            println!(
+            say!(
                 "  addon {} ({}{}): {}",
                 addon.id,
                 addon.provider,
@@ -281,15 +290,15 @@ fn print_notes(notes: &Notes) {
         }
     }
     if !notes.renumbered.is_empty() {
-        println!("Moved in under another id (Flagpole holds a different record under Unleash's):");
+        say!("Moved in under another id (Flagpole holds a different record under Unleash's):");
         for line in &notes.renumbered {
-            println!("  {line}");
+            say!("  {line}");
         }
     }
     if !notes.left_behind.is_empty() {
-        println!("Not moved:");
+        say!("Not moved:");
         for line in &notes.left_behind {
-            println!("  {line}");
+            say!("  {line}");
         }
     }
 }
