@@ -174,6 +174,19 @@ impl<'de> Deserialize<'de> for Count {
     }
 }
 
+/// A timestamp within the years RFC 3339 can write (0000–9999): what is kept is served again
+/// as RFC 3339, and a later year would come out as `+255479-…`, which no client reads.
+fn in_years<E: de::Error>(t: Timestamp, sent: impl fmt::Display) -> Result<Timestamp, E> {
+    use chrono::Datelike;
+    if (0..=9999).contains(&t.0.year()) {
+        Ok(t)
+    } else {
+        Err(E::custom(format!(
+            "{sent} is out of range (years 0 to 9999)"
+        )))
+    }
+}
+
 /// A point in time as SDKs send it: RFC 3339 (up to nanoseconds, any offset) or epoch
 /// milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -191,6 +204,7 @@ impl<'de> Deserialize<'de> for Timestamp {
                 DateTime::parse_from_rfc3339(v.trim())
                     .map(|t| Timestamp(t.with_timezone(&Utc)))
                     .map_err(|e| E::custom(format!("\"{v}\" is not an RFC 3339 timestamp: {e}")))
+                    .and_then(|t| in_years(t, v))
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<Timestamp, E> {
                 i64::try_from(v)
@@ -198,12 +212,14 @@ impl<'de> Deserialize<'de> for Timestamp {
                     .and_then(|ms| Utc.timestamp_millis_opt(ms).single())
                     .map(Timestamp)
                     .ok_or_else(|| E::custom(format!("{v} is out of range")))
+                    .and_then(|t| in_years(t, v))
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<Timestamp, E> {
                 Utc.timestamp_millis_opt(v)
                     .single()
                     .map(Timestamp)
                     .ok_or_else(|| E::custom(format!("{v} is out of range")))
+                    .and_then(|t| in_years(t, v))
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<Timestamp, E> {
                 if v.is_finite() {
@@ -519,6 +535,19 @@ mod tests {
         assert_eq!(toggles[0].1.no, 2);
         assert_eq!(toggles[1].1, ToggleCounts::default());
         assert_eq!(report.evaluations(), 5);
+    }
+
+    #[test]
+    fn timestamps_stay_within_the_years_rfc_3339_writes() {
+        let ok: Timestamp = serde_json::from_str("253402300799999").expect("9999-12-31");
+        assert_eq!(ok.0.to_rfc3339(), "9999-12-31T23:59:59.999+00:00");
+        for late in [
+            "253402300800000",
+            "8000000000000000",
+            "\"+10000-01-01T00:00:00Z\"",
+        ] {
+            assert!(serde_json::from_str::<Timestamp>(late).is_err(), "{late}");
+        }
     }
 
     #[test]
