@@ -21,6 +21,10 @@
 #   --out DIR         keep the callgrind files there (default: a new /tmp dir), for
 #                     callgrind_annotate
 #   --no-build        use the existing binary in $CARGO_TARGET_DIR/release
+#   --tokens          flagpole with --auth token, the requests with its client token
+#   --environment E   the toggles also imported client-shaped into E (and two other
+#                     environments), the requests with an Unleash-shaped client token of E
+#                     (issue 32's per-environment path; implies --tokens)
 # flagpole runs on the embedded store (the client path is the same on both).
 # Environment overrides: CARGO_TARGET_DIR (default /tmp/fp-release), FLAGPOLE_BIN, BENCH_DIR,
 #   CEILING_BIN (default /tmp/ceiling/target/release/ceiling, built from the kit if missing).
@@ -36,17 +40,32 @@ STORE=embedded
 MODE=304
 N=100
 TARGETS="flagpole ceiling"
+TOKENS=0
+ENVIRONMENT=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --mode) MODE=$2; shift 2;;
     --toggles) N=$2; shift 2;;
     --targets) TARGETS=$2; shift 2;;
+    --tokens) TOKENS=1; shift;;
+    --environment) ENVIRONMENT=$2; TOKENS=1; shift 2;;
     --duration|--out|--no-build|-h|--help) common_opt "$@"; shift "$OPT_SHIFT";;
     *) echo "unknown option $1 (see --help)" >&2; exit 2;;
   esac
 done
 case "$MODE" in 304|gzip|200) ;; *) echo "--mode must be 304, gzip or 200" >&2; exit 2;; esac
 [[ $N =~ ^[1-9][0-9]*$ ]] || { echo "--toggles must be a positive integer" >&2; exit 2; }
+[ -z "$ENVIRONMENT" ] || [[ $ENVIRONMENT =~ ^[A-Za-z0-9_.-]+$ ]] \
+  || { echo "--environment must be an environment name" >&2; exit 2; }
+FP_AUTH=()
+CLIENT_AUTH=()
+if [ "$TOKENS" = 1 ]; then
+  ADMIN_TOKEN="instructions-admin-token-$RANDOM$RANDOM"
+  CLIENT_TOKEN="instructions-client-token-$RANDOM$RANDOM"
+  FP_AUTH=(--auth token --admin-token "$ADMIN_TOKEN" --client-token "$CLIENT_TOKEN")
+  ADMIN_HEADER="Authorization: $ADMIN_TOKEN"
+  CLIENT_AUTH=(-H "Authorization: $CLIENT_TOKEN")
+fi
 need_tools "valgrind wrk curl python3" valgrind callgrind_control wrk curl python3
 [ -f "$BENCH_DIR/gen_features.py" ] || { echo "bench kit not found at $BENCH_DIR (set BENCH_DIR)" >&2; exit 2; }
 make_out flagpole-instructions
@@ -86,6 +105,26 @@ h = json.load(sys.stdin); print("ok" if h.get("clientVersion") == h.get("version
   echo "$1 under valgrind did not become ready" >&2; exit 1
 }
 
+# load_environments: ENVIRONMENT and two others made, each holding the toggles (imported
+# client-shaped), and the requests given a client token of ENVIRONMENT
+load_environments() {
+  local env others
+  others=$(echo development production staging | tr ' ' '\n' | grep -vx "$ENVIRONMENT" | head -2 | tr '\n' ' ')
+  for env in $ENVIRONMENT $others; do
+    curl -sf -m 60 -o /dev/null -H "$ADMIN_HEADER" -H 'Content-Type: application/json' \
+      -X POST -d "{\"name\":\"$env\",\"type\":\"production\"}" "$URL/api/admin/environments" || true
+    curl -sf -m 600 -o /dev/null -H "$ADMIN_HEADER" -H 'Content-Type: application/json' \
+      --data-binary "@$OUT/features.json" "$URL/api/admin/state/import?environment=$env" \
+      || { echo "importing into $env failed" >&2; exit 1; }
+  done
+  local secret
+  secret=$(curl -sf -m 30 -H "$ADMIN_HEADER" -H 'Content-Type: application/json' \
+    -d "{\"tokenName\":\"instructions\",\"type\":\"client\",\"environment\":\"$ENVIRONMENT\",\"projects\":[\"*\"]}" \
+    "$URL/api/admin/api-tokens" | python3 -c 'import json,sys; print(json.load(sys.stdin)["secret"])') \
+    || { echo "creating a client token of $ENVIRONMENT failed" >&2; exit 1; }
+  CLIENT_AUTH=(-H "Authorization: $secret")
+}
+
 printf '%-9s %5s %8s %10s %14s\n' target mode toggles requests instr/request >&2
 for target in $TARGETS; do
   read -r PORT <<<"$(free_ports 1)"
@@ -94,11 +133,12 @@ for target in $TARGETS; do
     DATA_DIR="$OUT/data"; rm -rf "$DATA_DIR"
     FP_PORT=$PORT
     # No drain on stop: the loading replica ends at once and cleanly.
-    start_flagpole --data-dir "$DATA_DIR" --shutdown-drain-ms 0
+    start_flagpole --data-dir "$DATA_DIR" --shutdown-drain-ms 0 "${FP_AUTH[@]}"
     mv "$OUT/flagpole.log" "$OUT/flagpole-load.log"
     python3 "$BENCH_DIR/gen_features.py" "$N" --load "$URL" --admin-header "$ADMIN_HEADER" > "$OUT/load.txt" 2>&1
+    [ -z "$ENVIRONMENT" ] || load_environments
     stop "$FP_PID"; FP_PID=""
-    CMD=("$BIN" --listen "127.0.0.1:$PORT" --data-dir "$DATA_DIR")
+    CMD=("$BIN" --listen "127.0.0.1:$PORT" --data-dir "$DATA_DIR" "${FP_AUTH[@]}")
   else
     CMD=("$CEILING_BIN" --file "$OUT/features.json" --port "$PORT")
   fi
@@ -109,8 +149,9 @@ for target in $TARGETS; do
   # The kit's client headers, as loadtest/run.sh sends them (flagpole records the instance's
   # poll).
   headers=(-H "SERVICE-APPNAME: bench-app" -H "SERVICE-INSTANCEID: bench-1")
+  [ "$target" = ceiling ] || headers+=("${CLIENT_AUTH[@]}")
   case "$MODE" in
-    304) etag=$(curl -s -D - -o /dev/null "$URL/api/client/features" \
+    304) etag=$(curl -s -D - -o /dev/null "${headers[@]}" "$URL/api/client/features" \
            | awk -F': ' 'tolower($1) == "etag" { print $2 }' | tr -d '\r')
          [ -n "$etag" ] || { echo "$target sent no ETag" >&2; exit 1; }
          headers+=(-H "If-None-Match: $etag")

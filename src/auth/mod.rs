@@ -9,6 +9,7 @@
 mod address;
 pub mod rate_limit;
 pub mod session;
+mod verified;
 
 use std::sync::Arc;
 
@@ -24,6 +25,7 @@ use crate::error::{ApiError, Challenge};
 use crate::service::Actor;
 use crate::snapshot::Snapshot;
 use session::SessionKey;
+use verified::{Checked, StoredTokens, VerifiedTokens};
 
 pub use address::{client_addr, client_ip};
 
@@ -62,6 +64,28 @@ pub struct ClientCaller {
     pub stored_token: bool,
 }
 
+/// A client caller as `ClientCaller`, borrowed from what its token was found to be (the
+/// client path's 304 allocates nothing for it).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ClientCallerRef<'a> {
+    pub scope: Option<&'a [String]>,
+    pub environment: Option<&'a str>,
+    pub token_hash: Option<&'a str>,
+    pub stored_token: bool,
+}
+
+impl ClientCallerRef<'_> {
+    /// The owned caller.
+    pub fn owned(self) -> ClientCaller {
+        ClientCaller {
+            scope: self.scope.map(<[String]>::to_vec),
+            environment: self.environment.map(str::to_string),
+            token_hash: self.token_hash.map(str::to_string),
+            stored_token: self.stored_token,
+        }
+    }
+}
+
 /// Identifies callers per the settings.
 pub struct Authenticator {
     mode: AuthMode,
@@ -69,6 +93,8 @@ pub struct Authenticator {
     /// Tokens from the settings (`--admin-token`, `--client-token`): SHA-256 and credential.
     configured: Vec<(String, Credential)>,
     snapshot: Arc<Snapshot>,
+    /// Secrets already checked (a repeat caller is not hashed again).
+    verified: VerifiedTokens,
     /// Signs the sessions of the insecure mode.
     pub sessions: SessionKey,
     /// Whether session cookies are marked `Secure` (the public URL is https).
@@ -139,6 +165,7 @@ impl Authenticator {
             client_auth: settings.client_auth,
             configured,
             snapshot,
+            verified: VerifiedTokens::default(),
             sessions: SessionKey::new(settings.session_secret.as_ref().map(|s| s.0.as_str()))?,
             secure_cookies: public_url.is_some_and(|u| u.scheme() == "https"),
         })
@@ -152,8 +179,25 @@ impl Authenticator {
     /// What the secret whose SHA-256 is `hash` lets its holder do; else 401 with `challenge`
     /// (or the expiry), or 503 while the stored tokens are not loaded yet.
     fn credential(&self, hash: &str, challenge: Challenge) -> Result<Credential, ApiError> {
+        self.check_hash(hash, challenge, None)
+            .map(|checked| checked.credential)
+    }
+
+    /// What the secret whose SHA-256 is `hash` is, checked against the settings' tokens and
+    /// then the stored ones (`tokens`, else the snapshot's).
+    fn check_hash(
+        &self,
+        hash: &str,
+        challenge: Challenge,
+        tokens: Option<&StoredTokens>,
+    ) -> Result<Checked, ApiError> {
         if let Some((_, credential)) = self.configured.iter().find(|(h, _)| same(h, hash)) {
-            return Ok(credential.clone());
+            return Ok(Checked {
+                hash: hash.to_string(),
+                credential: credential.clone(),
+                stored: false,
+                expires_at_ms: None,
+            });
         }
         if !self.snapshot.is_ready() {
             // An SDK may take a 401 as final; the token may well be valid.
@@ -161,15 +205,12 @@ impl Authenticator {
                 "The configuration (and its API tokens) has not been loaded yet".into(),
             ));
         }
-        self.snapshot.peek(|state| {
-            let token = state
-                .api_tokens
-                .get(hash)
-                .ok_or(ApiError::Unauthorized(challenge))?;
+        let find = |tokens: &StoredTokens| {
+            let token = tokens.get(hash).ok_or(ApiError::Unauthorized(challenge))?;
             if token.expired(Utc::now()) {
                 return Err(ApiError::Unauthorized(Challenge::Expired));
             }
-            Ok(match token.kind {
+            let credential = match token.kind {
                 TokenType::Admin => Credential::Admin(token.username.clone()),
                 TokenType::Client | TokenType::Backend => Credential::Client {
                     scope: token.scope().map(<[String]>::to_vec),
@@ -179,7 +220,51 @@ impl Authenticator {
                     scope: token.scope().map(<[String]>::to_vec),
                     environment: token.environment().to_string(),
                 },
+            };
+            Ok(Checked {
+                hash: hash.to_string(),
+                credential,
+                stored: true,
+                expires_at_ms: token.expires_at.map(|at| at.timestamp_millis()),
             })
+        };
+        match tokens {
+            Some(tokens) => find(tokens),
+            None => self.snapshot.peek(|state| find(&state.api_tokens)),
+        }
+    }
+
+    /// Runs `use_checked` on what `secret` lets its holder do; else 401 with `challenge` (or
+    /// the expiry), or 503 while the stored tokens are not loaded yet. A secret checked
+    /// before against the current stored tokens is found by a map lookup (expiry still
+    /// checked, to the coarse clock's 100 ms); any other is hashed and remembered when valid.
+    fn with_secret<R>(
+        &self,
+        secret: &str,
+        challenge: Challenge,
+        use_checked: impl FnOnce(&Checked) -> R,
+    ) -> Result<R, ApiError> {
+        if !self.snapshot.is_ready() {
+            return self
+                .check_hash(&hash_secret(secret), challenge, None)
+                .map(|checked| use_checked(&checked));
+        }
+        self.snapshot.peek(|state| {
+            let tokens = &state.api_tokens;
+            let verified = self.verified.current(tokens);
+            if let Some(checked) = verified.as_ref().and_then(|v| v.get(secret)) {
+                if checked
+                    .expires_at_ms
+                    .is_some_and(|at| at <= crate::usage::coarse_now_ms())
+                {
+                    return Err(ApiError::Unauthorized(Challenge::Expired));
+                }
+                return Ok(use_checked(checked));
+            }
+            let checked = self.check_hash(&hash_secret(secret), challenge, Some(tokens))?;
+            let answer = use_checked(&checked);
+            self.verified.remember(secret, tokens, checked);
+            Ok(answer)
         })
     }
 
@@ -201,14 +286,15 @@ impl Authenticator {
             AuthMode::Token => Challenge::Token,
         };
         if let Some(secret) = token_of(headers) {
-            let hash = hash_secret(secret);
-            return match self.credential(&hash, challenge)? {
-                Credential::Admin(username) => Ok((Actor(username), Some(hash))),
+            return self.with_secret(secret, challenge, |checked| match &checked.credential {
+                Credential::Admin(username) => {
+                    Ok((Actor(username.clone()), Some(checked.hash.clone())))
+                }
                 Credential::Client { .. } => Err(ApiError::Forbidden(
                     "A client token cannot use the admin API; use an admin token".into(),
                 )),
                 Credential::Frontend { .. } => Err(ApiError::Forbidden(WRONG_TOKEN_TYPE.into())),
-            };
+            })?;
         }
         if self.mode == AuthMode::Insecure {
             // The insecure method: the basic-auth username is the identity, the password is
@@ -231,25 +317,36 @@ impl Authenticator {
     /// The client caller of a request, or 401 when a token is required and missing, unknown
     /// or expired, or 403 for a frontend token.
     pub fn client(&self, headers: &HeaderMap) -> Result<ClientCaller, ApiError> {
+        self.client_with(headers, |caller| caller.owned())
+    }
+
+    /// Runs `use_caller` on the client caller of a request, borrowed (see `client`).
+    pub fn client_with<R>(
+        &self,
+        headers: &HeaderMap,
+        use_caller: impl FnOnce(ClientCallerRef<'_>) -> R,
+    ) -> Result<R, ApiError> {
         if self.mode != AuthMode::Token || self.client_auth == ClientAuth::Open {
-            return Ok(ClientCaller::default());
+            return Ok(use_caller(ClientCallerRef::default()));
         }
         let secret = token_of(headers).ok_or(ApiError::Unauthorized(Challenge::Token))?;
-        let hash = hash_secret(secret);
-        let (scope, environment) = match self.credential(&hash, Challenge::Token)? {
-            Credential::Admin(_) => (None, None),
-            Credential::Client { scope, environment } => (scope, Some(environment)),
-            Credential::Frontend { .. } => {
-                return Err(ApiError::Forbidden(WRONG_TOKEN_TYPE.into()))
-            }
-        };
-        let stored_token = !self.configured.iter().any(|(h, _)| same(h, &hash));
-        Ok(ClientCaller {
-            scope,
-            environment,
-            token_hash: Some(hash),
-            stored_token,
-        })
+        self.with_secret(secret, Challenge::Token, |checked| {
+            let (scope, environment) = match &checked.credential {
+                Credential::Admin(_) => (None, None),
+                Credential::Client { scope, environment } => {
+                    (scope.as_deref(), Some(environment.as_str()))
+                }
+                Credential::Frontend { .. } => {
+                    return Err(ApiError::Forbidden(WRONG_TOKEN_TYPE.into()))
+                }
+            };
+            Ok(use_caller(ClientCallerRef {
+                scope,
+                environment,
+                token_hash: Some(&checked.hash),
+                stored_token: checked.stored,
+            }))
+        })?
     }
 
     /// The caller of the frontend API (`accept_backend` false) or OFREP (true) with `secret`:
@@ -275,25 +372,28 @@ impl Authenticator {
                 false => Ok(open()),
             };
         };
-        let hash = hash_secret(secret);
-        let credential = match self.credential(&hash, Challenge::Token) {
-            Ok(credential) => credential,
-            Err(ApiError::Unauthorized(_)) if !required => return Ok(open()),
-            Err(e) => return Err(e),
-        };
-        let (scope, environment) = match credential {
-            Credential::Frontend { scope, environment } => (scope, environment),
-            Credential::Client { scope, environment } if accept_backend => (scope, environment),
-            // As on the client API: `default`, every project.
-            Credential::Admin(_) => (None, DEFAULT_ENVIRONMENT.to_string()),
-            _ if !required => return Ok(open()),
-            _ => return Err(ApiError::Forbidden(WRONG_TOKEN_TYPE.into())),
-        };
-        Ok(EvaluationCaller {
-            scope,
-            environment,
-            token_hash: Some(hash),
-        })
+        let checked = self.with_secret(secret, Challenge::Token, |checked| {
+            let (scope, environment) = match &checked.credential {
+                Credential::Frontend { scope, environment } => (scope.clone(), environment.clone()),
+                Credential::Client { scope, environment } if accept_backend => {
+                    (scope.clone(), environment.clone())
+                }
+                // As on the client API: `default`, every project.
+                Credential::Admin(_) => (None, DEFAULT_ENVIRONMENT.to_string()),
+                _ if !required => return Ok(open()),
+                _ => return Err(ApiError::Forbidden(WRONG_TOKEN_TYPE.into())),
+            };
+            Ok(EvaluationCaller {
+                scope,
+                environment,
+                token_hash: Some(checked.hash.clone()),
+            })
+        });
+        match checked {
+            Ok(caller) => caller,
+            Err(ApiError::Unauthorized(_)) if !required => Ok(open()),
+            Err(e) => Err(e),
+        }
     }
 }
 

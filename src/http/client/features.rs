@@ -13,7 +13,7 @@ use super::ClientApi;
 use serde::Deserialize;
 
 use crate::auth::rate_limit::LimitGroup;
-use crate::auth::ClientCaller;
+use crate::auth::{ClientCaller, ClientCallerRef};
 use crate::domain::environment::DEFAULT_ENVIRONMENT;
 use crate::domain::filter::FeatureFilter;
 use crate::domain::usage::REPORT_NAME_MAX;
@@ -126,8 +126,22 @@ pub async fn list_client_features(
     State(api): State<Arc<ClientApi>>,
     req: Request,
 ) -> Response<Body> {
-    let caller = match api.admit(&req, LimitGroup::ClientFeatures) {
-        Ok(caller) => caller,
+    let admitted = api.admit_with(
+        &req,
+        LimitGroup::ClientFeatures,
+        |caller| match answer_from_built(
+            &api,
+            req.uri().query().unwrap_or(""),
+            req.headers(),
+            caller,
+        ) {
+            Some(response) => Admitted::Answered(response),
+            None => Admitted::Caller(caller.owned()),
+        },
+    );
+    let caller = match admitted {
+        Ok(Admitted::Caller(caller)) => caller,
+        Ok(Admitted::Answered(response)) => return response,
         Err(e) => return e.into_response(),
     };
     let query = req.uri().query().map(str::to_string);
@@ -136,37 +150,6 @@ pub async fn list_client_features(
     if !snapshot.is_ready() {
         return ApiError::Unavailable("The configuration has not been loaded yet".into())
             .into_response();
-    }
-    // The common case — `default`, no filter, segments by reference (or none to serve),
-    // document built — borrows everything from the snapshot.
-    if caller.scope.is_none()
-        && caller.environment.is_none()
-        && query.as_deref().unwrap_or("").is_empty()
-        && (!snapshot.has_segments() || !inlines_segments(headers))
-    {
-        if let Some(response) = &*snapshot.client().unfiltered() {
-            record_poll(&api, headers, "", response);
-            return advertise(&api, respond(response, headers, &api.metrics.client_counts));
-        }
-    }
-    // The same for an environment token's own environment, once its document is built.
-    if let Some(environment) = &caller.environment {
-        if caller.scope.is_none()
-            && query.as_deref().unwrap_or("").is_empty()
-            && (!snapshot.has_segments() || !inlines_segments(headers))
-            && snapshot.peek(|state| state.environments.contains_key(environment.as_str()))
-        {
-            let answered =
-                snapshot
-                    .client()
-                    .answer_unfiltered_of(environment, |response, recorded| {
-                        record_poll(&api, headers, recorded, response);
-                        respond(response, headers, &api.metrics.client_counts)
-                    });
-            if let Some(response) = answered {
-                return advertise(&api, response);
-            }
-        }
     }
     let query = query.as_deref().unwrap_or("");
     let state = snapshot.state();
@@ -206,6 +189,53 @@ pub async fn list_client_features(
         &api,
         respond(&response, headers, &api.metrics.client_counts),
     )
+}
+
+/// A caller admitted to the client features: answered already, or to be answered by the
+/// general path.
+enum Admitted {
+    Answered(Response<Body>),
+    Caller(ClientCaller),
+}
+
+/// The answer of the common cases, borrowed from a built document with no state read, form,
+/// filter or lock: no query, every project, segments by reference (or none to serve), and
+/// `default` (no environment token) or the token's environment once its form was asked for
+/// and is built. `None` for every other request.
+fn answer_from_built(
+    api: &ClientApi,
+    query: &str,
+    headers: &HeaderMap,
+    caller: ClientCallerRef<'_>,
+) -> Option<Response<Body>> {
+    let snapshot = &api.snapshot;
+    if !snapshot.is_ready()
+        || caller.scope.is_some()
+        || !query.is_empty()
+        || (snapshot.has_segments() && inlines_segments(headers))
+    {
+        return None;
+    }
+    let Some(environment) = caller.environment else {
+        let response = &*snapshot.client().unfiltered();
+        let response = response.as_deref()?;
+        record_poll(api, headers, "", response);
+        return Some(advertise(
+            api,
+            respond(response, headers, &api.metrics.client_counts),
+        ));
+    };
+    // An environment the registry does not hold is served `UNKNOWN_ENVIRONMENT`'s form.
+    if !snapshot.peek(|state| state.environments.contains_key(environment)) {
+        return None;
+    }
+    let response = snapshot
+        .client()
+        .answer_unfiltered_of(environment, |response, recorded| {
+            record_poll(api, headers, recorded, response);
+            respond(response, headers, &api.metrics.client_counts)
+        })?;
+    Some(advertise(api, response))
 }
 
 /// The header that moves Node SDKs (6.7 and later) between polling and streaming.

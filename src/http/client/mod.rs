@@ -19,7 +19,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::auth::rate_limit::{self, LimitGroup, RateLimiter};
-use crate::auth::{Authenticator, ClientCaller};
+use crate::auth::{Authenticator, ClientCaller, ClientCallerRef};
 use crate::error::ApiError;
 use crate::snapshot::Snapshot;
 use crate::telemetry::metrics::Metrics;
@@ -68,19 +68,30 @@ impl ClientApi {
         req: &axum::extract::Request,
         group: LimitGroup,
     ) -> Result<ClientCaller, ApiError> {
-        let caller = self.auth.client(req.headers())?;
-        if self.limiter.limits(group) {
-            let checked = match &caller.token_hash {
-                Some(hash) => self.limiter.check(group, rate_limit::token_key(hash)),
-                None => {
-                    let ip = crate::http::extract::client_ip(req, self.trust_proxy);
-                    self.limiter
-                        .check(group, ip.as_deref().unwrap_or("unknown"))
-                }
-            };
-            checked.map_err(ApiError::TooManyRequests)?;
-        }
-        Ok(caller)
+        self.admit_with(req, group, |caller| caller.owned())
+    }
+
+    /// Runs `use_caller` on the caller, borrowed, once it is admitted (see `admit`).
+    pub fn admit_with<R>(
+        &self,
+        req: &axum::extract::Request,
+        group: LimitGroup,
+        use_caller: impl FnOnce(ClientCallerRef<'_>) -> R,
+    ) -> Result<R, ApiError> {
+        self.auth.client_with(req.headers(), |caller| {
+            if self.limiter.limits(group) {
+                let checked = match caller.token_hash {
+                    Some(hash) => self.limiter.check(group, rate_limit::token_key(hash)),
+                    None => {
+                        let ip = crate::http::extract::client_ip(req, self.trust_proxy);
+                        self.limiter
+                            .check(group, ip.as_deref().unwrap_or("unknown"))
+                    }
+                };
+                checked.map_err(ApiError::TooManyRequests)?;
+            }
+            Ok(use_caller(caller))
+        })?
     }
 }
 
