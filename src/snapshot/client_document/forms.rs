@@ -20,11 +20,15 @@ const MAX_FORMS: usize = 256;
 /// Reads the replica's current configuration (the snapshot's).
 pub type CurrentState = Arc<dyn Fn() -> Arc<ConfigState> + Send + Sync>;
 
+/// Forms by their key, hashed with foldhash: they are looked up on every poll with an
+/// environment token, and at most `MAX_FORMS` exist.
+type FormMap = HashMap<DocumentForm, Arc<ClientDocuments>, foldhash::fast::RandomState>;
+
 /// The client documents of every form of this replica.
 pub struct ClientDocumentForms {
     default: Arc<ClientDocuments>,
     /// The other forms asked for so far (copied on insert: reads take no lock).
-    others: ArcSwap<HashMap<DocumentForm, Arc<ClientDocuments>>>,
+    others: ArcSwap<FormMap>,
     /// What a new form's builder needs, once the builders run.
     builders: Mutex<Option<(CurrentState, CancellationToken)>>,
 }
@@ -33,7 +37,7 @@ impl Default for ClientDocumentForms {
     fn default() -> Self {
         Self {
             default: Arc::new(ClientDocuments::default()),
-            others: ArcSwap::from_pointee(HashMap::new()),
+            others: ArcSwap::from_pointee(FormMap::default()),
             builders: Mutex::new(None),
         }
     }
@@ -99,7 +103,7 @@ impl ClientDocumentForms {
             return None;
         }
         let documents = Arc::new(ClientDocuments::new(form.clone()));
-        let mut others = HashMap::clone(&self.others.load());
+        let mut others = FormMap::clone(&self.others.load());
         others.insert(form.clone(), documents.clone());
         self.others.store(Arc::new(others));
         if let Some((current, stop)) = builders.as_ref() {
