@@ -17,7 +17,8 @@ use super::Credential;
 use crate::domain::api_token::ApiToken;
 
 /// At most this many secrets are remembered; beyond, a secret is checked in full each time.
-const MAX_VERIFIED: usize = 10_000;
+/// (Each new one copies the map's entries, a reference count each.)
+const MAX_VERIFIED: usize = 1_000;
 
 /// The stored tokens of a configuration.
 pub(super) type StoredTokens = OrdMap<String, Arc<ApiToken>>;
@@ -39,21 +40,22 @@ pub(super) struct Checked {
 pub(super) struct Verified {
     /// The stored tokens every entry was checked against.
     tokens: Option<StoredTokens>,
-    by_secret: HashMap<Box<str>, Checked, foldhash::fast::RandomState>,
+    by_secret: HashMap<Box<str>, Arc<Checked>, foldhash::fast::RandomState>,
 }
 
 /// The secrets this replica has checked, for the stored tokens they were checked against.
 #[derive(Default)]
 pub(super) struct VerifiedTokens {
     current: ArcSwap<Verified>,
-    /// Serialises inserts, which copy the map (reads take no lock).
+    /// Serialises inserts, which copy the map (reads take no lock; a request that finds
+    /// another inserting leaves its secret to be remembered next time rather than wait).
     inserting: Mutex<()>,
 }
 
 impl Verified {
     /// What `secret` was found to be.
     pub fn get(&self, secret: &str) -> Option<&Checked> {
-        self.by_secret.get(secret)
+        self.by_secret.get(secret).map(Arc::as_ref)
     }
 }
 
@@ -71,7 +73,7 @@ impl VerifiedTokens {
 
     /// Remembers that `secret` is `checked`, as found against `tokens`.
     pub fn remember(&self, secret: &str, tokens: &StoredTokens, checked: Checked) {
-        let Ok(_inserting) = self.inserting.lock() else {
+        let Ok(_inserting) = self.inserting.try_lock() else {
             return;
         };
         let current = self.current.load();
@@ -84,7 +86,7 @@ impl VerifiedTokens {
             }
             _ => HashMap::default(),
         };
-        by_secret.insert(secret.into(), checked);
+        by_secret.insert(secret.into(), Arc::new(checked));
         self.current.store(Arc::new(Verified {
             tokens: Some(tokens.clone()),
             by_secret,
