@@ -11,6 +11,7 @@
 //! engines (a write would wait a whole compile): frontend answers follow a write within one
 //! build.
 
+pub mod compiled;
 pub mod context;
 pub mod engine;
 pub mod frontend;
