@@ -2,12 +2,12 @@
 //! for a context, each with its variant, and the ETag that names an answer before it is
 //! computed.
 
+use super::context::EvaluationContext;
+use super::engine::{EnvironmentEngine, Variant};
 use base64::Engine as _;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use unleash_types::client_features::Context;
-use super::context::EvaluationContext;
-use super::engine::{EnvironmentEngine, Variant};
 
 /// What an answer is for: the environment and the projects the caller's token sees.
 #[derive(Debug, Clone, Copy)]

@@ -1,11 +1,14 @@
 //! Server-side evaluation for browsers and mobile: the frontend API's and OFREP's answers and
-//! the playground's explanations, all from one `unleash-yggdrasil` engine per environment.
+//! the playground's explanations, all from one engine per environment: Flagpole's compiled
+//! evaluator (`compiled`) for every toggle it compiles, `unleash-yggdrasil` for the rest, with
+//! yggdrasil's answers either way (the compiled path was 3x less CPU per random-context answer
+//! at 1,000 toggles; docs/performance.md).
 //!
 //! Engines are built off the request path by one builder task (`Evaluator::run`), from the
 //! snapshot, whenever its version moves, for the environments that were asked for so far:
 //! each environment's input (its client document with projects) is serialised and hashed, and
-//! only an environment whose input changed is compiled again (yggdrasil compiles a whole
-//! environment at a time; see docs/performance.md for what that costs at 10,000 toggles).
+//! only an environment whose input changed is compiled again (a whole environment at a time;
+//! see docs/performance.md for what that costs at 10,000 toggles).
 //! Requests read the newest engine through an `ArcSwap` and never wait, except the first
 //! request for an environment, which waits for its first build. Writers do not wait for the
 //! engines (a write would wait a whole compile): frontend answers follow a write within one
@@ -190,6 +193,7 @@ impl Evaluator {
                     match EnvironmentEngine::build(&name, state, input) {
                         Ok(engine) => {
                             let seconds = started.elapsed().as_secs_f64() - input_seconds;
+                            let (compiled, left_to_yggdrasil) = engine.compiled_counts();
                             totals.compiled += 1;
                             totals.compile_seconds += seconds;
                             tracing::info!(
@@ -199,6 +203,8 @@ impl Evaluator {
                                 input_bytes,
                                 input_ms = (input_seconds * 1000.0).round(),
                                 compile_ms = (seconds * 1000.0).round(),
+                                compiled,
+                                left_to_yggdrasil,
                                 "evaluation engine built"
                             );
                             Arc::new(engine)

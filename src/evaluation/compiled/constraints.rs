@@ -50,7 +50,9 @@ enum Fragment {
 #[derive(Debug)]
 enum Test {
     /// `IN` / `NOT_IN` with no values: the answer whatever the context holds.
-    EmptyList { not_in: bool },
+    EmptyList {
+        not_in: bool,
+    },
     In(TextSet),
     NotIn(TextSet),
     Fragment {
@@ -115,8 +117,7 @@ impl CompiledConstraint {
                     _ => Fragment::Contains,
                 };
                 // An empty list does not parse in yggdrasil's grammar.
-                if values().is_empty() || !values().iter().all(|v| text::quoted_round_trips(v))
-                {
+                if values().is_empty() || !values().iter().all(|v| text::quoted_round_trips(v)) {
                     return None;
                 }
                 let values = values()
@@ -137,8 +138,7 @@ impl CompiledConstraint {
                 Test::Regex(RegexBuilder::new(pattern).case_insensitive(ci).build().ok())
             }
             Operator::InCidr => {
-                if values().is_empty() || !values().iter().all(|v| text::quoted_round_trips(v))
-                {
+                if values().is_empty() || !values().iter().all(|v| text::quoted_round_trips(v)) {
                     return None;
                 }
                 Test::Cidr(
@@ -148,10 +148,18 @@ impl CompiledConstraint {
                         .collect(),
                 )
             }
-            Operator::NumEq | Operator::NumGt | Operator::NumGte | Operator::NumLt
-            | Operator::NumLte | Operator::DateAfter | Operator::DateBefore
-            | Operator::SemverEq | Operator::SemverLt | Operator::SemverGt
-            | Operator::SemverLte | Operator::SemverGte => {
+            Operator::NumEq
+            | Operator::NumGt
+            | Operator::NumGte
+            | Operator::NumLt
+            | Operator::NumLte
+            | Operator::DateAfter
+            | Operator::DateBefore
+            | Operator::SemverEq
+            | Operator::SemverLt
+            | Operator::SemverGt
+            | Operator::SemverLte
+            | Operator::SemverGte => {
                 let value = constraint.value.as_deref()?;
                 let is_semver = matches!(
                     constraint.operator,

@@ -19,7 +19,10 @@ pub fn murmur3_32(bytes: &[u8], seed: u32) -> u32 {
         let mut k = u32::from_le_bytes([block[0], block[1], block[2], block[3]]);
         k = k.wrapping_mul(C1).rotate_left(15).wrapping_mul(C2);
         hash ^= k;
-        hash = hash.rotate_left(13).wrapping_mul(5).wrapping_add(0xe654_6b64);
+        hash = hash
+            .rotate_left(13)
+            .wrapping_mul(5)
+            .wrapping_add(0xe654_6b64);
     }
     let tail = blocks.remainder();
     if !tail.is_empty() {
@@ -113,7 +116,11 @@ mod tests {
             let expected =
                 unleash_yggdrasil::strategy_parsing::normalized_hash(group, id, modulus, seed)
                     .expect("hashes");
-            assert_eq!(normalized_hash(group, id, modulus, seed), expected, "{group}:{id}");
+            assert_eq!(
+                normalized_hash(group, id, modulus, seed),
+                expected,
+                "{group}:{id}"
+            );
         }
         // A known value, independent of any engine: a rollout bucket.
         assert_eq!(normalized_hash("Demo", "123", 100, ROLLOUT_SEED), 13);

@@ -11,10 +11,10 @@ mod constraints;
 mod context;
 pub mod hashing;
 mod strategies;
-mod text;
-mod variants;
 #[cfg(test)]
 mod tests;
+mod text;
+mod variants;
 
 use std::collections::HashMap;
 
@@ -215,8 +215,10 @@ impl CompiledToggle {
             (false, true) => return None,
             (false, false) => Strategies::List(list),
         };
-        let variants =
-            VariantSet::of_toggle(&feature.name, feature.variants.as_deref().unwrap_or_default())?;
+        let variants = VariantSet::of_toggle(
+            &feature.name,
+            feature.variants.as_deref().unwrap_or_default(),
+        )?;
         let dependencies = feature
             .dependencies
             .iter()
@@ -248,12 +250,19 @@ impl CompiledToggle {
 
     /// The variant yggdrasil's dependency check sees: that of the first strategy that holds
     /// (if it has variants), else the toggle's — whether or not the toggle is on.
-    fn variant_by_strategies(&self, context: &Context, toggle_name: &str) -> Option<&CompiledVariant> {
+    fn variant_by_strategies(
+        &self,
+        context: &Context,
+        toggle_name: &str,
+    ) -> Option<&CompiledVariant> {
         let matched = match &self.strategies {
             Strategies::Unwritable => None,
             Strategies::List(list) => list.iter().find(|s| s.holds(context, toggle_name)),
         };
-        match matched.and_then(|s| s.variants.as_ref()).filter(|v| !v.is_empty()) {
+        match matched
+            .and_then(|s| s.variants.as_ref())
+            .filter(|v| !v.is_empty())
+        {
             Some(variants) => variants.choose(context),
             None => self.variants.choose(context),
         }

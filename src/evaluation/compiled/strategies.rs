@@ -157,7 +157,10 @@ impl CompiledStrategy {
                 ),
             },
             name @ ("gradualRolloutUserId" | "gradualRolloutSessionId") => {
-                match (percentage(strategy, "percentage"), param(strategy, "groupId")) {
+                match (
+                    percentage(strategy, "percentage"),
+                    param(strategy, "groupId"),
+                ) {
                     (Some(percent), Some(group_id)) => {
                         let field = match name {
                             "gradualRolloutUserId" => Field::UserId,

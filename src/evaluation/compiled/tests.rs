@@ -18,27 +18,78 @@ fn pick<T: Clone + std::fmt::Debug + 'static>(items: &[T]) -> impl Strategy<Valu
 /// and text that does not survive yggdrasil's quoting.
 fn a_value() -> impl Strategy<Value = String> {
     pick(&[
-        "pro", "team", "PRO", "web", "Web", "u1", "u2", "user-3", "1.2.3", "2.0.0-beta.1",
-        "v1.2.3", "18", "42.5", "-3", "1e2", "2024-01-01T00:00:00Z",
-        "2024-01-01T00:00:00.000+02:00", "2030-01-01T00:00:00Z", "10.0.0.0/8", "192.168.1.7",
-        "::1/128", "bad", "^u[0-9]$", "(", "a\"b", "ends\\", "", " 5", "1.2", "01.2.3",
+        "pro",
+        "team",
+        "PRO",
+        "web",
+        "Web",
+        "u1",
+        "u2",
+        "user-3",
+        "1.2.3",
+        "2.0.0-beta.1",
+        "v1.2.3",
+        "18",
+        "42.5",
+        "-3",
+        "1e2",
+        "2024-01-01T00:00:00Z",
+        "2024-01-01T00:00:00.000+02:00",
+        "2030-01-01T00:00:00Z",
+        "10.0.0.0/8",
+        "192.168.1.7",
+        "::1/128",
+        "bad",
+        "^u[0-9]$",
+        "(",
+        "a\"b",
+        "ends\\",
+        "",
+        " 5",
+        "1.2",
+        "01.2.3",
     ])
     .prop_map(str::to_string)
 }
 
 fn a_field() -> impl Strategy<Value = String> {
     pick(&[
-        "userId", "sessionId", "appName", "environment", "remoteAddress", "currentTime", "plan",
-        "region", "version", "age",
+        "userId",
+        "sessionId",
+        "appName",
+        "environment",
+        "remoteAddress",
+        "currentTime",
+        "plan",
+        "region",
+        "version",
+        "age",
     ])
     .prop_map(str::to_string)
 }
 
 fn a_constraint() -> impl Strategy<Value = Value> {
     let operators = pick(&[
-        "IN", "NOT_IN", "STR_STARTS_WITH", "STR_ENDS_WITH", "STR_CONTAINS", "NUM_EQ", "NUM_GT",
-        "NUM_GTE", "NUM_LT", "NUM_LTE", "DATE_AFTER", "DATE_BEFORE", "SEMVER_EQ", "SEMVER_GT",
-        "SEMVER_GTE", "SEMVER_LT", "SEMVER_LTE", "REGEX", "IN_CIDR", "NOT_A_THING",
+        "IN",
+        "NOT_IN",
+        "STR_STARTS_WITH",
+        "STR_ENDS_WITH",
+        "STR_CONTAINS",
+        "NUM_EQ",
+        "NUM_GT",
+        "NUM_GTE",
+        "NUM_LT",
+        "NUM_LTE",
+        "DATE_AFTER",
+        "DATE_BEFORE",
+        "SEMVER_EQ",
+        "SEMVER_GT",
+        "SEMVER_GTE",
+        "SEMVER_LT",
+        "SEMVER_LTE",
+        "REGEX",
+        "IN_CIDR",
+        "NOT_A_THING",
     ]);
     (
         a_field(),
@@ -97,9 +148,15 @@ fn strategy_variants() -> impl Strategy<Value = Vec<Value>> {
 
 fn a_strategy() -> impl Strategy<Value = Value> {
     let kinds = pick(&[
-        "default", "userWithId", "flexibleRollout", "gradualRolloutUserId",
-        "gradualRolloutSessionId", "gradualRolloutRandom", "remoteAddress",
-        "applicationHostname", "myCustom",
+        "default",
+        "userWithId",
+        "flexibleRollout",
+        "gradualRolloutUserId",
+        "gradualRolloutSessionId",
+        "gradualRolloutRandom",
+        "remoteAddress",
+        "applicationHostname",
+        "myCustom",
     ]);
     let percents = pick(&["0", "1", "33", "50", "99", "100", "101", "x", "07"]);
     (
@@ -111,45 +168,54 @@ fn a_strategy() -> impl Strategy<Value = Value> {
         prop::collection::vec(pick(&[1, 2, 3, 9]), 0..2),
         strategy_variants(),
     )
-        .prop_map(|(kind, percent, stickiness, group, constraints, segments, variants)| {
-            let mut params = serde_json::Map::new();
-            match kind {
-                "userWithId" => {
-                    params.insert("userIds".into(), json!("u1, u2,user-3 , u9"));
-                }
-                "flexibleRollout" => {
-                    params.insert("rollout".into(), json!(percent));
-                    if let Some(s) = stickiness {
-                        params.insert("stickiness".into(), json!(s));
+        .prop_map(
+            |(kind, percent, stickiness, group, constraints, segments, variants)| {
+                let mut params = serde_json::Map::new();
+                match kind {
+                    "userWithId" => {
+                        params.insert("userIds".into(), json!("u1, u2,user-3 , u9"));
                     }
+                    "flexibleRollout" => {
+                        params.insert("rollout".into(), json!(percent));
+                        if let Some(s) = stickiness {
+                            params.insert("stickiness".into(), json!(s));
+                        }
+                    }
+                    "gradualRolloutUserId" | "gradualRolloutSessionId" => {
+                        params.insert("percentage".into(), json!(percent));
+                    }
+                    // Only the certain answers (0 and 100 and above) are compared.
+                    "gradualRolloutRandom" => {
+                        let certain = if percent == "0" || percent == "x" {
+                            percent
+                        } else {
+                            "100"
+                        };
+                        params.insert("percentage".into(), json!(certain));
+                    }
+                    "remoteAddress" => {
+                        params.insert("IPs".into(), json!("10.0.0.0/8, 192.168.1.7,bad"));
+                    }
+                    "applicationHostname" => {
+                        params.insert("hostNames".into(), json!("a.example, b"));
+                    }
+                    _ => {}
                 }
-                "gradualRolloutUserId" | "gradualRolloutSessionId" => {
-                    params.insert("percentage".into(), json!(percent));
+                if let Some(group) = group {
+                    params.insert("groupId".into(), json!(group));
                 }
-                // Only the certain answers (0 and 100 and above) are compared.
-                "gradualRolloutRandom" => {
-                    let certain = if percent == "0" || percent == "x" { percent } else { "100" };
-                    params.insert("percentage".into(), json!(certain));
-                }
-                "remoteAddress" => {
-                    params.insert("IPs".into(), json!("10.0.0.0/8, 192.168.1.7,bad"));
-                }
-                "applicationHostname" => {
-                    params.insert("hostNames".into(), json!("a.example, b"));
-                }
-                _ => {}
-            }
-            if let Some(group) = group {
-                params.insert("groupId".into(), json!(group));
-            }
-            json!({"name": kind, "parameters": params, "constraints": constraints,
+                json!({"name": kind, "parameters": params, "constraints": constraints,
                    "segments": segments, "variants": variants})
-        })
+            },
+        )
 }
 
 fn toggle_variants() -> impl Strategy<Value = Vec<Value>> {
     (
-        prop::collection::vec((pick(&["blue", "green", "red"]), 0..1000i32, a_payload()), 0..4),
+        prop::collection::vec(
+            (pick(&["blue", "green", "red"]), 0..1000i32, a_payload()),
+            0..4,
+        ),
         a_stickiness(),
         prop::option::of((a_field(), prop::collection::vec(a_value(), 1..3))),
     )
@@ -179,7 +245,10 @@ fn a_dependency() -> impl Strategy<Value = Value> {
     (
         pick(&["t0", "t1", "t2", "missing"]),
         prop::option::of(any::<bool>()),
-        prop::option::of(prop::collection::vec(pick(&["blue", "sv1", "disabled"]), 0..2)),
+        prop::option::of(prop::collection::vec(
+            pick(&["blue", "sv1", "disabled"]),
+            0..2,
+        )),
     )
         .prop_map(|(feature, enabled, variants)| {
             let mut d = json!({"feature": feature});
@@ -284,7 +353,14 @@ fn assert_same(document: &Value, contexts: &[Context]) -> Result<usize, TestCase
                 expected.enabled,
                 expected.payload.clone(),
             );
-            prop_assert_eq!(got, want, "{} for {:?} in {}", feature.name, context, document);
+            prop_assert_eq!(
+                got,
+                want,
+                "{} for {:?} in {}",
+                feature.name,
+                context,
+                document
+            );
             prop_assert_eq!(
                 compiled.is_enabled(index, context),
                 Some(engine.is_enabled(&feature.name, context, &None)),

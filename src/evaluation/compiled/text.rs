@@ -181,7 +181,11 @@ mod tests {
         assert!(!is_grammar_date("2024-01-31T10:00:00.123456Z"));
         assert!(!is_grammar_date("2024-01-31"));
         assert!(is_grammar_semver("1.2.3") && is_grammar_semver("10.0.1-beta.1+build-7"));
-        assert!(!is_grammar_semver("1.2") && !is_grammar_semver("1.2.3-") && !is_grammar_semver("1.2.3.4"));
+        assert!(
+            !is_grammar_semver("1.2")
+                && !is_grammar_semver("1.2.3-")
+                && !is_grammar_semver("1.2.3.4")
+        );
         for n in ["5", "-5", "+5.", "1.25", "1e5", "2E-3"] {
             assert!(is_grammar_number(n), "{n}");
         }

@@ -7,8 +7,8 @@ use rand::Rng;
 use unleash_types::client_features::{Context, Payload, StrategyVariant, Variant};
 
 use super::context::Field;
-use crate::evaluation::frontend::{FrontendPayload, FrontendVariant};
 use super::hashing::{normalized_hash, VARIANT_SEED};
+use crate::evaluation::frontend::{FrontendPayload, FrontendVariant};
 
 /// One variant that can be chosen.
 #[derive(Debug)]
@@ -129,10 +129,7 @@ impl VariantSet {
             }
         }
         let seed = match &self.seed {
-            Seed::Default => context
-                .user_id
-                .as_deref()
-                .or(context.session_id.as_deref()),
+            Seed::Default => context.user_id.as_deref().or(context.session_id.as_deref()),
             Seed::Field(field) => field.read_given(context),
         };
         let target = match seed {
