@@ -202,15 +202,9 @@ impl CompiledStrategy {
                         .collect(),
                 ),
             },
-            // The host name is not known to the engine (yggdrasil built without its `hostname`
-            // feature): never on, once its rule parses.
-            "applicationHostname" => {
-                let names = param(strategy, "hostNames").unwrap_or_default();
-                if !names.split(',').map(str::trim).all(text::raw_round_trips) {
-                    return None;
-                }
-                Rule::Never
-            }
+            // Left to yggdrasil: whether it reads the host name depends on its `hostname`
+            // feature, which a dev-dependency turns on in test builds only.
+            "applicationHostname" => return None,
             // A custom strategy is an external value the engine is never given: never on.
             _ => Rule::Never,
         })

@@ -1,6 +1,9 @@
 //! Differential tests: random toggles over every shape the evaluator compiles (and some it
 //! leaves to yggdrasil), random contexts, and the compiled answer must be yggdrasil's.
 
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering::Relaxed;
+
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use unleash_types::client_features::{ClientFeatures, Context};
@@ -17,7 +20,7 @@ fn pick<T: Clone + std::fmt::Debug + 'static>(items: &[T]) -> impl Strategy<Valu
 /// Values a constraint may test: plain words, numbers, dates, versions, addresses, patterns
 /// and text that does not survive yggdrasil's quoting.
 fn a_value() -> impl Strategy<Value = String> {
-    pick(&[
+    let plain = pick(&[
         "pro",
         "team",
         "PRO",
@@ -39,17 +42,12 @@ fn a_value() -> impl Strategy<Value = String> {
         "10.0.0.0/8",
         "192.168.1.7",
         "::1/128",
-        "bad",
         "^u[0-9]$",
         "(",
-        "a\"b",
-        "ends\\",
-        "",
-        " 5",
-        "1.2",
-        "01.2.3",
-    ])
-    .prop_map(str::to_string)
+    ]);
+    // Rarer: what yggdrasil's rule text does not read back, or its grammar not whole.
+    let odd = pick(&["bad", "a\"b", "ends\\", "", " 5", "1.2", "01.2.3"]);
+    prop_oneof![6 => plain, 1 => odd].prop_map(str::to_string)
 }
 
 fn a_field() -> impl Strategy<Value = String> {
@@ -95,7 +93,7 @@ fn a_constraint() -> impl Strategy<Value = Value> {
         a_field(),
         operators,
         prop::collection::vec(a_value(), 0..4),
-        prop::option::of(a_value()),
+        prop::option::weighted(0.9, a_value()),
         any::<bool>(),
         any::<bool>(),
     )
@@ -164,8 +162,9 @@ fn a_strategy() -> impl Strategy<Value = Value> {
         percents,
         a_stickiness(),
         prop::option::of(pick(&["g1", "g2", "grp \"q\""])),
-        prop::collection::vec(a_constraint(), 0..3),
-        prop::collection::vec(pick(&[1, 2, 3, 9]), 0..2),
+        prop::collection::vec(a_constraint(), 0..2),
+        // 9 is no segment: the toggle is off.
+        prop::collection::vec(pick(&[1, 2, 3, 1, 2, 3, 9]), 0..2),
         strategy_variants(),
     )
         .prop_map(
@@ -335,6 +334,12 @@ fn assert_same(document: &Value, contexts: &[Context]) -> Result<usize, TestCase
     let engine = EngineState::default();
     let _ = engine.apply_client_features(features.clone());
     let mut count = 0;
+    // The whole document only when it is small enough to read.
+    let shown = if features.features.len() <= NAMES.len() {
+        document.to_string()
+    } else {
+        String::from("(the benchmark's toggles)")
+    };
     for (index, feature) in features.features.iter().enumerate() {
         for context in contexts {
             let Some(verdict) = compiled.evaluate(index, context) else {
@@ -353,14 +358,14 @@ fn assert_same(document: &Value, contexts: &[Context]) -> Result<usize, TestCase
                 expected.enabled,
                 expected.payload.clone(),
             );
-            prop_assert_eq!(
-                got,
-                want,
-                "{} for {:?} in {}",
-                feature.name,
-                context,
-                document
-            );
+            ANSWERS.fetch_add(1, Relaxed);
+            if want.0 {
+                ENABLED.fetch_add(1, Relaxed);
+            }
+            if want.2 {
+                WITH_VARIANT.fetch_add(1, Relaxed);
+            }
+            prop_assert_eq!(got, want, "{} for {:?} in {}", feature.name, context, shown);
             prop_assert_eq!(
                 compiled.is_enabled(index, context),
                 Some(engine.is_enabled(&feature.name, context, &None)),
@@ -376,10 +381,13 @@ fn assert_same(document: &Value, contexts: &[Context]) -> Result<usize, TestCase
     Ok(count)
 }
 
-/// Toggles generated and compiled across the property test's cases (it must exercise the
-/// compiled path, not only the fallback).
-static GENERATED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-static COMPILED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// Toggles generated and compiled, and compiled answers compared (on, with a variant), across
+/// the property test's cases: it must exercise the compiled path, and not only toggles off.
+static GENERATED: AtomicUsize = AtomicUsize::new(0);
+static COMPILED: AtomicUsize = AtomicUsize::new(0);
+static ANSWERS: AtomicUsize = AtomicUsize::new(0);
+static ENABLED: AtomicUsize = AtomicUsize::new(0);
+static WITH_VARIANT: AtomicUsize = AtomicUsize::new(0);
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
@@ -391,18 +399,27 @@ proptest! {
     ) {
         let compiled = assert_same(&document, &contexts)?;
         let generated = document["features"].as_array().map_or(0, Vec::len);
-        GENERATED.fetch_add(generated, std::sync::atomic::Ordering::Relaxed);
-        COMPILED.fetch_add(compiled, std::sync::atomic::Ordering::Relaxed);
+        GENERATED.fetch_add(generated, Relaxed);
+        COMPILED.fetch_add(compiled, Relaxed);
     }
 }
 
 #[test]
 fn the_property_test_compiles_most_generated_toggles() {
     compiled_answers_are_yggdrasil_s();
-    let generated = GENERATED.load(std::sync::atomic::Ordering::Relaxed);
-    let compiled = COMPILED.load(std::sync::atomic::Ordering::Relaxed);
-    eprintln!("{compiled} of {generated} generated toggles compiled");
-    assert!(compiled * 4 >= generated, "{compiled} of {generated}");
+    let generated = GENERATED.load(Relaxed);
+    let compiled = COMPILED.load(Relaxed);
+    let (answers, enabled, variants) = (
+        ANSWERS.load(Relaxed),
+        ENABLED.load(Relaxed),
+        WITH_VARIANT.load(Relaxed),
+    );
+    eprintln!(
+        "{compiled} of {generated} generated toggles compiled; {answers} compiled answers \
+         compared, {enabled} on, {variants} with a variant"
+    );
+    assert!(compiled * 2 >= generated, "{compiled} of {generated}");
+    assert!(enabled * 7 >= answers && variants * 10 >= answers);
 }
 
 /// The load test's toggles (loadtest/frontend.py `document()`) all compile and answer as
