@@ -113,6 +113,8 @@ pub struct EnvironmentEngine {
     engine: EngineState,
     /// Flagpole's evaluator, for every toggle it compiles.
     compiled: CompiledToggles,
+    /// What compiling `compiled` took (part of the whole build, for the log).
+    pub own_compile: std::time::Duration,
     /// For each of `toggles`, its index in `compiled`.
     compiled_index: Vec<Option<usize>>,
     /// By name.
@@ -181,7 +183,9 @@ impl EnvironmentEngine {
     ) -> Result<Self, serde_json::Error> {
         let features: ClientFeatures = serde_json::from_slice(&input.json)?;
         let reads_remote_address = input.mentions_remote_address();
+        let started = std::time::Instant::now();
         let compiled = CompiledToggles::build(&features);
+        let own_compile = started.elapsed();
         let engine = EngineState::default();
         if let Some(warnings) = engine.apply_client_features(features) {
             for warning in warnings {
@@ -211,6 +215,7 @@ impl EnvironmentEngine {
             reads_remote_address,
             engine,
             compiled,
+            own_compile,
             compiled_index,
             toggles,
             index,

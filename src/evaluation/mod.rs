@@ -203,6 +203,7 @@ impl Evaluator {
                                 input_bytes,
                                 input_ms = (input_seconds * 1000.0).round(),
                                 compile_ms = (seconds * 1000.0).round(),
+                                own_compile_ms = engine.own_compile.as_secs_f64() * 1000.0,
                                 compiled,
                                 left_to_yggdrasil,
                                 "evaluation engine built"
