@@ -1,4 +1,5 @@
-//! `EnvironmentEngine`: one environment's toggles compiled by `unleash-yggdrasil`, with what the
+//! `EnvironmentEngine`: one environment's toggles compiled by Flagpole's own evaluator
+//! (`compiled`), with `unleash-yggdrasil` for the toggles it leaves alone, and what the
 //! answers need to know of each toggle without evaluating it (project, impression data,
 //! whether its variants carry payloads, whether it is a plain rollout).
 //!
@@ -17,6 +18,7 @@ use crate::domain::config_state::ConfigState;
 use crate::domain::toggle::Toggle;
 use crate::domain::views::{ClientSegment, ClientToggle, SegmentForm};
 
+use super::compiled::{CompiledToggles, CompiledVariant};
 use super::volatility::Volatility;
 
 /// The name an engine is built under for an environment the registry does not hold: every
@@ -43,9 +45,56 @@ pub struct ToggleFacts {
 
 /// One toggle's evaluation: whether it is on for the context, and its variant.
 #[derive(Debug, Clone)]
-pub struct Evaluation {
+pub struct Evaluation<'e> {
     pub enabled: bool,
-    pub variant: ExtendedVariantDef,
+    pub variant: Variant<'e>,
+}
+
+/// A chosen variant, borrowed from the compiled toggle, or yggdrasil's.
+#[derive(Debug, Clone)]
+pub enum Variant<'e> {
+    /// No variant: `disabled`, not enabled, no payload.
+    Disabled,
+    Compiled(&'e CompiledVariant),
+    Engine(ExtendedVariantDef),
+}
+
+impl Variant<'_> {
+    /// The variant's name (`disabled` when none).
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Disabled => "disabled",
+            Self::Compiled(v) => &v.name,
+            Self::Engine(v) => &v.name,
+        }
+    }
+
+    /// Whether a variant was chosen.
+    pub fn enabled(&self) -> bool {
+        match self {
+            Self::Disabled => false,
+            Self::Compiled(_) => true,
+            Self::Engine(v) => v.enabled,
+        }
+    }
+
+    /// The variant's payload.
+    pub fn payload(&self) -> Option<&Payload> {
+        match self {
+            Self::Disabled => None,
+            Self::Compiled(v) => v.payload.as_ref(),
+            Self::Engine(v) => v.payload.as_ref(),
+        }
+    }
+
+    /// Whether this is the `disabled` variant (no variant chosen).
+    pub fn is_disabled(&self) -> bool {
+        match self {
+            Self::Disabled => true,
+            Self::Compiled(_) => false,
+            Self::Engine(v) => v.name == "disabled" && !v.enabled && v.payload.is_none(),
+        }
+    }
 }
 
 /// One environment's compiled toggles at one configuration version.
@@ -60,7 +109,14 @@ pub struct EnvironmentEngine {
     /// Whether any answer can depend on the context's `remoteAddress`: when not, a request
     /// without one is not given the caller's address (it would change the ETag only).
     pub reads_remote_address: bool,
+    /// yggdrasil, for the toggles `compiled` leaves to it (and the playground's checks).
     engine: EngineState,
+    /// Flagpole's evaluator, for every toggle it compiles.
+    compiled: CompiledToggles,
+    /// What compiling `compiled` took (part of the whole build, for the log).
+    pub own_compile: std::time::Duration,
+    /// For each of `toggles`, its index in `compiled`.
+    compiled_index: Vec<Option<usize>>,
     /// By name.
     toggles: Vec<ToggleFacts>,
     index: HashMap<String, usize>,
@@ -127,6 +183,9 @@ impl EnvironmentEngine {
     ) -> Result<Self, serde_json::Error> {
         let features: ClientFeatures = serde_json::from_slice(&input.json)?;
         let reads_remote_address = input.mentions_remote_address();
+        let started = std::time::Instant::now();
+        let compiled = CompiledToggles::build(&features);
+        let own_compile = started.elapsed();
         let engine = EngineState::default();
         if let Some(warnings) = engine.apply_client_features(features) {
             for warning in warnings {
@@ -148,12 +207,16 @@ impl EnvironmentEngine {
             .enumerate()
             .map(|(i, t)| (t.name.clone(), i))
             .collect();
+        let compiled_index = toggles.iter().map(|t| compiled.index_of(&t.name)).collect();
         Ok(Self {
             environment: environment.to_string(),
             digest: input.digest,
             volatility: Volatility::of(state, environment),
             reads_remote_address,
             engine,
+            compiled,
+            own_compile,
+            compiled_index,
             toggles,
             index,
         })
@@ -169,19 +232,67 @@ impl EnvironmentEngine {
         self.index.get(name).map(|&i| &self.toggles[i])
     }
 
+    /// How many toggles Flagpole's evaluator compiled and how many are left to yggdrasil.
+    pub fn compiled_counts(&self) -> (usize, usize) {
+        self.compiled.counts()
+    }
+
+    /// The index in `toggles()` of the toggle `name`.
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.index.get(name).copied()
+    }
+
     /// Evaluates the toggle `name` for `context`: one pass gives both whether it is on and
-    /// its variant (the engine's `get_variant` reports `feature_enabled`).
-    pub fn evaluate(&self, name: &str, context: &Context) -> Evaluation {
+    /// its variant.
+    pub fn evaluate(&self, name: &str, context: &Context) -> Evaluation<'_> {
+        match self.index.get(name) {
+            Some(&at) => self.evaluate_at(at, context),
+            None => self.evaluate_with_yggdrasil(name, context),
+        }
+    }
+
+    /// Evaluates the toggle at `at` in `toggles()` for `context`: compiled when it is, else
+    /// by yggdrasil (same answers either way).
+    pub fn evaluate_at(&self, at: usize, context: &Context) -> Evaluation<'_> {
+        let verdict = self
+            .compiled_index
+            .get(at)
+            .copied()
+            .flatten()
+            .and_then(|i| self.compiled.evaluate(i, context));
+        match verdict {
+            Some(verdict) => Evaluation {
+                enabled: verdict.enabled,
+                variant: verdict.variant.map_or(Variant::Disabled, Variant::Compiled),
+            },
+            None => match self.toggles.get(at) {
+                Some(facts) => self.evaluate_with_yggdrasil(&facts.name, context),
+                None => Evaluation {
+                    enabled: false,
+                    variant: Variant::Disabled,
+                },
+            },
+        }
+    }
+
+    /// Evaluates the toggle `name` with yggdrasil alone (the reference the compiled path is
+    /// tested against).
+    pub fn evaluate_with_yggdrasil(&self, name: &str, context: &Context) -> Evaluation<'_> {
         let variant = self.engine.get_variant(name, context, &None);
         Evaluation {
             enabled: variant.feature_enabled,
-            variant,
+            variant: Variant::Engine(variant),
         }
     }
 
     /// Whether the toggle `name` is on for `context` (without choosing a variant).
     pub fn is_enabled(&self, name: &str, context: &Context) -> bool {
-        self.engine.is_enabled(name, context, &None)
+        let compiled = self
+            .index
+            .get(name)
+            .and_then(|&at| self.compiled_index.get(at).copied().flatten())
+            .and_then(|i| self.compiled.is_enabled(i, context));
+        compiled.unwrap_or_else(|| self.engine.is_enabled(name, context, &None))
     }
 }
 

@@ -2,14 +2,12 @@
 //! for a context, each with its variant, and the ETag that names an answer before it is
 //! computed.
 
+use super::context::EvaluationContext;
+use super::engine::{EnvironmentEngine, Variant};
 use base64::Engine as _;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use unleash_types::client_features::Context;
-use unleash_yggdrasil::ExtendedVariantDef;
-
-use super::context::EvaluationContext;
-use super::engine::EnvironmentEngine;
 
 /// What an answer is for: the environment and the projects the caller's token sees.
 #[derive(Debug, Clone, Copy)]
@@ -207,8 +205,12 @@ pub fn answer_json(engine: &EnvironmentEngine, scope: &Scope<'_>, context: &Cont
     let mut out = Vec::with_capacity(64 + engine.toggles().len() * 96);
     out.extend_from_slice(br#"{"toggles":["#);
     let mut first = true;
-    for facts in engine.toggles().iter().filter(|f| scope.sees(&f.project)) {
-        let evaluation = engine.evaluate(&facts.name, context);
+    for (at, facts) in engine.toggles().iter().enumerate() {
+        // Off in the environment: never listed, whatever the context (nothing to evaluate).
+        if !facts.on_in_environment || !scope.sees(&facts.project) {
+            continue;
+        }
+        let evaluation = engine.evaluate_at(at, context);
         if !evaluation.enabled {
             continue;
         }
@@ -217,12 +219,14 @@ pub fn answer_json(engine: &EnvironmentEngine, scope: &Scope<'_>, context: &Cont
         }
         first = false;
         out.extend_from_slice(&facts.frontend_prefix);
-        let variant = evaluation.variant;
-        if variant.name == "disabled" && !variant.enabled && variant.payload.is_none() {
-            out.extend_from_slice(DISABLED_VARIANT);
-        } else {
-            // Serialising plain data into a Vec cannot fail.
-            let _ = serde_json::to_writer(&mut out, &FrontendVariant::on(variant));
+        match &evaluation.variant {
+            variant if variant.is_disabled() => out.extend_from_slice(DISABLED_VARIANT),
+            // Written once when the toggle was compiled.
+            Variant::Compiled(variant) => out.extend_from_slice(&variant.frontend_json),
+            variant => {
+                // Serialising plain data into a Vec cannot fail.
+                let _ = serde_json::to_writer(&mut out, &FrontendVariant::on(variant));
+            }
         }
         out.extend_from_slice(entry_suffix(facts.impression_data));
     }
@@ -232,13 +236,13 @@ pub fn answer_json(engine: &EnvironmentEngine, scope: &Scope<'_>, context: &Cont
 
 impl FrontendVariant {
     /// The variant the engine chose for a toggle that is on.
-    fn on(variant: ExtendedVariantDef) -> Self {
+    fn on(variant: &Variant<'_>) -> Self {
         Self {
-            name: variant.name,
-            enabled: variant.enabled,
-            payload: variant.payload.map(|p| FrontendPayload {
-                kind: p.payload_type,
-                value: p.value,
+            name: variant.name().to_string(),
+            enabled: variant.enabled(),
+            payload: variant.payload().map(|p| FrontendPayload {
+                kind: p.payload_type.clone(),
+                value: p.value.clone(),
             }),
             feature_enabled: true,
             feature_enabled_camel: true,
@@ -258,7 +262,7 @@ pub fn answer(engine: &EnvironmentEngine, scope: &Scope<'_>, context: &Context) 
             evaluation.enabled.then(|| FrontendToggle {
                 name: facts.name.clone(),
                 enabled: true,
-                variant: FrontendVariant::on(evaluation.variant),
+                variant: FrontendVariant::on(&evaluation.variant),
                 impression_data: facts.impression_data,
                 impression_data_snake: facts.impression_data,
             })

@@ -77,26 +77,26 @@ pub fn evaluate(
     context: &Context,
 ) -> OfrepEvaluation {
     let evaluation = engine.evaluate(&facts.name, context);
-    let variant = evaluation.variant;
+    let variant = &evaluation.variant;
     let mut metadata = Map::new();
     metadata.insert("enabled".into(), Value::Bool(evaluation.enabled));
     metadata.insert("project".into(), Value::String(facts.project.clone()));
     metadata.insert("impressionData".into(), Value::Bool(facts.impression_data));
-    if let Some(payload) = &variant.payload {
+    if let Some(payload) = variant.payload() {
         metadata.insert(
             "payloadType".into(),
             Value::String(payload.payload_type.clone()),
         );
         metadata.insert("payloadValue".into(), Value::String(payload.value.clone()));
     }
-    let value = match (facts.has_payloads, &variant.payload) {
+    let value = match (facts.has_payloads, variant.payload()) {
         (false, _) => Some(Value::Bool(evaluation.enabled)),
         (true, Some(payload)) if evaluation.enabled => Some(typed_payload(payload)),
         (true, _) => None,
     };
     let reason = if !facts.on_in_environment {
         "DISABLED"
-    } else if evaluation.enabled && variant.enabled {
+    } else if evaluation.enabled && variant.enabled() {
         "SPLIT"
     } else if facts.static_rollout {
         "STATIC"
@@ -107,7 +107,7 @@ pub fn evaluate(
         key: facts.name.clone(),
         value,
         reason,
-        variant: variant.name,
+        variant: variant.name().to_string(),
         metadata,
     }
 }

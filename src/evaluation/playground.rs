@@ -258,11 +258,11 @@ pub fn explain(
                     && !evaluation.enabled
                     && !toggle.dependencies.is_empty(),
                 variant: PlaygroundVariant {
-                    name: variant.name,
-                    enabled: variant.enabled,
-                    payload: variant.payload.map(|p| FrontendPayload {
-                        kind: p.payload_type,
-                        value: p.value,
+                    name: variant.name().to_string(),
+                    enabled: variant.enabled(),
+                    payload: variant.payload().map(|p| FrontendPayload {
+                        kind: p.payload_type.clone(),
+                        value: p.value.clone(),
                     }),
                 },
                 strategies: PlaygroundStrategies {

@@ -1,0 +1,270 @@
+//! Flagpole's own evaluator: each toggle of an environment compiled from its client form into
+//! plain data (strategies, constraints, variants, dependencies) and evaluated without the
+//! allocations, name lookups and closure trees of unleash-yggdrasil's per-call path, with
+//! exactly its answers (the differential tests in `tests.rs` compare the two).
+//!
+//! A toggle whose shape is not compiled here (see `text` for what does not survive
+//! yggdrasil's rule text unchanged, `strategies` and `variants` for the rest) is `None`: the
+//! engine asks yggdrasil for it, so answers never depend on which path took them.
+
+mod constraints;
+mod context;
+pub mod hashing;
+mod strategies;
+#[cfg(test)]
+mod tests;
+mod text;
+mod variants;
+
+use std::collections::HashMap;
+
+use unleash_types::client_features::{ClientFeature, ClientFeatures, Context, Segment};
+
+use strategies::{CompiledStrategy, NotCompiled};
+pub use variants::CompiledVariant;
+use variants::VariantSet;
+
+/// A set of texts looked up per request (user ids, `IN` lists): a fast hasher, as nothing in
+/// it comes from a caller.
+type TextSet = std::collections::HashSet<Box<str>, foldhash::fast::RandomState>;
+
+/// What decides a toggle that is on in the environment.
+#[derive(Debug)]
+enum Strategies {
+    /// yggdrasil cannot write its rule (a dangling segment, an unknown operator): never on,
+    /// though its variants still answer a dependency's variant check.
+    Unwritable,
+    /// None: always on. Else the first that holds decides (and gives its variants).
+    List(Vec<CompiledStrategy>),
+}
+
+/// A dependency on a parent toggle.
+#[derive(Debug)]
+struct Dependency {
+    /// The parent's index; `None`: no such toggle (never satisfied).
+    parent: Option<usize>,
+    enabled: bool,
+    variants: Option<Vec<String>>,
+}
+
+/// One compiled toggle.
+#[derive(Debug)]
+pub struct CompiledToggle {
+    name: Box<str>,
+    enabled: bool,
+    strategies: Strategies,
+    variants: VariantSet,
+    dependencies: Vec<Dependency>,
+}
+
+/// A compiled answer: whether the toggle is on and, when it is, its variant (`None`: the
+/// `disabled` variant).
+#[derive(Debug, Clone, Copy)]
+pub struct Verdict<'e> {
+    pub enabled: bool,
+    pub variant: Option<&'e CompiledVariant>,
+}
+
+const OFF: Verdict<'static> = Verdict {
+    enabled: false,
+    variant: None,
+};
+
+/// The compiled toggles of one environment, in the order of the input's features.
+#[derive(Debug, Default)]
+pub struct CompiledToggles {
+    toggles: Vec<Option<CompiledToggle>>,
+    by_name: HashMap<Box<str>, usize>,
+}
+
+impl CompiledToggles {
+    /// Compiles every toggle of `features` it can (`None` for the others).
+    pub fn build(features: &ClientFeatures) -> Self {
+        let segments: HashMap<i32, &Segment> = features
+            .segments
+            .iter()
+            .flatten()
+            .map(|s| (s.id, s))
+            .collect();
+        let by_name: HashMap<Box<str>, usize> = features
+            .features
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.name.as_str().into(), i))
+            .collect();
+        let mut toggles: Vec<Option<CompiledToggle>> = features
+            .features
+            .iter()
+            .map(|feature| CompiledToggle::compile(feature, &segments, &by_name))
+            .collect();
+        // A parent must be compiled for its child to be: repeated until nothing changes (a
+        // parent left to yggdrasil leaves its children, and theirs, to it too).
+        loop {
+            let missing: Vec<usize> = (0..toggles.len())
+                .filter(|&i| {
+                    toggles[i].as_ref().is_some_and(|t| {
+                        t.dependencies
+                            .iter()
+                            .filter_map(|d| d.parent)
+                            .any(|p| toggles[p].is_none())
+                    })
+                })
+                .collect();
+            if missing.is_empty() {
+                break;
+            }
+            for i in missing {
+                toggles[i] = None;
+            }
+        }
+        Self { toggles, by_name }
+    }
+
+    /// The index of the toggle `name`.
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
+    /// How many toggles are compiled and how many are left to yggdrasil.
+    pub fn counts(&self) -> (usize, usize) {
+        let compiled = self.toggles.iter().filter(|t| t.is_some()).count();
+        (compiled, self.toggles.len() - compiled)
+    }
+
+    /// The toggle at `index` for `context`; `None` when it is not compiled.
+    pub fn evaluate(&self, index: usize, context: &Context) -> Option<Verdict<'_>> {
+        let toggle = self.toggles.get(index)?.as_ref()?;
+        // Off in the environment: nothing else is looked at.
+        if !toggle.enabled || !self.dependencies_met(toggle, context) {
+            return Some(OFF);
+        }
+        let variants = match &toggle.strategies {
+            Strategies::Unwritable => return Some(OFF),
+            Strategies::List(list) if list.is_empty() => &toggle.variants,
+            Strategies::List(list) => match list.iter().find(|s| s.holds(context, &toggle.name)) {
+                Some(strategy) => strategy
+                    .variants
+                    .as_ref()
+                    .filter(|v| !v.is_empty())
+                    .unwrap_or(&toggle.variants),
+                None => return Some(OFF),
+            },
+        };
+        Some(Verdict {
+            enabled: true,
+            variant: variants.choose(context),
+        })
+    }
+
+    /// Whether the toggle at `index` is on for `context`; `None` when it is not compiled.
+    pub fn is_enabled(&self, index: usize, context: &Context) -> Option<bool> {
+        let toggle = self.toggles.get(index)?.as_ref()?;
+        Some(
+            toggle.enabled
+                && self.dependencies_met(toggle, context)
+                && toggle.strategies_hold(context, &toggle.name),
+        )
+    }
+
+    /// Whether every dependency of `child` is met, as yggdrasil checks them: the parent
+    /// exists and has no dependencies itself, its variant (chosen whether or not it is on) is
+    /// one of those named, and it is on or off as asked. The parent is evaluated as part of
+    /// the child (a rollout without a group id hashes with the child's name).
+    fn dependencies_met(&self, child: &CompiledToggle, context: &Context) -> bool {
+        child.dependencies.iter().all(|dependency| {
+            let Some(parent) = dependency
+                .parent
+                .and_then(|p| self.toggles.get(p))
+                .and_then(Option::as_ref)
+            else {
+                return false;
+            };
+            if !parent.dependencies.is_empty() {
+                return false;
+            }
+            let parent_enabled = parent.enabled && parent.strategies_hold(context, &child.name);
+            let parent_variant = parent.variant_by_strategies(context, &child.name);
+            if let (Some(expected), Some(actual)) = (&dependency.variants, parent_variant) {
+                if !expected.is_empty() && !expected.iter().any(|v| **v == *actual.name) {
+                    return false;
+                }
+            }
+            parent_enabled == dependency.enabled
+        })
+    }
+}
+
+impl CompiledToggle {
+    fn compile(
+        feature: &ClientFeature,
+        segments: &HashMap<i32, &Segment>,
+        by_name: &HashMap<Box<str>, usize>,
+    ) -> Option<Self> {
+        let mut list = Vec::new();
+        let mut unwritable = false;
+        let mut unsupported = false;
+        for strategy in feature.strategies.iter().flatten() {
+            match CompiledStrategy::compile(strategy, segments, &feature.name) {
+                Ok(compiled) => list.push(compiled),
+                Err(NotCompiled::ToggleOff) => unwritable = true,
+                Err(NotCompiled::Unsupported) => unsupported = true,
+            }
+        }
+        let strategies = match (unwritable, unsupported) {
+            (true, _) => Strategies::Unwritable,
+            (false, true) => return None,
+            (false, false) => Strategies::List(list),
+        };
+        let variants = VariantSet::of_toggle(
+            &feature.name,
+            feature.variants.as_deref().unwrap_or_default(),
+        )?;
+        let dependencies = feature
+            .dependencies
+            .iter()
+            .flatten()
+            .map(|d| Dependency {
+                parent: by_name.get(d.feature.as_str()).copied(),
+                enabled: d.enabled.unwrap_or(true),
+                variants: d.variants.clone(),
+            })
+            .collect();
+        Some(Self {
+            name: feature.name.as_str().into(),
+            enabled: feature.enabled,
+            strategies,
+            variants,
+            dependencies,
+        })
+    }
+
+    /// Whether the toggle's strategies let it on (none: on), for `toggle_name`'s evaluation.
+    fn strategies_hold(&self, context: &Context, toggle_name: &str) -> bool {
+        match &self.strategies {
+            Strategies::Unwritable => false,
+            Strategies::List(list) => {
+                list.is_empty() || list.iter().any(|s| s.holds(context, toggle_name))
+            }
+        }
+    }
+
+    /// The variant yggdrasil's dependency check sees: that of the first strategy that holds
+    /// (if it has variants), else the toggle's — whether or not the toggle is on.
+    fn variant_by_strategies(
+        &self,
+        context: &Context,
+        toggle_name: &str,
+    ) -> Option<&CompiledVariant> {
+        let matched = match &self.strategies {
+            Strategies::Unwritable => None,
+            Strategies::List(list) => list.iter().find(|s| s.holds(context, toggle_name)),
+        };
+        match matched
+            .and_then(|s| s.variants.as_ref())
+            .filter(|v| !v.is_empty())
+        {
+            Some(variants) => variants.choose(context),
+            None => self.variants.choose(context),
+        }
+    }
+}
