@@ -192,8 +192,14 @@ for n in $TOGGLE_COUNTS; do
   echo "$n peak_rss_kib $(awk '/VmHWM/{print $2}' "/proc/$FP_PID/status")" >> "$OUT/results.txt"
   python3 "$HERE/frontend.py" propagation "$URL" 20 | sed "s/^/$n toggles: /" | tee -a "$OUT/propagation.txt" >&2
   grep 'evaluation engine built' "$OUT/flagpole.log" | tail -1 | sed "s/^/$n toggles: /" >> "$OUT/builds.txt" || true
+done
+# The peers after every flagpole round, so that none runs beside flagpole's (Unleash and its
+# PostgreSQL stay up from one size to the next, and their timers take CPU while idle).
+stop "$FP_PID"; FP_PID=""
+for n in $TOGGLE_COUNTS; do
   for peer in $PEERS; do "${peer}_round" "$n"; done
 done
+stop "$UNLEASH_PID"; UNLEASH_PID=""; stop "$PG_PID"; PG_PID=""
 
 # What one engine build costs at BUILD_TOGGLES toggles (first build, then one after a change).
 one_replica "$BUILD_TOGGLES"
