@@ -18,7 +18,7 @@ use crate::domain::config_state::ConfigState;
 use crate::domain::toggle::Toggle;
 use crate::domain::views::{ClientSegment, ClientToggle, SegmentForm};
 
-use super::compiled::{CompiledToggles, CompiledVariant};
+use super::compiled::{drop_unweighable_variants, CompiledToggles, CompiledVariant};
 use super::volatility::Volatility;
 
 /// The name an engine is built under for an environment the registry does not hold: every
@@ -181,7 +181,8 @@ impl EnvironmentEngine {
         state: &ConfigState,
         input: EngineInput,
     ) -> Result<Self, serde_json::Error> {
-        let features: ClientFeatures = serde_json::from_slice(&input.json)?;
+        let mut features: ClientFeatures = serde_json::from_slice(&input.json)?;
+        drop_unweighable_variants(&mut features);
         let reads_remote_address = input.mentions_remote_address();
         let started = std::time::Instant::now();
         let compiled = CompiledToggles::build(&features);

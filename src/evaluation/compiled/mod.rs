@@ -22,11 +22,31 @@ use unleash_types::client_features::{ClientFeature, ClientFeatures, Context, Seg
 
 use strategies::{CompiledStrategy, NotCompiled};
 pub use variants::CompiledVariant;
-use variants::VariantSet;
+use variants::{weighable, VariantSet};
 
 /// A set of texts looked up per request (user ids, `IN` lists): a fast hasher, as nothing in
 /// it comes from a caller.
 type TextSet = std::collections::HashSet<Box<str>, foldhash::fast::RandomState>;
+
+/// Drops every variant list (a toggle's or a strategy's) that is not `weighable`, so that
+/// yggdrasil, which panics on them, is never fed one: such a list answers no variant (a
+/// strategy's then falls back to the toggle's, as an empty one does), as the compiled path.
+pub fn drop_unweighable_variants(features: &mut ClientFeatures) {
+    for feature in &mut features.features {
+        if let Some(variants) = &feature.variants {
+            if !variants.is_empty() && !weighable(variants.iter().map(|v| v.weight)) {
+                feature.variants = None;
+            }
+        }
+        for strategy in feature.strategies.iter_mut().flatten() {
+            if let Some(variants) = &strategy.variants {
+                if !variants.is_empty() && !weighable(variants.iter().map(|v| v.weight)) {
+                    strategy.variants = None;
+                }
+            }
+        }
+    }
+}
 
 /// What decides a toggle that is on in the environment.
 #[derive(Debug)]
@@ -218,7 +238,7 @@ impl CompiledToggle {
         let variants = VariantSet::of_toggle(
             &feature.name,
             feature.variants.as_deref().unwrap_or_default(),
-        )?;
+        );
         let dependencies = feature
             .dependencies
             .iter()
