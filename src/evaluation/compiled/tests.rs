@@ -364,6 +364,7 @@ fn assert_same(document: &Value, contexts: &[Context]) -> Result<usize, TestCase
     } else {
         String::from("(the benchmark's toggles)")
     };
+    let sticks_to_user_id = document.to_string().contains(r#""stickiness":"userId""#);
     for (index, feature) in features.features.iter().enumerate() {
         for context in contexts {
             let got = |compiled: &CompiledToggles| -> Option<Answer> {
@@ -389,9 +390,15 @@ fn assert_same(document: &Value, contexts: &[Context]) -> Result<usize, TestCase
             };
             let expected = want();
             let whole = context.user_id.is_some() && context.session_id.is_some();
-            if !whole {
-                // A stickiness on a missing field is left to chance: compared only where
-                // neither side gives two answers in 16 tries.
+            // A stickiness on a missing field is left to chance: then compared only where
+            // neither side gives two answers in 16 tries. With `sessionId` alone, only a
+            // `userId` stickiness is (the default one must read `sessionId`).
+            let chance = match (context.user_id.is_some(), context.session_id.is_some()) {
+                (true, true) => false,
+                (false, true) => sticks_to_user_id,
+                _ => true,
+            };
+            if chance {
                 let random = (0..16).any(|_| want() != expected)
                     || (0..16).any(|_| got(&compiled).as_ref() != Some(&answer));
                 if random {
