@@ -9,7 +9,7 @@
 
 mod constraints;
 mod context;
-pub mod hashing;
+mod hashing;
 mod strategies;
 #[cfg(test)]
 mod tests;
@@ -24,8 +24,9 @@ use strategies::{CompiledStrategy, NotCompiled};
 pub use variants::CompiledVariant;
 use variants::{weighable, VariantSet};
 
-/// A set of texts looked up per request (user ids, `IN` lists): a fast hasher, as nothing in
-/// it comes from a caller.
+/// A set of texts looked up per request (user ids, `IN` lists): a fast hasher, as its texts
+/// come from the configuration, never from a caller (whose values are only looked up, which
+/// cannot crowd a bucket), and foldhash seeds each set at random.
 type TextSet = std::collections::HashSet<Box<str>, foldhash::fast::RandomState>;
 
 /// Drops every variant list (a toggle's or a strategy's) that is not `weighable`, so that
@@ -145,6 +146,12 @@ impl CompiledToggles {
         self.by_name.get(name).copied()
     }
 
+    /// Whether the toggle `name` exists and is compiled.
+    pub fn is_compiled(&self, name: &str) -> bool {
+        self.index_of(name)
+            .is_some_and(|i| self.toggles.get(i).is_some_and(Option::is_some))
+    }
+
     /// How many toggles are compiled and how many are left to yggdrasil.
     pub fn counts(&self) -> (usize, usize) {
         let compiled = self.toggles.iter().filter(|t| t.is_some()).count();
@@ -177,6 +184,7 @@ impl CompiledToggles {
     }
 
     /// Whether the toggle at `index` is on for `context`; `None` when it is not compiled.
+    #[cfg(test)]
     pub fn is_enabled(&self, index: usize, context: &Context) -> Option<bool> {
         let toggle = self.toggles.get(index)?.as_ref()?;
         Some(
