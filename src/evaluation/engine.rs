@@ -7,7 +7,7 @@
 //! (`ClientToggle`, segments by reference), plus the toggle's project, so that it evaluates
 //! exactly what an SDK polling that environment would.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -18,7 +18,7 @@ use crate::domain::config_state::ConfigState;
 use crate::domain::toggle::Toggle;
 use crate::domain::views::{ClientSegment, ClientToggle, SegmentForm};
 
-use super::compiled::{CompiledToggles, CompiledVariant};
+use super::compiled::{drop_unweighable_variants, CompiledToggles, CompiledVariant};
 use super::volatility::Volatility;
 
 /// The name an engine is built under for an environment the registry does not hold: every
@@ -181,11 +181,29 @@ impl EnvironmentEngine {
         state: &ConfigState,
         input: EngineInput,
     ) -> Result<Self, serde_json::Error> {
-        let features: ClientFeatures = serde_json::from_slice(&input.json)?;
+        let mut features: ClientFeatures = serde_json::from_slice(&input.json)?;
+        drop_unweighable_variants(&mut features);
         let reads_remote_address = input.mentions_remote_address();
         let started = std::time::Instant::now();
         let compiled = CompiledToggles::build(&features);
         let own_compile = started.elapsed();
+        // yggdrasil answers only the toggles not compiled: it is fed those, the parents they
+        // depend on, and the segments (a name it does not hold answers `disabled` either way).
+        let mut needed: HashSet<&str> = HashSet::new();
+        for feature in &features.features {
+            if !compiled.is_compiled(&feature.name) {
+                needed.insert(&feature.name);
+                needed.extend(
+                    feature
+                        .dependencies
+                        .iter()
+                        .flatten()
+                        .map(|d| d.feature.as_str()),
+                );
+            }
+        }
+        let needed: HashSet<String> = needed.into_iter().map(str::to_string).collect();
+        features.features.retain(|f| needed.contains(&f.name));
         let engine = EngineState::default();
         if let Some(warnings) = engine.apply_client_features(features) {
             for warning in warnings {
@@ -237,11 +255,6 @@ impl EnvironmentEngine {
         self.compiled.counts()
     }
 
-    /// The index in `toggles()` of the toggle `name`.
-    pub fn index_of(&self, name: &str) -> Option<usize> {
-        self.index.get(name).copied()
-    }
-
     /// Evaluates the toggle `name` for `context`: one pass gives both whether it is on and
     /// its variant.
     pub fn evaluate(&self, name: &str, context: &Context) -> Evaluation<'_> {
@@ -275,24 +288,14 @@ impl EnvironmentEngine {
         }
     }
 
-    /// Evaluates the toggle `name` with yggdrasil alone (the reference the compiled path is
-    /// tested against).
-    pub fn evaluate_with_yggdrasil(&self, name: &str, context: &Context) -> Evaluation<'_> {
+    /// Evaluates the toggle `name` with yggdrasil, which holds only the toggles not compiled
+    /// (and their parents).
+    fn evaluate_with_yggdrasil(&self, name: &str, context: &Context) -> Evaluation<'_> {
         let variant = self.engine.get_variant(name, context, &None);
         Evaluation {
             enabled: variant.feature_enabled,
             variant: Variant::Engine(variant),
         }
-    }
-
-    /// Whether the toggle `name` is on for `context` (without choosing a variant).
-    pub fn is_enabled(&self, name: &str, context: &Context) -> bool {
-        let compiled = self
-            .index
-            .get(name)
-            .and_then(|&at| self.compiled_index.get(at).copied().flatten())
-            .and_then(|i| self.compiled.is_enabled(i, context));
-        compiled.unwrap_or_else(|| self.engine.is_enabled(name, context, &None))
     }
 }
 

@@ -3,16 +3,17 @@
 //! the replica and helpers are `frontend.rs`'.
 
 use reqwest::Method;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::auth::create_token;
 use crate::common::{send, Backend, Reply};
 use crate::conformance;
-use crate::frontend::{post_raw, start};
+use crate::frontend::{admin, get, post_raw, start};
 
 conformance!(
     ofrep_evaluates_one_flag_and_all_flags,
     ofrep_errors_carry_key_code_and_details,
+    unweighable_variants_answer_on_without_a_variant,
 );
 
 async fn ofrep_evaluates_one_flag_and_all_flags(backend: &Backend) {
@@ -147,4 +148,99 @@ async fn ofrep_errors_carry_key_code_and_details(backend: &Backend) {
     assert_eq!(reply.json["reason"], "DISABLED", "off in development");
     let bulk = post_raw(&app, "/ofrep/v1/evaluate/flags", Some(&token), "[", &[]).await;
     check(&bulk, 400, "", "PARSE_ERROR");
+}
+
+/// Variants whose weights are all zero or overflow (a toggle's or a strategy's; negative ones
+/// are refused on import)
+/// answer the toggle on with no variant — on the frontend API, OFREP (one flag and bulk) and
+/// the playground — where yggdrasil would panic and drop the connection.
+async fn unweighable_variants_answer_on_without_a_variant(backend: &Backend) {
+    let (app, token) = start(backend).await;
+    let document = json!({"version": 2, "features": [
+        {"name": "zw", "enabled": true, "strategies": [{"name": "default"}],
+         "variants": [{"name": "a", "weight": 0, "stickiness": "default"}]},
+        {"name": "zo", "enabled": true, "strategies": [{"name": "default"}],
+         "variants": [{"name": "a", "weight": 2_147_483_647, "stickiness": "default"},
+                      {"name": "b", "weight": 2_147_483_647, "stickiness": "default"},
+                      {"name": "c", "weight": 2_147_483_647, "stickiness": "default"}]},
+        {"name": "zs", "enabled": true, "strategies": [{"name": "flexibleRollout",
+            "parameters": {"rollout": "100", "stickiness": "default", "groupId": "zs"},
+            "variants": [{"name": "s", "weight": 0, "weightType": "variable",
+                          "stickiness": "default"}]}]},
+    ]});
+    admin(
+        &app,
+        Method::POST,
+        "/api/admin/state/import?environment=default&drop=true",
+        Some(document),
+    )
+    .await
+    .expect(202);
+    let names = ["zw", "zo", "zs"];
+    for context in ["userId=1", "sessionId=s1", "appName=web"] {
+        let answer = get(&app, &format!("/api/frontend?{context}"), Some(&token), &[])
+            .await
+            .expect(200);
+        let toggles = answer.json["toggles"].as_array().expect("toggles");
+        assert_eq!(toggles.len(), names.len(), "{}", answer.json);
+        for toggle in toggles {
+            assert_eq!(toggle["enabled"], true, "{toggle}");
+            assert_eq!(toggle["variant"]["name"], "disabled", "{toggle}");
+            assert_eq!(toggle["variant"]["enabled"], false, "{toggle}");
+        }
+    }
+    for name in names {
+        let path = format!("/ofrep/v1/evaluate/flags/{name}");
+        for body in [r#"{"context":{"targetingKey":"1"}}"#, r#"{"context":{}}"#] {
+            let reply = post_raw(&app, &path, Some(&token), body, &[])
+                .await
+                .expect(200);
+            assert_eq!(reply.json["value"], true, "{name}: {}", reply.json);
+            assert_eq!(reply.json["variant"], "disabled", "{name}: {}", reply.json);
+        }
+    }
+    let bulk = post_raw(
+        &app,
+        "/ofrep/v1/evaluate/flags",
+        Some(&token),
+        r#"{"context":{"targetingKey":"1"}}"#,
+        &[],
+    )
+    .await
+    .expect(200);
+    // The first document's toggles stay, off in `default`.
+    let ours = |entries: &[Value], key: &str| -> Vec<Value> {
+        entries
+            .iter()
+            .filter(|e| e[key].as_str().is_some_and(|k| names.contains(&k)))
+            .cloned()
+            .collect()
+    };
+    let flags = ours(bulk.json["flags"].as_array().expect("flags"), "key");
+    assert_eq!(flags.len(), names.len(), "{}", bulk.json);
+    for flag in flags {
+        assert_eq!(
+            (flag["value"].clone(), flag["variant"].clone()),
+            (json!(true), json!("disabled")),
+            "{flag}"
+        );
+    }
+    let played = admin(
+        &app,
+        Method::POST,
+        "/api/admin/playground",
+        Some(json!({"environment": "default", "context": {"userId": "1"}})),
+    )
+    .await
+    .expect(200);
+    let features = ours(
+        played.json["features"].as_array().expect("features"),
+        "name",
+    );
+    assert_eq!(features.len(), names.len(), "{}", played.json);
+    for feature in features {
+        assert_eq!(feature["isEnabled"], true, "{feature}");
+        assert_eq!(feature["variant"]["name"], "disabled", "{feature}");
+        assert_eq!(feature["variant"]["enabled"], false, "{feature}");
+    }
 }

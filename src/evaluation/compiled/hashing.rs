@@ -124,6 +124,12 @@ mod tests {
         }
         // A known value, independent of any engine: a rollout bucket.
         assert_eq!(normalized_hash("Demo", "123", 100, ROLLOUT_SEED), 13);
+        // And a variant's (murmur3 of "feature.variants:some-user" with seed 86028157, worked
+        // out by an independent implementation): a wrong VARIANT_SEED fails here.
+        assert_eq!(
+            normalized_hash("feature.variants", "some-user", 1000, VARIANT_SEED),
+            391
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@
 
 mod constraints;
 mod context;
-pub mod hashing;
+mod hashing;
 mod strategies;
 #[cfg(test)]
 mod tests;
@@ -22,11 +22,32 @@ use unleash_types::client_features::{ClientFeature, ClientFeatures, Context, Seg
 
 use strategies::{CompiledStrategy, NotCompiled};
 pub use variants::CompiledVariant;
-use variants::VariantSet;
+use variants::{weighable, VariantSet};
 
-/// A set of texts looked up per request (user ids, `IN` lists): a fast hasher, as nothing in
-/// it comes from a caller.
+/// A set of texts looked up per request (user ids, `IN` lists): a fast hasher, as its texts
+/// come from the configuration, never from a caller (whose values are only looked up, which
+/// cannot crowd a bucket), and foldhash seeds each set at random.
 type TextSet = std::collections::HashSet<Box<str>, foldhash::fast::RandomState>;
+
+/// Drops every variant list (a toggle's or a strategy's) that is not `weighable`, so that
+/// yggdrasil, which panics on them, is never fed one: such a list answers no variant (a
+/// strategy's then falls back to the toggle's, as an empty one does), as the compiled path.
+pub fn drop_unweighable_variants(features: &mut ClientFeatures) {
+    for feature in &mut features.features {
+        if let Some(variants) = &feature.variants {
+            if !variants.is_empty() && !weighable(variants.iter().map(|v| v.weight)) {
+                feature.variants = None;
+            }
+        }
+        for strategy in feature.strategies.iter_mut().flatten() {
+            if let Some(variants) = &strategy.variants {
+                if !variants.is_empty() && !weighable(variants.iter().map(|v| v.weight)) {
+                    strategy.variants = None;
+                }
+            }
+        }
+    }
+}
 
 /// What decides a toggle that is on in the environment.
 #[derive(Debug)]
@@ -125,6 +146,12 @@ impl CompiledToggles {
         self.by_name.get(name).copied()
     }
 
+    /// Whether the toggle `name` exists and is compiled.
+    pub fn is_compiled(&self, name: &str) -> bool {
+        self.index_of(name)
+            .is_some_and(|i| self.toggles.get(i).is_some_and(Option::is_some))
+    }
+
     /// How many toggles are compiled and how many are left to yggdrasil.
     pub fn counts(&self) -> (usize, usize) {
         let compiled = self.toggles.iter().filter(|t| t.is_some()).count();
@@ -157,6 +184,7 @@ impl CompiledToggles {
     }
 
     /// Whether the toggle at `index` is on for `context`; `None` when it is not compiled.
+    #[cfg(test)]
     pub fn is_enabled(&self, index: usize, context: &Context) -> Option<bool> {
         let toggle = self.toggles.get(index)?.as_ref()?;
         Some(
@@ -218,7 +246,7 @@ impl CompiledToggle {
         let variants = VariantSet::of_toggle(
             &feature.name,
             feature.variants.as_deref().unwrap_or_default(),
-        )?;
+        );
         let dependencies = feature
             .dependencies
             .iter()

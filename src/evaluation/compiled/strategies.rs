@@ -126,14 +126,11 @@ impl CompiledStrategy {
             .ok_or(NotCompiled::Unsupported)?;
         let variants = match strategy.variants.as_deref() {
             None | Some([]) => None,
-            Some(variants) => Some(
-                VariantSet::of_strategy(
-                    variants,
-                    param(strategy, "stickiness"),
-                    param(strategy, "groupId").unwrap_or(toggle_name),
-                )
-                .ok_or(NotCompiled::Unsupported)?,
-            ),
+            Some(variants) => Some(VariantSet::of_strategy(
+                variants,
+                param(strategy, "stickiness"),
+                param(strategy, "groupId").unwrap_or(toggle_name),
+            )),
         };
         Ok(Self {
             rule,

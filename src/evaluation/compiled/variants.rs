@@ -58,11 +58,23 @@ fn frontend_json(name: &str, payload: Option<&Payload>) -> Box<[u8]> {
         .into_boxed_slice()
 }
 
+/// Whether a list's weights can be chosen among: none negative, and a total above zero that
+/// fits a `u32`. yggdrasil panics on the others (`% 0`, an empty random range, an overflowing
+/// sum), so such a list answers no variant, as the Node SDK does for `totalWeight <= 0`.
+pub fn weighable(weights: impl IntoIterator<Item = i32>) -> bool {
+    let total = weights.into_iter().try_fold(0u32, |sum, weight| {
+        u32::try_from(weight).ok().and_then(|w| sum.checked_add(w))
+    });
+    total.is_some_and(|total| total > 0)
+}
+
 impl VariantSet {
-    /// A toggle's variants (its own name is the group id). `None`: weights yggdrasil would not
-    /// add up as plain numbers (negative, overflowing or all zero), left to it.
-    pub fn of_toggle(toggle_name: &str, variants: &[Variant]) -> Option<Self> {
+    /// A toggle's variants (its own name is the group id); none when they are not `weighable`.
+    pub fn of_toggle(toggle_name: &str, variants: &[Variant]) -> Self {
         let stickiness = variants.first().and_then(|v| v.stickiness.as_deref());
+        if !weighable(variants.iter().map(|v| v.weight)) {
+            return Self::new(Vec::new(), stickiness, toggle_name);
+        }
         let compiled = variants
             .iter()
             .map(|v| {
@@ -74,43 +86,44 @@ impl VariantSet {
                     .collect();
                 compiled(&v.name, v.weight, v.payload.as_ref(), overrides)
             })
-            .collect::<Option<Vec<_>>>()?;
+            .collect();
         Self::new(compiled, stickiness, toggle_name)
     }
 
     /// A strategy's variants: its `stickiness` parameter (or `default`) and its `groupId`
-    /// (or the toggle's name) apply to all of them.
+    /// (or the toggle's name) apply to all of them; none when they are not `weighable`.
     pub fn of_strategy(
         variants: &[StrategyVariant],
         stickiness: Option<&str>,
         group_id: &str,
-    ) -> Option<Self> {
-        let compiled = variants
-            .iter()
-            .map(|v| compiled(&v.name, v.weight, v.payload.as_ref(), Vec::new()))
-            .collect::<Option<Vec<_>>>()?;
+    ) -> Self {
+        let compiled = if weighable(variants.iter().map(|v| v.weight)) {
+            variants
+                .iter()
+                .map(|v| compiled(&v.name, v.weight, v.payload.as_ref(), Vec::new()))
+                .collect()
+        } else {
+            Vec::new()
+        };
         Self::new(compiled, Some(stickiness.unwrap_or("default")), group_id)
     }
 
-    fn new(variants: Vec<CompiledVariant>, stickiness: Option<&str>, group: &str) -> Option<Self> {
-        let total_weight = variants
-            .iter()
-            .try_fold(0u32, |sum, v| sum.checked_add(v.weight))?;
-        if total_weight == 0 && !variants.is_empty() {
-            return None;
-        }
+    /// `variants` must be `weighable` (or empty).
+    fn new(variants: Vec<CompiledVariant>, stickiness: Option<&str>, group: &str) -> Self {
+        // Weighable: the sum fits.
+        let total_weight = variants.iter().map(|v| v.weight).sum();
         let seed = match stickiness {
             None | Some("default") => Seed::Default,
             Some(name) => Seed::Field(Field::for_variant_seed(name)),
         };
         let has_overrides = variants.iter().any(|v| !v.overrides.is_empty());
-        Some(Self {
+        Self {
             variants,
             total_weight,
             seed,
             group_id: group.into(),
             has_overrides,
-        })
+        }
     }
 
     /// Whether there is none to choose from.
@@ -155,17 +168,18 @@ impl VariantSet {
     }
 }
 
+/// One variant of a `weighable` list (its weight is not negative).
 fn compiled(
     name: &str,
     weight: i32,
     payload: Option<&Payload>,
     overrides: Vec<(Field, Vec<String>)>,
-) -> Option<CompiledVariant> {
-    Some(CompiledVariant {
+) -> CompiledVariant {
+    CompiledVariant {
         name: name.into(),
         payload: payload.cloned(),
-        weight: u32::try_from(weight).ok()?,
+        weight: weight.unsigned_abs(),
         overrides,
         frontend_json: frontend_json(name, payload),
-    })
+    }
 }
