@@ -148,19 +148,33 @@ impl RateLimiter {
         self.limits[group.index()].is_some()
     }
 
-    /// Lets an admin request through, or says how long to wait: keyed by the verified token it
-    /// came with (`token_hash`), else by the caller's address.
+    /// Lets an admin request through, or says how long to wait (see `check_caller`).
     pub fn check_admin(
         &self,
         token_hash: Option<&str>,
         req: &axum::extract::Request,
         trust_proxy: bool,
     ) -> Result<(), Duration> {
+        self.check_caller(LimitGroup::Admin, token_hash, req, trust_proxy)
+    }
+
+    /// Lets a request of `group` through, or says how long to wait: keyed by the verified
+    /// token it came with (`token_hash`), else by the caller's address.
+    pub fn check_caller(
+        &self,
+        group: LimitGroup,
+        token_hash: Option<&str>,
+        req: &axum::extract::Request,
+        trust_proxy: bool,
+    ) -> Result<(), Duration> {
+        if !self.limits(group) {
+            return Ok(());
+        }
         match token_hash {
-            Some(hash) => self.check(LimitGroup::Admin, token_key(hash)),
+            Some(hash) => self.check(group, token_key(hash)),
             None => {
                 let ip = super::client_ip(req, trust_proxy);
-                self.check(LimitGroup::Admin, ip.as_deref().unwrap_or("unknown"))
+                self.check(group, ip.as_deref().unwrap_or("unknown"))
             }
         }
     }

@@ -9,7 +9,7 @@ use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue, Response, StatusCode};
 use axum::response::IntoResponse;
 
-use crate::auth::rate_limit::{self, LimitGroup, RateLimiter};
+use crate::auth::rate_limit::{LimitGroup, RateLimiter};
 use crate::auth::{Authenticator, EvaluationCaller};
 use crate::error::ApiError;
 use crate::evaluation::frontend::Etag;
@@ -45,17 +45,9 @@ impl EvaluationApi {
         let caller = self
             .auth
             .evaluation(crate::auth::request_token(req.headers()), accept_backend)?;
-        if self.limiter.limits(group) {
-            let checked = match &caller.token_hash {
-                Some(hash) => self.limiter.check(group, rate_limit::token_key(hash)),
-                None => {
-                    let ip = crate::http::extract::client_ip(req, self.trust_proxy);
-                    self.limiter
-                        .check(group, ip.as_deref().unwrap_or("unknown"))
-                }
-            };
-            checked.map_err(ApiError::TooManyRequests)?;
-        }
+        self.limiter
+            .check_caller(group, caller.token_hash.as_deref(), req, self.trust_proxy)
+            .map_err(ApiError::TooManyRequests)?;
         Ok(caller)
     }
 

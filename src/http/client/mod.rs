@@ -18,7 +18,7 @@ use axum::Router;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::auth::rate_limit::{self, LimitGroup, RateLimiter};
+use crate::auth::rate_limit::{LimitGroup, RateLimiter};
 use crate::auth::{Authenticator, ClientCaller, ClientCallerRef};
 use crate::error::ApiError;
 use crate::snapshot::Snapshot;
@@ -79,17 +79,9 @@ impl ClientApi {
         use_caller: impl FnOnce(ClientCallerRef<'_>) -> R,
     ) -> Result<R, ApiError> {
         self.auth.client_with(req.headers(), |caller| {
-            if self.limiter.limits(group) {
-                let checked = match caller.token_hash {
-                    Some(hash) => self.limiter.check(group, rate_limit::token_key(hash)),
-                    None => {
-                        let ip = crate::http::extract::client_ip(req, self.trust_proxy);
-                        self.limiter
-                            .check(group, ip.as_deref().unwrap_or("unknown"))
-                    }
-                };
-                checked.map_err(ApiError::TooManyRequests)?;
-            }
+            self.limiter
+                .check_caller(group, caller.token_hash, req, self.trust_proxy)
+                .map_err(ApiError::TooManyRequests)?;
             Ok(use_caller(caller))
         })?
     }
