@@ -299,7 +299,18 @@ impl EnvironmentEngine {
     }
 }
 
+/// What a toggle's `frontend_prefix` holds before and after its escaped name.
+const FRONTEND_PREFIX_START: &[u8] = br#"{"name":"#;
+const FRONTEND_PREFIX_END: &[u8] = br#","enabled":true,"variant":"#;
+
 impl ToggleFacts {
+    /// The toggle's name as a JSON string, quotes included (read from `frontend_prefix`, so
+    /// that it is escaped once and held once).
+    pub fn name_json(&self) -> &[u8] {
+        let end = self.frontend_prefix.len() - FRONTEND_PREFIX_END.len();
+        &self.frontend_prefix[FRONTEND_PREFIX_START.len()..end]
+    }
+
     fn of(toggle: &Toggle, environment: &str) -> Self {
         let config = toggle.environment(environment);
         let enabled_strategies = config.strategies.iter().filter(|s| !s.disabled);
@@ -308,10 +319,10 @@ impl ToggleFacts {
             .iter()
             .flat_map(|s| s.variants.iter())
             .any(|v| v.payload.is_some());
-        let mut frontend_prefix = br#"{"name":"#.to_vec();
+        let mut frontend_prefix = FRONTEND_PREFIX_START.to_vec();
         // Serialising a string into a Vec cannot fail.
         let _ = serde_json::to_writer(&mut frontend_prefix, toggle.name.as_str());
-        frontend_prefix.extend_from_slice(br#","enabled":true,"variant":"#);
+        frontend_prefix.extend_from_slice(FRONTEND_PREFIX_END);
         Self {
             frontend_prefix: frontend_prefix.into_boxed_slice(),
             name: toggle.name.to_string(),

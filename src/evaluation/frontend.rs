@@ -272,7 +272,7 @@ pub fn answer(engine: &EnvironmentEngine, scope: &Scope<'_>, context: &Context) 
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A tag of `text` and its bare base64.
@@ -344,7 +344,7 @@ mod tests {
     }
 
     /// An engine of `default` holding `toggles` (each with `name`, `project`, `environments`).
-    fn engine_of(toggles: serde_json::Value) -> EnvironmentEngine {
+    pub(crate) fn engine_of(toggles: serde_json::Value) -> EnvironmentEngine {
         use crate::domain::config_state::ConfigState;
         use crate::domain::toggle::Toggle;
         use crate::evaluation::engine::EngineInput;

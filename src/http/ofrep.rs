@@ -161,20 +161,13 @@ pub async fn evaluate_flag(
         .into_response();
     };
     api.metrics.evaluation.ofrep_flag.evaluated.inc();
-    let answer = ofrep::evaluate(&engine, facts, &context.to_engine());
-    match serde_json::to_vec(&answer) {
-        Ok(body) => {
-            let mut response = (StatusCode::OK, body).into_response();
-            response.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
-            response
-        }
-        Err(e) => {
-            OfrepError::of(&key, ApiError::Internal(format!("OFREP answer: {e}"))).into_response()
-        }
-    }
+    let body = ofrep::flag_json(&engine, facts, &context.to_engine());
+    let mut response = (StatusCode::OK, body).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 /// Every flag the token sees, for the context. With `If-None-Match` naming the current ETag:
@@ -216,24 +209,9 @@ pub async fn evaluate_flags(State(api): State<Arc<EvaluationApi>>, req: Request)
         return response;
     }
     counts.evaluated.inc();
-    let engine_context = context.to_engine();
-    let answer = OfrepBulk {
-        flags: engine
-            .toggles()
-            .iter()
-            .filter(|facts| scope.sees(&facts.project))
-            .map(|facts| ofrep::evaluate(&engine, facts, &engine_context))
-            .collect(),
-    };
-    match serde_json::to_vec(&answer) {
-        Ok(body) => {
-            let etag = before.unwrap_or_else(|| frontend::body_etag(AnswerKind::OfrepBulk, &body));
-            not_modified(inm.as_ref(), &etag).unwrap_or_else(|| json_with_etag(body, &etag))
-        }
-        Err(e) => {
-            OfrepError::of("", ApiError::Internal(format!("OFREP answer: {e}"))).into_response()
-        }
-    }
+    let body = ofrep::bulk_json(&engine, &scope, &context.to_engine());
+    let etag = before.unwrap_or_else(|| frontend::body_etag(AnswerKind::OfrepBulk, &body));
+    not_modified(inm.as_ref(), &etag).unwrap_or_else(|| json_with_etag(body, &etag))
 }
 
 /// An OFREP request's body (documentation only: `evaluation::context` reads it).
