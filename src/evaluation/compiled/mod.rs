@@ -118,24 +118,25 @@ impl CompiledToggles {
             .iter()
             .map(|feature| CompiledToggle::compile(feature, &segments, &by_name))
             .collect();
-        // A parent must be compiled for its child to be: repeated until nothing changes (a
-        // parent left to yggdrasil leaves its children, and theirs, to it too).
-        loop {
-            let missing: Vec<usize> = (0..toggles.len())
-                .filter(|&i| {
-                    toggles[i].as_ref().is_some_and(|t| {
-                        t.dependencies
-                            .iter()
-                            .filter_map(|d| d.parent)
-                            .any(|p| toggles[p].is_none())
-                    })
-                })
-                .collect();
-            if missing.is_empty() {
-                break;
+        // A parent must be compiled for its child to be: a parent left to yggdrasil leaves its
+        // children, and theirs, to it too (followed child by child, once each).
+        let mut children: Vec<Vec<usize>> = vec![Vec::new(); toggles.len()];
+        for (child, toggle) in toggles.iter().enumerate() {
+            for parent in toggle
+                .iter()
+                .flat_map(|t| t.dependencies.iter().filter_map(|d| d.parent))
+            {
+                children[parent].push(child);
             }
-            for i in missing {
-                toggles[i] = None;
+        }
+        let mut left: Vec<usize> = (0..toggles.len())
+            .filter(|&i| toggles[i].is_none())
+            .collect();
+        while let Some(parent) = left.pop() {
+            for &child in &children[parent] {
+                if toggles[child].take().is_some() {
+                    left.push(child);
+                }
             }
         }
         Self { toggles, by_name }

@@ -617,3 +617,31 @@ fn a_random_stickiness_rolls_out_about_its_percentage() {
         .count();
     assert!((1700..2300).contains(&on), "{on} of 4000");
 }
+
+/// A toggle left to yggdrasil leaves its children, and theirs, to it too, however long the
+/// chain; toggles off that chain stay compiled.
+#[test]
+fn a_parent_left_to_yggdrasil_takes_its_descendants_along() {
+    // `root` has a rollout above 100 %, which is not compiled; then a chain of 500 below it.
+    let mut features = vec![json!({"name": "root", "enabled": true, "strategies": [
+        {"name": "flexibleRollout", "parameters": {"rollout": "150", "stickiness": "default"}}]})];
+    for i in 0..500 {
+        let parent = if i == 0 {
+            "root".to_string()
+        } else {
+            format!("c{}", i - 1)
+        };
+        features.push(json!({"name": format!("c{i}"), "enabled": true,
+            "strategies": [{"name": "default"}], "dependencies": [{"feature": parent}]}));
+    }
+    features.push(json!({"name": "apart", "enabled": true, "strategies": [{"name": "default"}]}));
+    features.push(json!({"name": "apart-child", "enabled": true,
+        "strategies": [{"name": "default"}], "dependencies": [{"feature": "apart"}]}));
+    let features: ClientFeatures =
+        serde_json::from_value(json!({"version": 2, "features": features})).expect("features");
+    let compiled = CompiledToggles::build(&features);
+    assert!(!compiled.is_compiled("root"));
+    assert!((0..500).all(|i| !compiled.is_compiled(&format!("c{i}"))));
+    assert!(compiled.is_compiled("apart") && compiled.is_compiled("apart-child"));
+    assert_eq!(compiled.counts(), (2, 501));
+}
