@@ -7,29 +7,33 @@
 //! (`ClientToggle`, segments by reference), plus the toggle's project, so that it evaluates
 //! exactly what an SDK polling that environment would.
 
-use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use unleash_types::client_features::{ClientFeatures, Context, Payload};
+use unleash_types::client_features::{ClientFeature, ClientFeatures, Context, Payload, Segment};
 use unleash_yggdrasil::{EngineState, ExtendedVariantDef};
 
 use crate::domain::config_state::ConfigState;
 use crate::domain::toggle::Toggle;
 use crate::domain::views::{ClientSegment, ClientToggle, SegmentForm};
 
-use super::compiled::{drop_unweighable_variants, CompiledToggles, CompiledVariant};
+use super::compiled::{
+    drop_unweighable_variants, drop_unweighable_variants_of, CompiledToggle, CompiledToggles,
+    CompiledVariant, NameIndex, SegmentsById,
+};
 use super::volatility::Volatility;
 
 /// The name an engine is built under for an environment the registry does not hold: every
 /// toggle is off there (as the client API serves it).
 pub const UNKNOWN_ENVIRONMENT: &str = "";
 
-/// What the answers know of a toggle without evaluating it.
+/// What the answers know of a toggle without evaluating it (cheap to copy: a build shares
+/// it with the build before while the toggle is unchanged).
 #[derive(Debug, Clone)]
 pub struct ToggleFacts {
-    pub name: String,
-    pub project: String,
+    pub name: Arc<str>,
+    pub project: Arc<str>,
     pub impression_data: bool,
     /// Whether the toggle is on in the environment at all (before its strategies).
     pub on_in_environment: bool,
@@ -40,7 +44,7 @@ pub struct ToggleFacts {
     pub static_rollout: bool,
     /// The start of the toggle's entry in a frontend answer, `{"name":…,"enabled":true,
     /// "variant":`, escaped once here rather than on every answer.
-    pub frontend_prefix: Box<[u8]>,
+    pub frontend_prefix: Arc<[u8]>,
 }
 
 /// One toggle's evaluation: whether it is on for the context, and its variant.
@@ -101,25 +105,61 @@ impl Variant<'_> {
 pub struct EnvironmentEngine {
     /// The environment (`UNKNOWN_ENVIRONMENT` for names the registry does not hold).
     pub environment: String,
-    /// SHA-256 of everything the engine was fed: equal on every replica for equal content,
-    /// and the part of every ETag that says which configuration answered.
+    /// SHA-256 of everything the engine was fed (each toggle's client form with its project,
+    /// and the segments): equal on every replica for equal content, and the part of every
+    /// ETag that says which configuration answered.
     pub digest: [u8; 32],
     /// What its answers depend on besides the configuration and the context.
     pub volatility: Volatility,
     /// Whether any answer can depend on the context's `remoteAddress`: when not, a request
     /// without one is not given the caller's address (it would change the ETag only).
     pub reads_remote_address: bool,
-    /// yggdrasil, for the toggles `compiled` leaves to it (and the playground's checks).
-    engine: EngineState,
-    /// Flagpole's evaluator, for every toggle it compiles.
+    /// What this build did (for the log and the benchmark).
+    pub work: BuildWork,
+    /// yggdrasil, for the toggles `compiled` leaves to it (shared with the build before when
+    /// those toggles are the same).
+    engine: Arc<EngineState>,
+    /// The toggles yggdrasil was fed, to know when it can be shared.
+    fed_to_yggdrasil: FedToggles,
+    /// Flagpole's evaluator, for every toggle it compiles, in the order of `toggles`.
     compiled: CompiledToggles,
-    /// What compiling `compiled` took (part of the whole build, for the log).
-    pub own_compile: std::time::Duration,
-    /// For each of `toggles`, its index in `compiled`.
-    compiled_index: Vec<Option<usize>>,
+    /// The segments' part of `digest`.
+    segments_digest: [u8; 32],
+    /// Each toggle's share of the engine, in the order of `toggles`.
+    units: Vec<ToggleUnit>,
     /// By name.
     toggles: Vec<ToggleFacts>,
-    index: HashMap<String, usize>,
+}
+
+/// Toggles by name and input digest.
+type FedToggles = Vec<(Arc<str>, [u8; 32])>;
+
+/// What one build compiled and what it took from the build before.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BuildWork {
+    /// Toggles compiled (changed, or everything on a first build).
+    pub compiled: usize,
+    /// Toggles taken as they were from the build before.
+    pub reused: usize,
+    /// Time spent compiling the changed toggles (serialising, parsing, compiling).
+    pub compile: std::time::Duration,
+}
+
+/// What one toggle gives its environment's engine: made when the toggle changes, copied by
+/// each later build (reference counts only) while it does not.
+#[derive(Clone)]
+struct ToggleUnit {
+    /// The toggle it was made from (the same `Arc` is the same content).
+    source: Arc<Toggle>,
+    /// SHA-256 of the toggle's engine input (its client form and project).
+    digest: [u8; 32],
+    /// Compiled alone, before its parents are looked at (`None`: left to yggdrasil).
+    compiled: Option<Arc<CompiledToggle>>,
+    /// It depends on other toggles (compiled with their places in the list).
+    has_dependencies: bool,
+    /// Its input names `remoteAddress` (see `reads_remote_address`).
+    names_remote_address: bool,
+    volatility: Volatility,
 }
 
 /// A toggle as the engine is fed it: its client form and its project.
@@ -130,114 +170,215 @@ struct EngineToggle<'a> {
     project: &'a str,
 }
 
-/// The engine's input of one environment, serialised, and its digest.
-pub struct EngineInput {
-    pub json: Vec<u8>,
-    pub digest: [u8; 32],
+/// The environment's segments as the engine reads them, and their digest.
+struct SegmentsInput {
+    json: Vec<u8>,
+    digest: [u8; 32],
 }
 
-impl EngineInput {
-    /// The client features document of `environment` (segments by reference, every toggle
-    /// with its project), as the engine reads it.
-    pub fn of(state: &ConfigState, environment: &str) -> Self {
-        let mut json = br#"{"version":2,"features":["#.to_vec();
-        for (i, toggle) in state.features.values().enumerate() {
-            if i > 0 {
-                json.push(b',');
-            }
-            let entry = EngineToggle {
-                client: ClientToggle::in_environment(toggle, environment, SegmentForm::ByReference),
-                project: &toggle.project,
-            };
-            // Serialising borrowed plain data into a Vec cannot fail.
-            let _ = serde_json::to_writer(&mut json, &entry);
-        }
-        json.extend_from_slice(br#"],"segments":"#);
+impl SegmentsInput {
+    fn of(state: &ConfigState) -> Self {
         let segments: Vec<ClientSegment> = state
             .segments
             .values()
             .map(|segment| ClientSegment::new(segment))
             .collect();
-        let _ = serde_json::to_writer(&mut json, &segments);
-        json.push(b'}');
+        // Serialising borrowed plain data into a Vec cannot fail.
+        let json = serde_json::to_vec(&segments).unwrap_or_else(|_| b"[]".to_vec());
         let digest = Sha256::digest(&json).into();
         Self { json, digest }
     }
+}
 
-    /// Whether the input names `remoteAddress` anywhere. The engine reads the address only
-    /// for what names it — the `remoteAddress` strategy, a constraint or a stickiness on that
-    /// context field (yggdrasil matches the exact name) — so without the name, no answer
-    /// depends on it. A toggle merely called so counts too: a wasted tag, never a wrong one.
-    fn mentions_remote_address(&self) -> bool {
-        std::str::from_utf8(&self.json).map_or(true, |json| json.contains("remoteAddress"))
-    }
+/// The engine input of `toggle` in `environment`: its client form (segments by reference)
+/// with its project, as JSON.
+fn toggle_input(toggle: &Toggle, environment: &str) -> Vec<u8> {
+    let entry = EngineToggle {
+        client: ClientToggle::in_environment(toggle, environment, SegmentForm::ByReference),
+        project: &toggle.project,
+    };
+    // Serialising borrowed plain data into a Vec cannot fail.
+    serde_json::to_vec(&entry).unwrap_or_default()
+}
+
+/// Whether an input names `remoteAddress`. The engine reads the address only for what names
+/// it — the `remoteAddress` strategy, a constraint or a stickiness on that context field
+/// (yggdrasil matches the exact name) — so without the name, no answer depends on it. A toggle
+/// merely called so counts too: a wasted tag, never a wrong one.
+fn names_remote_address(json: &[u8]) -> bool {
+    std::str::from_utf8(json).map_or(true, |json| json.contains("remoteAddress"))
 }
 
 impl EnvironmentEngine {
-    /// Compiles `input` (made from `state`) for `environment`; warnings the engine
+    /// Builds `environment`'s engine from `state`. With `previous` (the same environment's
+    /// engine of an earlier version), only the toggles that changed are compiled again — the
+    /// others are shared — unless the segments changed; toggles with dependencies are compiled
+    /// again when toggles came or went (they hold their parents' places). Warnings yggdrasil
     /// gives (a toggle that compiles to always off) are logged.
     pub fn build(
         environment: &str,
         state: &ConfigState,
-        input: EngineInput,
+        previous: Option<&EnvironmentEngine>,
     ) -> Result<Self, serde_json::Error> {
-        let mut features: ClientFeatures = serde_json::from_slice(&input.json)?;
-        drop_unweighable_variants(&mut features);
-        let reads_remote_address = input.mentions_remote_address();
+        let segments_input = SegmentsInput::of(state);
+        let previous = previous.filter(|p| p.segments_digest == segments_input.digest);
+        let same_names = previous.is_some_and(|p| {
+            p.toggles.len() == state.features.len()
+                && p.toggles
+                    .iter()
+                    .zip(state.features.keys())
+                    .all(|(facts, name)| *facts.name == **name)
+        });
+        let names: NameIndex = match previous {
+            Some(p) if same_names => p.compiled.names().clone(),
+            _ => Arc::new(
+                state
+                    .features
+                    .keys()
+                    .enumerate()
+                    .map(|(i, name)| (name.as_str().into(), i))
+                    .collect(),
+            ),
+        };
+        let segments: Vec<Segment> = serde_json::from_slice(&segments_input.json)?;
+        let segments_by_id: SegmentsById = segments.iter().map(|s| (s.id, s)).collect();
+
+        let mut work = BuildWork::default();
         let started = std::time::Instant::now();
-        let compiled = CompiledToggles::build(&features);
-        let own_compile = started.elapsed();
-        // yggdrasil answers only the toggles not compiled: it is fed those, the parents they
-        // depend on, and the segments (a name it does not hold answers `disabled` either way).
-        let mut needed: HashSet<&str> = HashSet::new();
-        for feature in &features.features {
-            if !compiled.is_compiled(&feature.name) {
-                needed.insert(&feature.name);
-                needed.extend(
-                    feature
-                        .dependencies
-                        .iter()
-                        .flatten()
-                        .map(|d| d.feature.as_str()),
-                );
+        let mut units = Vec::with_capacity(state.features.len());
+        let mut toggles = Vec::with_capacity(state.features.len());
+        for (at, toggle) in state.features.values().enumerate() {
+            let before = previous.and_then(|p| p.unit_named(at, &toggle.name));
+            let reusable = before.filter(|(unit, _)| same_names || !unit.has_dependencies);
+            if let Some((unit, facts)) =
+                reusable.filter(|(unit, _)| Arc::ptr_eq(&unit.source, toggle))
+            {
+                units.push(unit.clone());
+                toggles.push(facts.clone());
+                work.reused += 1;
+                continue;
             }
-        }
-        let needed: HashSet<String> = needed.into_iter().map(str::to_string).collect();
-        features.features.retain(|f| needed.contains(&f.name));
-        let engine = EngineState::default();
-        if let Some(warnings) = engine.apply_client_features(features) {
-            for warning in warnings {
-                tracing::warn!(
-                    environment,
-                    toggle = %warning.toggle_name,
-                    message = %warning.message,
-                    "a toggle does not compile for evaluation"
-                );
+            let json = toggle_input(toggle, environment);
+            let digest: [u8; 32] = Sha256::digest(&json).into();
+            // The same content in a new `Arc` (a reload from the store): nothing to compile.
+            if let Some((unit, facts)) = reusable.filter(|(unit, _)| unit.digest == digest) {
+                units.push(ToggleUnit {
+                    source: toggle.clone(),
+                    ..unit.clone()
+                });
+                toggles.push(facts.clone());
+                work.reused += 1;
+                continue;
             }
+            let mut feature: ClientFeature = serde_json::from_slice(&json)?;
+            drop_unweighable_variants_of(&mut feature);
+            units.push(ToggleUnit {
+                source: toggle.clone(),
+                digest,
+                compiled: CompiledToggles::compile_toggle(&feature, &segments_by_id, &names),
+                has_dependencies: feature.dependencies.as_ref().is_some_and(|d| !d.is_empty()),
+                names_remote_address: names_remote_address(&json),
+                volatility: Volatility::of_toggle(state, toggle, environment),
+            });
+            toggles.push(ToggleFacts::of(toggle, environment));
+            work.compiled += 1;
         }
-        let toggles: Vec<ToggleFacts> = state
-            .features
-            .values()
-            .map(|toggle| ToggleFacts::of(toggle, environment))
-            .collect();
-        let index = toggles
+        work.compile = started.elapsed();
+
+        let compiled = CompiledToggles::assemble(
+            units.iter().map(|unit| unit.compiled.clone()).collect(),
+            names,
+        );
+        let mut hasher = Sha256::new();
+        hasher.update(b"engine-input-v2\0");
+        units.iter().for_each(|unit| hasher.update(unit.digest));
+        hasher.update(segments_input.digest);
+        let volatility = units
             .iter()
-            .enumerate()
-            .map(|(i, t)| (t.name.clone(), i))
-            .collect();
-        let compiled_index = toggles.iter().map(|t| compiled.index_of(&t.name)).collect();
+            .fold(Volatility::default(), |sum, unit| sum.with(unit.volatility));
+        let reads_remote_address = names_remote_address(&segments_input.json)
+            || units.iter().any(|unit| unit.names_remote_address);
+        let (engine, fed_to_yggdrasil) =
+            Self::yggdrasil_for(environment, &units, &compiled, &segments_input, previous)?;
         Ok(Self {
             environment: environment.to_string(),
-            digest: input.digest,
-            volatility: Volatility::of(state, environment),
+            digest: hasher.finalize().into(),
+            volatility,
             reads_remote_address,
+            work,
             engine,
+            fed_to_yggdrasil,
             compiled,
-            own_compile,
-            compiled_index,
+            segments_digest: segments_input.digest,
+            units,
             toggles,
-            index,
         })
+    }
+
+    /// The unit and facts of the toggle `name`, expected at `at` (where it is when no toggle
+    /// came or went before it).
+    fn unit_named(&self, at: usize, name: &str) -> Option<(&ToggleUnit, &ToggleFacts)> {
+        let at = match self.toggles.get(at) {
+            Some(facts) if *facts.name == *name => at,
+            _ => self.compiled.index_of(name)?,
+        };
+        Some((self.units.get(at)?, self.toggles.get(at)?))
+    }
+
+    /// yggdrasil fed the toggles the compiled evaluator leaves to it, the parents they depend
+    /// on, and the segments (a name it does not hold answers `disabled` either way) — the
+    /// build before's when those are the same.
+    fn yggdrasil_for(
+        environment: &str,
+        units: &[ToggleUnit],
+        compiled: &CompiledToggles,
+        segments: &SegmentsInput,
+        previous: Option<&EnvironmentEngine>,
+    ) -> Result<(Arc<EngineState>, FedToggles), serde_json::Error> {
+        let mut needed: Vec<usize> = Vec::new();
+        for (at, unit) in units.iter().enumerate() {
+            if compiled.is_compiled_at(at) {
+                continue;
+            }
+            needed.push(at);
+            let parents = unit.source.dependencies.iter();
+            needed.extend(parents.filter_map(|d| compiled.index_of(d.feature.as_str())));
+        }
+        needed.sort_unstable();
+        needed.dedup();
+        let fed: FedToggles = needed
+            .iter()
+            .map(|&at| (Arc::from(units[at].source.name.as_str()), units[at].digest))
+            .collect();
+        if let Some(previous) = previous.filter(|p| p.fed_to_yggdrasil == fed) {
+            return Ok((previous.engine.clone(), fed));
+        }
+        let engine = EngineState::default();
+        if !needed.is_empty() {
+            let mut json = br#"{"version":2,"features":["#.to_vec();
+            for (i, &at) in needed.iter().enumerate() {
+                if i > 0 {
+                    json.push(b',');
+                }
+                json.extend_from_slice(&toggle_input(&units[at].source, environment));
+            }
+            json.extend_from_slice(br#"],"segments":"#);
+            json.extend_from_slice(&segments.json);
+            json.push(b'}');
+            let mut features: ClientFeatures = serde_json::from_slice(&json)?;
+            drop_unweighable_variants(&mut features);
+            if let Some(warnings) = engine.apply_client_features(features) {
+                for warning in warnings {
+                    tracing::warn!(
+                        environment,
+                        toggle = %warning.toggle_name,
+                        message = %warning.message,
+                        "a toggle does not compile for evaluation"
+                    );
+                }
+            }
+        }
+        Ok((Arc::new(engine), fed))
     }
 
     /// Every toggle of the environment, by name.
@@ -247,7 +388,9 @@ impl EnvironmentEngine {
 
     /// The toggle named `name`, if it exists.
     pub fn toggle(&self, name: &str) -> Option<&ToggleFacts> {
-        self.index.get(name).map(|&i| &self.toggles[i])
+        self.compiled
+            .index_of(name)
+            .and_then(|i| self.toggles.get(i))
     }
 
     /// How many toggles Flagpole's evaluator compiled and how many are left to yggdrasil.
@@ -258,8 +401,8 @@ impl EnvironmentEngine {
     /// Evaluates the toggle `name` for `context`: one pass gives both whether it is on and
     /// its variant.
     pub fn evaluate(&self, name: &str, context: &Context) -> Evaluation<'_> {
-        match self.index.get(name) {
-            Some(&at) => self.evaluate_at(at, context),
+        match self.compiled.index_of(name) {
+            Some(at) => self.evaluate_at(at, context),
             None => self.evaluate_with_yggdrasil(name, context),
         }
     }
@@ -267,13 +410,7 @@ impl EnvironmentEngine {
     /// Evaluates the toggle at `at` in `toggles()` for `context`: compiled when it is, else
     /// by yggdrasil (same answers either way).
     pub fn evaluate_at(&self, at: usize, context: &Context) -> Evaluation<'_> {
-        let verdict = self
-            .compiled_index
-            .get(at)
-            .copied()
-            .flatten()
-            .and_then(|i| self.compiled.evaluate(i, context));
-        match verdict {
+        match self.compiled.evaluate(at, context) {
             Some(verdict) => Evaluation {
                 enabled: verdict.enabled,
                 variant: verdict.variant.map_or(Variant::Disabled, Variant::Compiled),
@@ -324,9 +461,9 @@ impl ToggleFacts {
         let _ = serde_json::to_writer(&mut frontend_prefix, toggle.name.as_str());
         frontend_prefix.extend_from_slice(FRONTEND_PREFIX_END);
         Self {
-            frontend_prefix: frontend_prefix.into_boxed_slice(),
-            name: toggle.name.to_string(),
-            project: toggle.project.to_string(),
+            frontend_prefix: frontend_prefix.into(),
+            name: toggle.name.as_str().into(),
+            project: toggle.project.as_str().into(),
             impression_data: toggle.impression_data.unwrap_or(false),
             on_in_environment: config.enabled,
             has_payloads: strategy_payloads || config.variants.iter().any(|v| v.payload.is_some()),

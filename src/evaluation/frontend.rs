@@ -260,7 +260,7 @@ pub fn answer(engine: &EnvironmentEngine, scope: &Scope<'_>, context: &Context) 
         .filter_map(|facts| {
             let evaluation = engine.evaluate(&facts.name, context);
             evaluation.enabled.then(|| FrontendToggle {
-                name: facts.name.clone(),
+                name: facts.name.to_string(),
                 enabled: true,
                 variant: FrontendVariant::on(&evaluation.variant),
                 impression_data: facts.impression_data,
@@ -347,7 +347,6 @@ pub(crate) mod tests {
     pub(crate) fn engine_of(toggles: serde_json::Value) -> EnvironmentEngine {
         use crate::domain::config_state::ConfigState;
         use crate::domain::toggle::Toggle;
-        use crate::evaluation::engine::EngineInput;
         let mut state = ConfigState::default();
         for mut toggle in toggles.as_array().expect("a list").clone() {
             let fields = toggle.as_object_mut().expect("an object");
@@ -364,8 +363,7 @@ pub(crate) mod tests {
                 .features
                 .insert(toggle.name.to_string(), std::sync::Arc::new(toggle));
         }
-        let input = EngineInput::of(&state, "default");
-        EnvironmentEngine::build("default", &state, input).expect("compiles")
+        EnvironmentEngine::build("default", &state, None).expect("compiles")
     }
 
     #[test]

@@ -6,14 +6,15 @@
 //! docs/performance.md).
 //!
 //! Engines are built off the request path by one builder task (`Evaluator::run`), from the
-//! snapshot, whenever its version moves, for the environments that were asked for so far:
-//! each environment's input (its client document with projects) is serialised and hashed, and
-//! only an environment whose input changed is compiled again (a whole environment at a time;
-//! see docs/performance.md for what that costs at 10,000 toggles).
+//! snapshot, whenever its version moves, for the environments that were asked for so far;
+//! an environment whose input did not change keeps the engine it has (see
+//! docs/performance.md for what builds cost at 10,000 toggles).
 //! Requests read the newest engine through an `ArcSwap` and never wait, except the first
-//! request for an environment, which waits for its first build. Writers do not wait for the
-//! engines (a write would wait a whole compile): frontend answers follow a write within one
-//! build.
+//! request for an environment, which waits for its first build. Once some environment's
+//! engine was asked for, writers wait for the engines as they wait for the client documents
+//! (`snapshot::followers`): a write is answered once the frontend API and OFREP serve it. A
+//! build compiles only the toggles that changed (`EnvironmentEngine::build`), so that wait is
+//! short.
 
 pub mod compiled;
 pub mod context;
@@ -22,6 +23,9 @@ pub mod frontend;
 pub mod ofrep;
 pub mod playground;
 pub mod volatility;
+
+#[cfg(test)]
+mod engine_tests;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -61,14 +65,12 @@ pub struct Evaluator {
 /// Engine builds so far and their time, since the replica started.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct BuildTotals {
-    /// Environments compiled.
+    /// Environment engines built with a new input.
     pub compiled: u64,
-    /// Environments whose input was unchanged (not compiled again).
+    /// Environments whose input was unchanged (the engine answering stays).
     pub unchanged: u64,
-    /// Seconds spent compiling.
-    pub compile_seconds: f64,
-    /// Seconds spent serialising and hashing inputs.
-    pub input_seconds: f64,
+    /// Seconds spent building (each build compiles only the toggles that changed).
+    pub build_seconds: f64,
 }
 
 impl Evaluator {
@@ -121,6 +123,8 @@ impl Evaluator {
         if let Ok(mut wanted) = self.wanted.lock() {
             wanted.insert(name.clone());
         }
+        // From now on a write is answered once this replica's engines hold it.
+        self.snapshot.followers().engage();
         self.wake.notify_one();
         let wait = async {
             loop {
@@ -132,17 +136,6 @@ impl Evaluator {
             }
         };
         tokio::time::timeout(FIRST_BUILD_WAIT, wait).await.ok()
-    }
-
-    /// Waits (up to `limit`) until every engine asked for is built from `version` or later.
-    pub async fn reach(&self, version: u64, limit: Duration) {
-        let mut settled = self.settled.subscribe();
-        let _ = tokio::time::timeout(limit, settled.wait_for(|v| *v >= version)).await;
-    }
-
-    /// The version every wanted engine is current at, as a watch.
-    pub fn settled(&self) -> watch::Receiver<u64> {
-        self.settled.subscribe()
     }
 
     /// Builds the engines of every new configuration version until `stop`.
@@ -181,41 +174,38 @@ impl Evaluator {
                 continue;
             }
             let started = std::time::Instant::now();
-            let input = engine::EngineInput::of(state, &name);
-            totals.input_seconds += started.elapsed().as_secs_f64();
-            let engine = match current.get(&name) {
-                Some(built) if built.engine.digest == input.digest => {
+            let previous = current.get(&name).map(|built| &built.engine);
+            let engine = match EnvironmentEngine::build(&name, state, previous.map(|e| &**e)) {
+                Ok(engine) => engine,
+                Err(e) => {
+                    tracing::error!(environment = %name, error = %e, "the engine cannot read its input");
+                    continue;
+                }
+            };
+            let seconds = started.elapsed().as_secs_f64();
+            totals.build_seconds += seconds;
+            let engine = match previous {
+                // The same input: the engine answering now stays (nothing to swap).
+                Some(previous) if previous.digest == engine.digest => {
                     totals.unchanged += 1;
-                    built.engine.clone()
+                    previous.clone()
                 }
                 _ => {
-                    let input_seconds = started.elapsed().as_secs_f64();
-                    let input_bytes = input.json.len();
-                    match EnvironmentEngine::build(&name, state, input) {
-                        Ok(engine) => {
-                            let seconds = started.elapsed().as_secs_f64() - input_seconds;
-                            let (compiled, left_to_yggdrasil) = engine.compiled_counts();
-                            totals.compiled += 1;
-                            totals.compile_seconds += seconds;
-                            tracing::info!(
-                                environment = %name,
-                                version = state.version,
-                                toggles = state.features.len(),
-                                input_bytes,
-                                input_ms = (input_seconds * 1000.0).round(),
-                                compile_ms = (seconds * 1000.0).round(),
-                                own_compile_ms = engine.own_compile.as_secs_f64() * 1000.0,
-                                compiled,
-                                left_to_yggdrasil,
-                                "evaluation engine built"
-                            );
-                            Arc::new(engine)
-                        }
-                        Err(e) => {
-                            tracing::error!(environment = %name, error = %e, "the engine cannot read its input");
-                            continue;
-                        }
-                    }
+                    let (compiled, left_to_yggdrasil) = engine.compiled_counts();
+                    totals.compiled += 1;
+                    tracing::info!(
+                        environment = %name,
+                        version = state.version,
+                        toggles = state.features.len(),
+                        build_ms = seconds * 1000.0,
+                        toggles_compiled = engine.work.compiled,
+                        toggles_reused = engine.work.reused,
+                        own_compile_ms = engine.work.compile.as_secs_f64() * 1000.0,
+                        compiled,
+                        left_to_yggdrasil,
+                        "evaluation engine built"
+                    );
+                    Arc::new(engine)
                 }
             };
             next.insert(
@@ -230,9 +220,9 @@ impl Evaluator {
         if let Ok(mut sum) = self.totals.lock() {
             sum.compiled += totals.compiled;
             sum.unchanged += totals.unchanged;
-            sum.compile_seconds += totals.compile_seconds;
-            sum.input_seconds += totals.input_seconds;
+            sum.build_seconds += totals.build_seconds;
         }
         self.settled.send_modify(|v| *v = (*v).max(state.version));
+        self.snapshot.followers().reached(state.version);
     }
 }

@@ -82,7 +82,7 @@ pub fn evaluate(
     let variant = &evaluation.variant;
     let mut metadata = Map::new();
     metadata.insert("enabled".into(), Value::Bool(evaluation.enabled));
-    metadata.insert("project".into(), Value::String(facts.project.clone()));
+    metadata.insert("project".into(), Value::String(facts.project.to_string()));
     metadata.insert("impressionData".into(), Value::Bool(facts.impression_data));
     if let Some(payload) = variant.payload() {
         metadata.insert(
@@ -92,7 +92,7 @@ pub fn evaluate(
         metadata.insert("payloadValue".into(), Value::String(payload.value.clone()));
     }
     OfrepEvaluation {
-        key: facts.name.clone(),
+        key: facts.name.to_string(),
         value: value(facts, &evaluation),
         reason: reason(facts, &evaluation),
         variant: variant.name().to_string(),
@@ -173,7 +173,7 @@ fn write_evaluation(out: &mut Vec<u8>, facts: &ToggleFacts, evaluation: &Evaluat
     out.extend_from_slice(br#","metadata":{"enabled":"#);
     out.extend_from_slice(json_bool(evaluation.enabled));
     out.extend_from_slice(br#","project":"#);
-    let _ = serde_json::to_writer(&mut *out, facts.project.as_str());
+    let _ = serde_json::to_writer(&mut *out, &*facts.project);
     out.extend_from_slice(br#","impressionData":"#);
     out.extend_from_slice(json_bool(facts.impression_data));
     if let Some(payload) = variant.payload() {

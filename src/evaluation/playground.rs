@@ -230,7 +230,7 @@ pub fn explain(
         .iter()
         .filter(|facts| scope.sees(&facts.project))
         .filter_map(|facts| {
-            let toggle = state.features.get(&facts.name)?;
+            let toggle = state.features.get(&*facts.name)?;
             let config = toggle.environment(scope.environment);
             let evaluation = engine.evaluate(&facts.name, context);
             let data: Vec<PlaygroundStrategy> = config
@@ -249,8 +249,8 @@ pub fn explain(
             let strategies_pass = probe(&toggle.name, enabled_strategies, &segments, context);
             let variant = evaluation.variant;
             Some(PlaygroundFeature {
-                name: facts.name.clone(),
-                project_id: facts.project.clone(),
+                name: facts.name.to_string(),
+                project_id: facts.project.to_string(),
                 is_enabled: evaluation.enabled,
                 is_enabled_in_current_environment: config.enabled,
                 has_unsatisfied_dependency: config.enabled

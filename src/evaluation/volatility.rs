@@ -7,6 +7,7 @@ use crate::domain::config_state::ConfigState;
 use crate::domain::constraint::{Constraint, Operator};
 use crate::domain::feature_strategy::Strategy;
 use crate::domain::text::Text;
+use crate::domain::toggle::Toggle;
 
 use super::context::EvaluationContext;
 
@@ -25,21 +26,40 @@ pub struct Volatility {
 
 impl Volatility {
     /// What the enabled toggles of `environment` in `state` depend on besides the context.
+    #[cfg(test)]
     pub fn of(state: &ConfigState, environment: &str) -> Self {
+        state
+            .features
+            .values()
+            .fold(Self::default(), |sum, toggle| {
+                sum.with(Self::of_toggle(state, toggle, environment))
+            })
+    }
+
+    /// What `toggle`, if enabled in `environment`, depends on besides the context
+    /// (`state` holds the segments it names).
+    pub fn of_toggle(state: &ConfigState, toggle: &Toggle, environment: &str) -> Self {
         let mut volatility = Self::default();
-        for toggle in state.features.values() {
-            let config = toggle.environment(environment);
-            if !config.enabled {
-                continue;
-            }
-            for strategy in config.strategies.iter().filter(|s| !s.disabled) {
-                volatility.add_strategy(state, strategy);
-            }
-            for variant in &config.variants {
-                volatility.add_stickiness(Some(variant.stickiness.as_str()));
-            }
+        let config = toggle.environment(environment);
+        if !config.enabled {
+            return volatility;
+        }
+        for strategy in config.strategies.iter().filter(|s| !s.disabled) {
+            volatility.add_strategy(state, strategy);
+        }
+        for variant in &config.variants {
+            volatility.add_stickiness(Some(variant.stickiness.as_str()));
         }
         volatility
+    }
+
+    /// Either's dependencies.
+    pub fn with(self, other: Self) -> Self {
+        Self {
+            clock: self.clock || other.clock,
+            chance: self.chance || other.chance,
+            chance_without_identity: self.chance_without_identity || other.chance_without_identity,
+        }
     }
 
     fn add_strategy(&mut self, state: &ConfigState, strategy: &Strategy) {

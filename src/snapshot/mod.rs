@@ -9,6 +9,7 @@
 
 pub mod client_document;
 mod decode;
+pub mod followers;
 pub mod refresh_loop;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -25,6 +26,7 @@ pub use client_document::{
 
 use crate::domain::config_state::ConfigState;
 use crate::store::{Change, ChangeSet, Position, Store, StoreError};
+use followers::Followers;
 
 /// The replica's view of the configuration.
 pub struct Snapshot {
@@ -50,6 +52,8 @@ pub struct Snapshot {
     /// The version of each configuration installed, for those who follow it (the streams,
     /// the evaluation engines).
     installed: watch::Sender<u64>,
+    /// What writers wait for besides the client documents (the evaluation engines).
+    followers: Followers,
 }
 
 /// How often the snapshot moved to other replicas' writes, by where it read them.
@@ -89,6 +93,7 @@ impl Snapshot {
             updates: UpdateCounters::default(),
             deferred_own_commit: AtomicU64::new(0),
             installed: watch::Sender::new(0),
+            followers: Followers::default(),
         }
     }
 
@@ -140,6 +145,12 @@ impl Snapshot {
         let version = self.current.load().version;
         let newest = || self.current.load().version;
         self.client.reach(version, &newest).await;
+        self.followers.reach(version).await;
+    }
+
+    /// The builders besides the client documents that writers wait for.
+    pub fn followers(&self) -> &Followers {
+        &self.followers
     }
 
     /// Builds the client documents of every new version until `stop`.

@@ -21,6 +21,7 @@ conformance!(
     playground_explains_each_strategy_constraint_and_segment,
     frontend_fills_remote_address_from_the_caller,
     frontend_leaves_the_address_out_where_no_answer_reads_it,
+    frontend_and_ofrep_serve_a_write_once_it_is_answered,
 );
 
 /// Toggles for these tests, in the client format (imported as written into `default`).
@@ -771,4 +772,62 @@ async fn frontend_leaves_the_address_out_where_no_answer_reads_it(backend: &Back
     .expect(304);
     assert_eq!(proxied.header("etag"), Some(etag));
     assert_eq!(names(&local.json), ["fe.all"]);
+}
+
+/// Read-your-writes on the evaluation routes: once this replica has asked for an
+/// environment's engine, a write is answered only when the frontend API and OFREP serve it —
+/// a toggle switched on or off, and a toggle that did not exist (every other toggle's place
+/// moves).
+async fn frontend_and_ofrep_serve_a_write_once_it_is_answered(backend: &Backend) {
+    let (app, token) = start(backend).await;
+    let listed = |answer: &Value, name: &str| names(answer).iter().any(|n| n == name);
+    let first = get(&app, "/api/frontend", Some(&token), &[])
+        .await
+        .expect(200);
+    assert!(!listed(&first.json, "fe.off"));
+    for round in 0..30 {
+        let on = round % 2 == 0;
+        let path = format!(
+            "/api/admin/projects/default/features/fe.off/environments/default/{}",
+            if on { "on" } else { "off" }
+        );
+        admin(&app, Method::POST, &path, None).await.expect(200);
+        let answer = get(&app, "/api/frontend", Some(&token), &[])
+            .await
+            .expect(200);
+        assert_eq!(
+            listed(&answer.json, "fe.off"),
+            on,
+            "round {round}: {}",
+            answer.json
+        );
+        let flag = post_raw(
+            &app,
+            "/ofrep/v1/evaluate/flags/fe.off",
+            Some(&token),
+            "{}",
+            &[],
+        )
+        .await
+        .expect(200);
+        assert_eq!(flag.json["value"], on, "round {round}");
+
+        let name = format!("fe.a{round:02}");
+        admin(
+            &app,
+            Method::POST,
+            "/api/admin/features",
+            Some(json!({"name": name, "enabled": true, "strategies": [{"name": "default"}]})),
+        )
+        .await
+        .expect(200);
+        let answer = get(&app, "/api/frontend", Some(&token), &[])
+            .await
+            .expect(200);
+        assert!(
+            listed(&answer.json, &name),
+            "round {round}: {}",
+            answer.json
+        );
+    }
 }

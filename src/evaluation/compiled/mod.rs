@@ -17,6 +17,7 @@ mod text;
 mod variants;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use unleash_types::client_features::{ClientFeature, ClientFeatures, Context, Segment};
 
@@ -33,21 +34,34 @@ type TextSet = std::collections::HashSet<Box<str>, foldhash::fast::RandomState>;
 /// yggdrasil, which panics on them, is never fed one: such a list answers no variant (a
 /// strategy's then falls back to the toggle's, as an empty one does), as the compiled path.
 pub fn drop_unweighable_variants(features: &mut ClientFeatures) {
-    for feature in &mut features.features {
-        if let Some(variants) = &feature.variants {
-            if !variants.is_empty() && !weighable(variants.iter().map(|v| v.weight)) {
-                feature.variants = None;
-            }
+    features
+        .features
+        .iter_mut()
+        .for_each(drop_unweighable_variants_of);
+}
+
+/// `drop_unweighable_variants` for one toggle.
+pub fn drop_unweighable_variants_of(feature: &mut ClientFeature) {
+    if let Some(variants) = &feature.variants {
+        if !variants.is_empty() && !weighable(variants.iter().map(|v| v.weight)) {
+            feature.variants = None;
         }
-        for strategy in feature.strategies.iter_mut().flatten() {
-            if let Some(variants) = &strategy.variants {
-                if !variants.is_empty() && !weighable(variants.iter().map(|v| v.weight)) {
-                    strategy.variants = None;
-                }
+    }
+    for strategy in feature.strategies.iter_mut().flatten() {
+        if let Some(variants) = &strategy.variants {
+            if !variants.is_empty() && !weighable(variants.iter().map(|v| v.weight)) {
+                strategy.variants = None;
             }
         }
     }
 }
+
+/// Toggle names and their places in an environment's list (shared by the builds that keep
+/// the same names in the same order).
+pub type NameIndex = Arc<HashMap<Box<str>, usize>>;
+
+/// The segments a toggle's strategies may name, by id.
+pub type SegmentsById<'a> = HashMap<i32, &'a Segment>;
 
 /// What decides a toggle that is on in the environment.
 #[derive(Debug)]
@@ -94,30 +108,50 @@ const OFF: Verdict<'static> = Verdict {
 /// The compiled toggles of one environment, in the order of the input's features.
 #[derive(Debug, Default)]
 pub struct CompiledToggles {
-    toggles: Vec<Option<CompiledToggle>>,
-    by_name: HashMap<Box<str>, usize>,
+    /// Shared with the builds before and after that compiled the toggle the same way.
+    toggles: Vec<Option<Arc<CompiledToggle>>>,
+    by_name: NameIndex,
 }
 
 impl CompiledToggles {
     /// Compiles every toggle of `features` it can (`None` for the others).
+    #[cfg(test)]
     pub fn build(features: &ClientFeatures) -> Self {
-        let segments: HashMap<i32, &Segment> = features
+        let segments: SegmentsById = features
             .segments
             .iter()
             .flatten()
             .map(|s| (s.id, s))
             .collect();
-        let by_name: HashMap<Box<str>, usize> = features
+        let by_name: NameIndex = Arc::new(
+            features
+                .features
+                .iter()
+                .enumerate()
+                .map(|(i, f)| (f.name.as_str().into(), i))
+                .collect(),
+        );
+        let toggles = features
             .features
             .iter()
-            .enumerate()
-            .map(|(i, f)| (f.name.as_str().into(), i))
+            .map(|feature| Self::compile_toggle(feature, &segments, &by_name))
             .collect();
-        let mut toggles: Vec<Option<CompiledToggle>> = features
-            .features
-            .iter()
-            .map(|feature| CompiledToggle::compile(feature, &segments, &by_name))
-            .collect();
+        Self::assemble(toggles, by_name)
+    }
+
+    /// Compiles one toggle; `by_name` places the toggles it may depend on. `None`: left to
+    /// yggdrasil.
+    pub fn compile_toggle(
+        feature: &ClientFeature,
+        segments: &SegmentsById<'_>,
+        by_name: &HashMap<Box<str>, usize>,
+    ) -> Option<Arc<CompiledToggle>> {
+        CompiledToggle::compile(feature, segments, by_name).map(Arc::new)
+    }
+
+    /// The environment's compiled toggles, each in its place of `by_name`, as compiled alone
+    /// (`None`: left to yggdrasil).
+    pub fn assemble(mut toggles: Vec<Option<Arc<CompiledToggle>>>, by_name: NameIndex) -> Self {
         // A parent must be compiled for its child to be: a parent left to yggdrasil leaves its
         // children, and theirs, to it too (followed child by child, once each).
         let mut children: Vec<Vec<usize>> = vec![Vec::new(); toggles.len()];
@@ -148,9 +182,19 @@ impl CompiledToggles {
     }
 
     /// Whether the toggle `name` exists and is compiled.
+    #[cfg(test)]
     pub fn is_compiled(&self, name: &str) -> bool {
-        self.index_of(name)
-            .is_some_and(|i| self.toggles.get(i).is_some_and(Option::is_some))
+        self.index_of(name).is_some_and(|i| self.is_compiled_at(i))
+    }
+
+    /// Whether the toggle at `index` is compiled.
+    pub fn is_compiled_at(&self, index: usize) -> bool {
+        self.toggles.get(index).is_some_and(Option::is_some)
+    }
+
+    /// The toggles' places by name.
+    pub fn names(&self) -> &NameIndex {
+        &self.by_name
     }
 
     /// How many toggles are compiled and how many are left to yggdrasil.
@@ -161,7 +205,7 @@ impl CompiledToggles {
 
     /// The toggle at `index` for `context`; `None` when it is not compiled.
     pub fn evaluate(&self, index: usize, context: &Context) -> Option<Verdict<'_>> {
-        let toggle = self.toggles.get(index)?.as_ref()?;
+        let toggle = self.toggles.get(index)?.as_deref()?;
         // Off in the environment: nothing else is looked at.
         if !toggle.enabled || !self.dependencies_met(toggle, context) {
             return Some(OFF);
@@ -187,7 +231,7 @@ impl CompiledToggles {
     /// Whether the toggle at `index` is on for `context`; `None` when it is not compiled.
     #[cfg(test)]
     pub fn is_enabled(&self, index: usize, context: &Context) -> Option<bool> {
-        let toggle = self.toggles.get(index)?.as_ref()?;
+        let toggle = self.toggles.get(index)?.as_deref()?;
         Some(
             toggle.enabled
                 && self.dependencies_met(toggle, context)
@@ -204,7 +248,7 @@ impl CompiledToggles {
             let Some(parent) = dependency
                 .parent
                 .and_then(|p| self.toggles.get(p))
-                .and_then(Option::as_ref)
+                .and_then(Option::as_deref)
             else {
                 return false;
             };
@@ -226,7 +270,7 @@ impl CompiledToggles {
 impl CompiledToggle {
     fn compile(
         feature: &ClientFeature,
-        segments: &HashMap<i32, &Segment>,
+        segments: &SegmentsById<'_>,
         by_name: &HashMap<Box<str>, usize>,
     ) -> Option<Self> {
         let mut list = Vec::new();
