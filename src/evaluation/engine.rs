@@ -114,7 +114,7 @@ pub struct EnvironmentEngine {
     /// Whether any answer can depend on the context's `remoteAddress`: when not, a request
     /// without one is not given the caller's address (it would change the ETag only).
     pub reads_remote_address: bool,
-    /// What this build did (for the log and the benchmark).
+    /// What this build compiled and reused (for the log).
     pub work: BuildWork,
     /// yggdrasil, for the toggles `compiled` leaves to it (shared with the build before when
     /// those toggles are the same).
@@ -159,6 +159,7 @@ struct ToggleUnit {
     has_dependencies: bool,
     /// Its input names `remoteAddress` (see `reads_remote_address`).
     names_remote_address: bool,
+    /// What its answers depend on besides the configuration and the context.
     volatility: Volatility,
 }
 
@@ -451,9 +452,9 @@ impl ToggleFacts {
     fn of(toggle: &Toggle, environment: &str) -> Self {
         let config = toggle.environment(environment);
         let enabled_strategies = config.strategies.iter().filter(|s| !s.disabled);
-        let strategy_payloads = config
-            .strategies
-            .iter()
+        // Disabled strategies are not served (nor digested): their variants do not count.
+        let strategy_payloads = enabled_strategies
+            .clone()
             .flat_map(|s| s.variants.iter())
             .any(|v| v.payload.is_some());
         let mut frontend_prefix = FRONTEND_PREFIX_START.to_vec();

@@ -212,3 +212,20 @@ fn a_child_left_to_yggdrasil_follows_its_parent_s_change() {
     }
     assert_same_engine(&second, &changed);
 }
+
+/// A disabled strategy is not served, nor part of the digest: its payloads must not make
+/// OFREP answer a payload (an answer the digest, and so the ETag, would not name).
+#[test]
+fn a_disabled_strategy_s_payloads_do_not_count() {
+    let mut state = ConfigState::default();
+    let toggle = toggle(
+        json!({"name": "t", "environments": {"default": {"enabled": true,
+        "strategies": [{"name": "default"}, {"name": "default", "disabled": true,
+            "variants": [{"name": "v", "weight": 1000, "weightType": "variable",
+                "stickiness": "default", "payload": {"type": "string", "value": "x"}}]}]}}}),
+    );
+    state.features.insert("t".into(), toggle);
+    let engine = EnvironmentEngine::build("default", &state, None).expect("builds");
+    let facts = engine.toggle("t").expect("the toggle");
+    assert!(!facts.has_payloads);
+}

@@ -43,10 +43,12 @@ pub use engine::{EnvironmentEngine, Evaluation, ToggleFacts, UNKNOWN_ENVIRONMENT
 /// How long the first request for an environment waits for its engine.
 const FIRST_BUILD_WAIT: Duration = Duration::from_secs(10);
 
-/// An environment's engine and the configuration version it is current at.
+/// An environment's engine and the configuration it is current at.
 #[derive(Clone)]
 struct Built {
     version: u64,
+    /// The commit that made `version` (see `ConfigState::head`).
+    head: u64,
     engine: Arc<EnvironmentEngine>,
 }
 
@@ -143,17 +145,22 @@ impl Evaluator {
         let mut versions = self.snapshot.installed();
         loop {
             let state = self.snapshot.state();
+            let version = state.version;
             let this = self.clone();
             let built = tokio::task::spawn_blocking(move || this.build_all(&state)).await;
             if let Err(e) = built {
                 tracing::error!(error = %e, "the evaluation engine build failed");
+                // Writers waiting for this version are answered (the engines stay as they were).
+                self.snapshot.followers().reached(version);
             }
             tokio::select! {
-                _ = stop.cancelled() => return,
-                changed = versions.changed() => if changed.is_err() { return },
+                _ = stop.cancelled() => break,
+                changed = versions.changed() => if changed.is_err() { break },
                 _ = self.wake.notified() => {}
             }
         }
+        // Nobody builds from here on: writers must not wait for it.
+        self.snapshot.followers().disengage();
     }
 
     /// Brings every wanted engine to `state` (compiling those whose input changed).
@@ -167,9 +174,11 @@ impl Evaluator {
         let mut next = HashMap::clone(&current);
         let mut totals = BuildTotals::default();
         for name in wanted {
+            // Already built from this very configuration (a version of another history, after
+            // the store started over, is built again).
             if current
                 .get(&name)
-                .is_some_and(|b| b.version >= state.version)
+                .is_some_and(|b| b.version == state.version && b.head == state.head)
             {
                 continue;
             }
@@ -184,34 +193,34 @@ impl Evaluator {
             };
             let seconds = started.elapsed().as_secs_f64();
             totals.build_seconds += seconds;
-            let engine = match previous {
-                // The same input: the engine answering now stays (nothing to swap).
-                Some(previous) if previous.digest == engine.digest => {
-                    totals.unchanged += 1;
-                    previous.clone()
-                }
-                _ => {
-                    let (compiled, left_to_yggdrasil) = engine.compiled_counts();
-                    totals.compiled += 1;
-                    tracing::info!(
-                        environment = %name,
-                        version = state.version,
-                        toggles = state.features.len(),
-                        build_ms = seconds * 1000.0,
-                        toggles_compiled = engine.work.compiled,
-                        toggles_reused = engine.work.reused,
-                        own_compile_ms = engine.work.compile.as_secs_f64() * 1000.0,
-                        compiled,
-                        left_to_yggdrasil,
-                        "evaluation engine built"
-                    );
-                    Arc::new(engine)
-                }
-            };
+            let unchanged = previous.is_some_and(|p| p.digest == engine.digest);
+            if unchanged {
+                // The same answers; the new engine is kept all the same, as it shares
+                // everything with the old one but holds this state's toggles (the next build
+                // then finds them unchanged by pointer, without serialising them).
+                totals.unchanged += 1;
+            } else {
+                let (compiled, left_to_yggdrasil) = engine.compiled_counts();
+                totals.compiled += 1;
+                tracing::info!(
+                    environment = %name,
+                    version = state.version,
+                    toggles = state.features.len(),
+                    build_ms = (seconds * 1e4).round() / 10.0,
+                    toggles_compiled = engine.work.compiled,
+                    toggles_reused = engine.work.reused,
+                    own_compile_ms = (engine.work.compile.as_secs_f64() * 1e4).round() / 10.0,
+                    compiled,
+                    left_to_yggdrasil,
+                    "evaluation engine built"
+                );
+            }
+            let engine = Arc::new(engine);
             next.insert(
                 name,
                 Built {
                     version: state.version,
+                    head: state.head,
                     engine,
                 },
             );

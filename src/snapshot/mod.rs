@@ -145,7 +145,7 @@ impl Snapshot {
         let version = self.current.load().version;
         let newest = || self.current.load().version;
         self.client.reach(version, &newest).await;
-        self.followers.reach(version).await;
+        self.followers.reach(version, &newest).await;
     }
 
     /// The builders besides the client documents that writers wait for.
