@@ -1,5 +1,6 @@
 //! An engine built from the one before (only changed toggles compiled) must be the engine
-//! built from nothing: the same digest, the same facts and the same answers.
+//! built from nothing: the same digest, the same facts and the same answers. Also the
+//! engines the answers' tests (`frontend`, `ofrep`) are built with.
 
 use std::sync::Arc;
 
@@ -13,7 +14,18 @@ use crate::domain::config_state::ConfigState;
 use crate::domain::segment::Segment;
 use crate::domain::toggle::Toggle;
 
-/// A toggle of `default` from its JSON (name, project, environments, dependencies, …).
+/// An engine of `default` holding `toggles` (each with `name`, `environments`, and
+/// optionally `project`, `dependencies`, `impressionData`, …).
+pub(super) fn engine_of(toggles: Value) -> EnvironmentEngine {
+    let mut state = ConfigState::default();
+    for fields in toggles.as_array().expect("a list") {
+        let toggle = toggle(fields.clone());
+        state.features.insert(toggle.name.to_string(), toggle);
+    }
+    EnvironmentEngine::build("default", &state, None).expect("compiles")
+}
+
+/// A toggle from its JSON (name, project, environments, dependencies, …).
 fn toggle(mut fields: Value) -> Arc<Toggle> {
     let object = fields.as_object_mut().expect("an object");
     for (key, value) in [

@@ -272,8 +272,9 @@ pub fn answer(engine: &EnvironmentEngine, scope: &Scope<'_>, context: &Context) 
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
+    use crate::evaluation::engine_tests::engine_of;
 
     /// A tag of `text` and its bare base64.
     fn tag_of(text: &[u8]) -> (Etag, String) {
@@ -341,29 +342,6 @@ pub(crate) mod tests {
             assert!(!etag.matched_by(header.as_bytes()), "{header:?}");
         }
         assert!(!etag.matched_by(&[0xff, b'"', 0x80]));
-    }
-
-    /// An engine of `default` holding `toggles` (each with `name`, `project`, `environments`).
-    pub(crate) fn engine_of(toggles: serde_json::Value) -> EnvironmentEngine {
-        use crate::domain::config_state::ConfigState;
-        use crate::domain::toggle::Toggle;
-        let mut state = ConfigState::default();
-        for mut toggle in toggles.as_array().expect("a list").clone() {
-            let fields = toggle.as_object_mut().expect("an object");
-            for (key, value) in [
-                ("description", serde_json::json!("")),
-                ("type", serde_json::json!("release")),
-                ("stale", serde_json::json!(false)),
-                ("createdAt", serde_json::json!("2026-01-01T00:00:00Z")),
-            ] {
-                fields.entry(key).or_insert(value);
-            }
-            let toggle: Toggle = serde_json::from_value(toggle).expect("a toggle");
-            state
-                .features
-                .insert(toggle.name.to_string(), std::sync::Arc::new(toggle));
-        }
-        EnvironmentEngine::build("default", &state, None).expect("compiles")
     }
 
     #[test]

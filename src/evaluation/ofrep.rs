@@ -197,7 +197,7 @@ fn json_bool(value: bool) -> &'static [u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evaluation::frontend::tests::engine_of;
+    use crate::evaluation::engine_tests::engine_of;
     use serde_json::json;
 
     #[test]
