@@ -24,6 +24,9 @@
 #                                and start them again on the filled store before writing: the
 #                                rounds and the peak RSS are then those of replicas that read the
 #                                configuration at start, without what the load left in their heap
+#   --frontend                   ask each replica for `default`'s frontend answer once before the
+#                                rounds, so that it builds the evaluation engine and every write
+#                                waits for it too (read-your-writes on the frontend API and OFREP)
 #   --connections C              concurrent writers in all (default 16)
 #   --cpus-per-replica Q         give each replica its own CPU budget of Q cores (e.g. 0.4; at
 #                                least 0.1), as if each ran in a pod with that CPU limit (a cgroup
@@ -53,6 +56,7 @@ CPUS=""
 KILL_AFTER=15
 ENVIRONMENTS=""
 RESTART_AFTER_LOAD=0
+FRONTEND=0
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -63,6 +67,7 @@ while [ $# -gt 0 ]; do
     --cpus-per-replica) CPUS=$2; shift 2;;
     --environments) ENVIRONMENTS=$2; shift 2;;
     --restart-after-load) RESTART_AFTER_LOAD=1; shift;;
+    --frontend) FRONTEND=1; shift;;
     *) common_opt "$@"; shift "$OPT_SHIFT";;
   esac
 done
@@ -203,6 +208,12 @@ for STORE in $STORES; do
         mv "$OUT/flagpole.log" "$OUT/flagpole-$STORE-$N-$((i + 1))-restarted.log"
         PIDS[i]=$FP_PID
         URLS[i]=$URL
+      done
+    fi
+    if [ "$FRONTEND" = 1 ]; then
+      for u in "${URLS[@]}"; do
+        curl -sf -m 60 -o /dev/null "$u/api/frontend?userId=writes" \
+          || { echo "# the frontend API of $u did not answer" >&2; exit 1; }
       done
     fi
     before_conflicts=0; before_gave_up=0; before_builds=0
