@@ -94,7 +94,8 @@ wait_ready() {
   for _ in $(seq 600); do
     if [ "$1" = flagpole ]; then
       check=$(curl -s -m 2 "$2/health" | python3 -c 'import json,sys
-h = json.load(sys.stdin); print("ok" if h.get("clientVersion") == h.get("version") else "")' 2>/dev/null || true)
+h = json.load(sys.stdin); v = h.get("version") or 0
+print("ok" if v > 0 and h.get("clientVersion") == v else "")' 2>/dev/null || true)
     else
       check=$(curl -s -m 2 -o /dev/null -w '%{http_code}' "$2/api/client/features" | sed 's/^200$/ok/' || true)
     fi

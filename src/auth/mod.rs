@@ -102,14 +102,26 @@ pub struct Authenticator {
 }
 
 /// The token of a request: the raw `Authorization` value, or what follows `Bearer`; none for
-/// basic auth.
+/// basic auth. Read as bytes, without splitting or searching the whole value: on the client
+/// path's 304 this runs on every poll.
 fn token_of(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?.trim();
-    let (scheme, rest) = value.split_once(' ').unwrap_or((value, ""));
-    if scheme.eq_ignore_ascii_case("basic") {
+    let bytes = headers.get(header::AUTHORIZATION)?.as_bytes();
+    // Header values are visible ASCII, spaces and tabs (hyper refuses control characters);
+    // anything beyond ASCII is no token, as before.
+    if !bytes.is_ascii() {
+        return None;
+    }
+    let value = std::str::from_utf8(bytes).ok()?.trim_ascii();
+    let scheme_is = |name: &str| {
+        let bytes = value.as_bytes();
+        bytes.len() >= name.len()
+            && bytes[..name.len()].eq_ignore_ascii_case(name.as_bytes())
+            && bytes.get(name.len()).is_none_or(|b| *b == b' ')
+    };
+    if scheme_is("basic") {
         None
-    } else if scheme.eq_ignore_ascii_case("bearer") {
-        Some(rest.trim()).filter(|t| !t.is_empty())
+    } else if scheme_is("bearer") {
+        Some(value["bearer".len()..].trim_ascii()).filter(|t| !t.is_empty())
     } else {
         Some(value).filter(|t| !t.is_empty())
     }
@@ -329,7 +341,9 @@ impl Authenticator {
         if self.mode != AuthMode::Token || self.client_auth == ClientAuth::Open {
             return Ok(use_caller(ClientCallerRef::default()));
         }
-        let secret = token_of(headers).ok_or(ApiError::Unauthorized(Challenge::Token))?;
+        let Some(secret) = token_of(headers) else {
+            return Err(ApiError::Unauthorized(Challenge::Token));
+        };
         self.with_secret(secret, Challenge::Token, |checked| {
             let (scope, environment) = match &checked.credential {
                 Credential::Admin(_) => (None, None),
@@ -447,6 +461,28 @@ mod tests {
         );
         assert_eq!(token_of(&headers(&[("authorization", "Bearer")])), None);
         assert_eq!(token_of(&headers(&[])), None);
+        // A scheme is a whole word, in any case; a value beyond ASCII is no token.
+        for (sent, token) in [
+            ("bearer abc", Some("abc")),
+            ("BEARER\tabc", Some("BEARER\tabc")),
+            ("Bearerabc", Some("Bearerabc")),
+            ("Basicabc", Some("Basicabc")),
+            ("basic", None),
+            ("  *:production.4f2a  ", Some("*:production.4f2a")),
+            ("   ", None),
+        ] {
+            assert_eq!(
+                token_of(&headers(&[("authorization", sent)])),
+                token,
+                "{sent:?}"
+            );
+        }
+        let mut map = HeaderMap::new();
+        map.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_bytes(b"tok\xe9n").expect("obs-text is a header value"),
+        );
+        assert_eq!(token_of(&map), None);
     }
 
     #[test]
