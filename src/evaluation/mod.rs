@@ -14,7 +14,9 @@
 //! engine was asked for, writers wait for the engines as they wait for the client documents
 //! (`snapshot::followers`): a write is answered once the frontend API and OFREP serve it. A
 //! build compiles only the toggles that changed (`EnvironmentEngine::build`), so that wait is
-//! short.
+//! short — except where yggdrasil holds many toggles (it builds them all again) or segments
+//! changed: a round of builds over `FOLLOW_BUDGET` lets writers go, and answers follow within
+//! a build until builds are quick again.
 
 pub mod compiled;
 pub mod context;
@@ -39,6 +41,9 @@ use crate::domain::config_state::ConfigState;
 use crate::snapshot::Snapshot;
 pub use context::{ContextError, EvaluationContext};
 pub use engine::{EnvironmentEngine, Evaluation, ToggleFacts, UNKNOWN_ENVIRONMENT};
+
+/// The longest round of engine builds a writer waits for (see `build_all`).
+const FOLLOW_BUDGET: Duration = Duration::from_millis(20);
 
 /// How long the first request for an environment waits for its engine.
 const FIRST_BUILD_WAIT: Duration = Duration::from_secs(10);
@@ -170,6 +175,8 @@ impl Evaluator {
             .lock()
             .map(|w| w.iter().cloned().collect())
             .unwrap_or_default();
+        let started = std::time::Instant::now();
+        let any_wanted = !wanted.is_empty();
         let current = self.engines.load_full();
         let mut next = HashMap::clone(&current);
         let mut totals = BuildTotals::default();
@@ -232,6 +239,22 @@ impl Evaluator {
             sum.build_seconds += totals.build_seconds;
         }
         self.settled.send_modify(|v| *v = (*v).max(state.version));
-        self.snapshot.followers().reached(state.version);
+        // Writers wait for the engines only while following a write is quick: an environment
+        // that leaves many toggles to yggdrasil (which builds all of them again on any change
+        // of one) or a segment change at 10,000 toggles would hold every write for a whole
+        // build. Then answers follow a write within one build, until builds are quick again.
+        let followers = self.snapshot.followers();
+        if any_wanted && started.elapsed() <= FOLLOW_BUDGET {
+            followers.engage();
+            followers.reached(state.version);
+        } else if any_wanted {
+            tracing::debug!(
+                build_ms = started.elapsed().as_secs_f64() * 1000.0,
+                "engine builds too slow for writers to wait"
+            );
+            followers.disengage();
+        } else {
+            followers.reached(state.version);
+        }
     }
 }

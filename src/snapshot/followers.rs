@@ -35,7 +35,7 @@ impl Followers {
         self.engaged.store(true, Ordering::Release);
     }
 
-    /// Nothing follows any more (the builders stopped): writers no longer wait.
+    /// Writers no longer wait (the builders stopped, or are too slow to wait for).
     pub fn disengage(&self) {
         self.engaged.store(false, Ordering::Release);
         self.current.send_replace(u64::MAX);
