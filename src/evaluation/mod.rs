@@ -44,6 +44,9 @@ pub use engine::{EnvironmentEngine, Evaluation, ToggleFacts, UNKNOWN_ENVIRONMENT
 
 /// The longest round of engine builds a writer waits for (see `build_all`).
 const FOLLOW_BUDGET: Duration = Duration::from_millis(20);
+/// After a round over `FOLLOW_BUDGET`, writers wait again only once rounds have been quick
+/// for this long (else every quick round would make the writers wait for the slow one after).
+const FOLLOW_COOLDOWN: Duration = Duration::from_secs(5);
 
 /// How long the first request for an environment waits for its engine.
 const FIRST_BUILD_WAIT: Duration = Duration::from_secs(10);
@@ -67,6 +70,8 @@ pub struct Evaluator {
     /// The configuration version every wanted engine is current at.
     settled: watch::Sender<u64>,
     totals: Mutex<BuildTotals>,
+    /// When a round of builds last took over `FOLLOW_BUDGET` (writers do not wait meanwhile).
+    slow_since: Mutex<Option<std::time::Instant>>,
 }
 
 /// Engine builds so far and their time, since the replica started.
@@ -90,6 +95,7 @@ impl Evaluator {
             wake: Notify::new(),
             settled: watch::Sender::new(0),
             totals: Mutex::new(BuildTotals::default()),
+            slow_since: Mutex::new(None),
         }
     }
 
@@ -244,15 +250,22 @@ impl Evaluator {
         // of one) or a segment change at 10,000 toggles would hold every write for a whole
         // build. Then answers follow a write within one build, until builds are quick again.
         let followers = self.snapshot.followers();
-        if any_wanted && started.elapsed() <= FOLLOW_BUDGET {
-            followers.engage();
-            followers.reached(state.version);
-        } else if any_wanted {
+        let now = std::time::Instant::now();
+        let mut slow_since = self
+            .slow_since
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if any_wanted && now - started > FOLLOW_BUDGET {
             tracing::debug!(
-                build_ms = started.elapsed().as_secs_f64() * 1000.0,
+                build_ms = (now - started).as_secs_f64() * 1000.0,
                 "engine builds too slow for writers to wait"
             );
+            *slow_since = Some(now);
             followers.disengage();
+        } else if any_wanted && slow_since.is_none_or(|at| now - at > FOLLOW_COOLDOWN) {
+            *slow_since = None;
+            followers.engage();
+            followers.reached(state.version);
         } else {
             followers.reached(state.version);
         }

@@ -5,10 +5,12 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::str::FromStr;
+use std::sync::{LazyLock, Mutex, PoisonError};
 
 use ipnetwork::IpNetwork;
 use rand::Rng;
-use unleash_types::client_features::{Context, Operator, Segment, Strategy};
+use unleash_types::client_features::{ClientFeatures, Context, Operator, Segment, Strategy};
+use unleash_yggdrasil::EngineState;
 
 use super::constraints::CompiledConstraint;
 use super::context::Field;
@@ -16,6 +18,29 @@ use super::hashing::{normalized_hash, normalized_hash_of_number, ROLLOUT_SEED};
 use super::text;
 use super::variants::VariantSet;
 use super::TextSet;
+
+/// Whether yggdrasil's `applicationHostname` rule for the host list `hosts` holds in this
+/// process (one engine per host list, remembered: the answer cannot change while it runs).
+fn yggdrasil_host_rule_holds(hosts: &str) -> bool {
+    static ANSWERS: LazyLock<Mutex<HashMap<String, bool>>> = LazyLock::new(Mutex::default);
+    let mut answers = ANSWERS.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(&holds) = answers.get(hosts) {
+        return holds;
+    }
+    let toggle = serde_json::json!({"version": 2, "features": [{"name": "host", "enabled": true,
+        "strategies": [{"name": "applicationHostname", "parameters": {"hostNames": hosts}}]}]});
+    let holds = serde_json::from_value::<ClientFeatures>(toggle).is_ok_and(|features| {
+        let engine = EngineState::default();
+        // A host list that does not compile is a toggle that is never on.
+        let _ = engine.apply_client_features(features);
+        engine.is_enabled("host", &Context::default(), &None)
+    });
+    // A few distinct lists in a configuration; a bound all the same.
+    if answers.len() < 10_000 {
+        answers.insert(hosts.to_string(), holds);
+    }
+    holds
+}
 
 /// Where a rollout's stickiness value comes from.
 #[derive(Debug)]
@@ -199,9 +224,22 @@ impl CompiledStrategy {
                         .collect(),
                 ),
             },
-            // Left to yggdrasil: whether it reads the host name depends on its `hostname`
-            // feature, which a dev-dependency turns on in test builds only.
-            "applicationHostname" => return None,
+            // The host name yggdrasil reads (the machine's with its `hostname` feature, which a
+            // dev-dependency turns on in test builds; none without it) is the same for every
+            // request: the rule is a constant, asked of yggdrasil once per host list.
+            "applicationHostname" => {
+                let hosts = param(strategy, "hostNames").unwrap_or("");
+                if !hosts
+                    .split(',')
+                    .all(|host| text::raw_round_trips(host.trim()))
+                {
+                    return None;
+                }
+                match yggdrasil_host_rule_holds(hosts) {
+                    true => Rule::Always,
+                    false => Rule::Never,
+                }
+            }
             // A custom strategy is an external value the engine is never given: never on.
             _ => Rule::Never,
         })

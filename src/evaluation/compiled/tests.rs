@@ -645,3 +645,37 @@ fn a_parent_left_to_yggdrasil_takes_its_descendants_along() {
     assert!(compiled.is_compiled("apart") && compiled.is_compiled("apart-child"));
     assert_eq!(compiled.counts(), (2, 501));
 }
+
+/// `applicationHostname` compiles to what yggdrasil answers for the host name it reads (in test
+/// builds, with its `hostname` feature, the machine's): a list naming this machine and one
+/// that does not, beside a constraint.
+#[test]
+fn application_hostname_compiles_to_yggdrasil_s_constant_answer() {
+    let machine = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_string())
+        .unwrap_or_default();
+    let document = json!({"version": 2, "features": [
+        {"name": "here", "enabled": true, "strategies": [{"name": "applicationHostname",
+            "parameters": {"hostNames": format!("elsewhere, {}", machine.to_uppercase())}}]},
+        {"name": "there", "enabled": true, "strategies": [{"name": "applicationHostname",
+            "parameters": {"hostNames": "elsewhere.example"}}]},
+        {"name": "here-for-pro", "enabled": true, "strategies": [{"name": "applicationHostname",
+            "parameters": {"hostNames": machine},
+            "constraints": [{"contextName": "plan", "operator": "IN", "values": ["pro"]}]}]},
+    ]});
+    let contexts: Vec<Context> = ["pro", "free"]
+        .iter()
+        .map(|plan| Context {
+            properties: Some([("plan".to_string(), plan.to_string())].into()),
+            ..Context::default()
+        })
+        .collect();
+    let compiled = assert_same(&document, &contexts).expect("the same answers");
+    assert_eq!(compiled, 3);
+    if !machine.is_empty() && std::env::var_os("hostname").is_none() {
+        let features: ClientFeatures = serde_json::from_value(document).expect("features");
+        let toggles = CompiledToggles::build(&features);
+        assert_eq!(toggles.is_enabled(0, &contexts[1]), Some(true));
+        assert_eq!(toggles.is_enabled(1, &contexts[1]), Some(false));
+    }
+}
