@@ -35,6 +35,11 @@ impl Followers {
         self.engaged.store(true, Ordering::Release);
     }
 
+    /// Whether writers wait for the followers.
+    pub fn is_engaged(&self) -> bool {
+        self.engaged.load(Ordering::Acquire)
+    }
+
     /// Writers no longer wait (the builders stopped, or are too slow to wait for).
     pub fn disengage(&self) {
         self.engaged.store(false, Ordering::Release);
