@@ -14,10 +14,9 @@
 //! engine was asked for, writers wait for the engines as they wait for the client documents
 //! (`snapshot::followers`): a write is answered once the frontend API and OFREP serve it. A
 //! build compiles only the toggles that changed (`EnvironmentEngine::build`), so that wait is
-//! short (0.1 ms at 1,000 toggles) — but not at 10,000 toggles (1.2 ms), where yggdrasil
-//! holds many toggles (it builds them all again) or segments changed: a round of builds over
-//! `FOLLOW_BUDGET` lets writers go, and answers follow within a build until builds have been
-//! quick again for `FOLLOW_COOLDOWN`.
+//! short (0.1 ms at 1,000 toggles) — but not at 10,000 toggles (1.2 ms) nor where yggdrasil
+//! holds many toggles (it builds them all again): beyond `FOLLOWED_TOGGLES` writers go, and
+//! answers follow within a build (builds then at least `UNFOLLOWED_PAUSE` apart).
 
 pub mod compiled;
 pub mod context;
@@ -43,14 +42,12 @@ use crate::snapshot::Snapshot;
 pub use context::{ContextError, EvaluationContext};
 pub use engine::{EnvironmentEngine, Evaluation, ToggleFacts, UNKNOWN_ENVIRONMENT};
 
-/// The longest round of engine builds writers wait for (see `build_all`). Writers queue
-/// behind the builds they wait for, so this bounds the writes a second more than the latency:
-/// a one-toggle build takes about 0.1 ms at 1,000 toggles (waited for) and 1.2 ms at 10,000
-/// (not: 4,000 writes a second instead of 15,000 on two cores, docs/performance.md).
-const FOLLOW_BUDGET: Duration = Duration::from_millis(1);
-/// After a round over `FOLLOW_BUDGET`, writers wait again only once rounds have been quick
-/// for this long (else every quick round would make the writers wait for the slow one after).
-const FOLLOW_COOLDOWN: Duration = Duration::from_secs(5);
+/// Writers wait for the engines while those asked for hold at most this many toggles in all
+/// (see `build_all`; 4,000 writes a second instead of 15,000 at 10,000 toggles on two cores,
+/// docs/performance.md) ...
+const FOLLOWED_TOGGLES: usize = 5_000;
+/// ... and yggdrasil holds at most this many of them.
+const FOLLOWED_LEFT_TO_YGGDRASIL: usize = 100;
 
 /// Between two rounds of builds that writers do not wait for, at least this long.
 const UNFOLLOWED_PAUSE: Duration = Duration::from_millis(10);
@@ -77,8 +74,6 @@ pub struct Evaluator {
     /// The configuration version every wanted engine is current at.
     settled: watch::Sender<u64>,
     totals: Mutex<BuildTotals>,
-    /// When a round of builds last took over `FOLLOW_BUDGET` (writers do not wait meanwhile).
-    slow_since: Mutex<Option<std::time::Instant>>,
 }
 
 /// Engine builds so far and their time, since the replica started.
@@ -102,7 +97,6 @@ impl Evaluator {
             wake: Notify::new(),
             settled: watch::Sender::new(0),
             totals: Mutex::new(BuildTotals::default()),
-            slow_since: Mutex::new(None),
         }
     }
 
@@ -201,7 +195,6 @@ impl Evaluator {
             .lock()
             .map(|w| w.iter().cloned().collect())
             .unwrap_or_default();
-        let started = std::time::Instant::now();
         let any_wanted = !wanted.is_empty();
         let current = self.engines.load_full();
         let mut next = HashMap::clone(&current);
@@ -258,6 +251,20 @@ impl Evaluator {
                 },
             );
         }
+        // Writers wait for the engines only where following a write is quick: a one-toggle
+        // build costs about 0.1 ms at 1,000 toggles but 1.2 ms at 10,000 (writers would queue
+        // behind the builds), and yggdrasil builds all it holds again on any change of one.
+        // Elsewhere answers follow a write within one build. (Sizes, not timings: the same
+        // configuration is followed on any machine and in any build.)
+        let (toggles, left_to_yggdrasil) = next
+            .values()
+            .map(|built| {
+                (
+                    built.engine.toggles().len(),
+                    built.engine.compiled_counts().1,
+                )
+            })
+            .fold((0, 0), |(a, b), (x, y)| (a + x, b + y));
         self.engines.store(Arc::new(next));
         if let Ok(mut sum) = self.totals.lock() {
             sum.compiled += totals.compiled;
@@ -265,29 +272,14 @@ impl Evaluator {
             sum.build_seconds += totals.build_seconds;
         }
         self.settled.send_modify(|v| *v = (*v).max(state.version));
-        // Writers wait for the engines only while following a write is quick: a large
-        // environment, many toggles left to yggdrasil (it builds all of them again on any
-        // change of one) or a segment change would hold every write for a build. Then answers
-        // follow a write within one build, until builds are quick again.
         let followers = self.snapshot.followers();
-        let now = std::time::Instant::now();
-        let mut slow_since = self
-            .slow_since
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if any_wanted && now - started > FOLLOW_BUDGET {
-            tracing::debug!(
-                build_ms = (now - started).as_secs_f64() * 1000.0,
-                "engine builds too slow for writers to wait"
-            );
-            *slow_since = Some(now);
-            followers.disengage();
-        } else if any_wanted && slow_since.is_none_or(|at| now - at > FOLLOW_COOLDOWN) {
-            *slow_since = None;
+        if !any_wanted {
+            followers.reached(state.version);
+        } else if toggles <= FOLLOWED_TOGGLES && left_to_yggdrasil <= FOLLOWED_LEFT_TO_YGGDRASIL {
             followers.engage();
             followers.reached(state.version);
         } else {
-            followers.reached(state.version);
+            followers.disengage();
         }
     }
 }
