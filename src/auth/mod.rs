@@ -101,30 +101,36 @@ pub struct Authenticator {
     pub secure_cookies: bool,
 }
 
-/// The token of a request: the raw `Authorization` value, or what follows `Bearer`; none for
-/// basic auth. Read as bytes, without splitting or searching the whole value: on the client
-/// path's 304 this runs on every poll.
-fn token_of(headers: &HeaderMap) -> Option<&str> {
-    let bytes = headers.get(header::AUTHORIZATION)?.as_bytes();
-    // Header values are visible ASCII, spaces and tabs (hyper refuses control characters);
-    // anything beyond ASCII is no token, as before.
-    if !bytes.is_ascii() {
-        return None;
-    }
-    let value = std::str::from_utf8(bytes).ok()?.trim_ascii();
+/// The token of a request as sent: the raw `Authorization` value, or what follows `Bearer`;
+/// none for basic auth. Read as bytes, without splitting or checking the whole value: on the
+/// client path's 304 this runs on every poll, and a secret checked before is found by its
+/// bytes (only ASCII secrets are ever checked, see `ascii_token`).
+fn token_bytes_of(headers: &HeaderMap) -> Option<&[u8]> {
+    let value = headers.get(header::AUTHORIZATION)?.as_bytes().trim_ascii();
     let scheme_is = |name: &str| {
-        let bytes = value.as_bytes();
-        bytes.len() >= name.len()
-            && bytes[..name.len()].eq_ignore_ascii_case(name.as_bytes())
-            && bytes.get(name.len()).is_none_or(|b| *b == b' ')
+        value.len() >= name.len()
+            && value[..name.len()].eq_ignore_ascii_case(name.as_bytes())
+            && value.get(name.len()).is_none_or(|b| *b == b' ')
     };
-    if scheme_is("basic") {
-        None
+    let token = if scheme_is("basic") {
+        return None;
     } else if scheme_is("bearer") {
-        Some(value["bearer".len()..].trim_ascii()).filter(|t| !t.is_empty())
+        value["bearer".len()..].trim_ascii()
     } else {
-        Some(value).filter(|t| !t.is_empty())
-    }
+        value
+    };
+    Some(token).filter(|t| !t.is_empty())
+}
+
+/// The token of a request (see `token_bytes_of`), when it is ASCII.
+fn token_of(headers: &HeaderMap) -> Option<&str> {
+    token_bytes_of(headers).and_then(ascii_token)
+}
+
+/// `bytes` as a token: header values are visible ASCII, spaces and tabs (hyper refuses
+/// control characters), and anything beyond ASCII is no token.
+fn ascii_token(bytes: &[u8]) -> Option<&str> {
+    std::str::from_utf8(bytes).ok().filter(|s| s.is_ascii())
 }
 
 /// The value of cookie `name`, if sent.
@@ -248,22 +254,20 @@ impl Authenticator {
 
     /// Runs `use_checked` on what `secret` lets its holder do; else 401 with `challenge` (or
     /// the expiry), or 503 while the stored tokens are not loaded yet. A secret checked
-    /// before against the current stored tokens is found by a map lookup (expiry still
-    /// checked, to the coarse clock's 100 ms); any other is hashed and remembered when valid.
+    /// before against the current stored tokens is found by a map lookup of its bytes (expiry
+    /// still checked, to the coarse clock's 100 ms); any other must be ASCII, and is hashed
+    /// and remembered when valid.
     fn with_secret<R>(
         &self,
-        secret: &str,
+        secret: &[u8],
         challenge: Challenge,
         use_checked: impl FnOnce(&Checked) -> R,
     ) -> Result<R, ApiError> {
-        if !self.snapshot.is_ready() {
-            return self
-                .check_hash(&hash_secret(secret), challenge, None)
-                .map(|checked| use_checked(&checked));
-        }
-        self.snapshot.peek(|state| {
-            let tokens = &state.api_tokens;
-            let verified = self.verified.current(tokens);
+        let ready = self.snapshot.is_ready();
+        // Read before the tokens the secret is checked against (see `VerifiedTokens`).
+        let generation = self.snapshot.tokens_generation();
+        if ready {
+            let verified = self.verified.current(generation);
             if let Some(checked) = verified.as_ref().and_then(|v| v.get(secret)) {
                 if checked
                     .expires_at_ms
@@ -273,9 +277,18 @@ impl Authenticator {
                 }
                 return Ok(use_checked(checked));
             }
-            let checked = self.check_hash(&hash_secret(secret), challenge, Some(tokens))?;
+        }
+        let secret = ascii_token(secret).ok_or(ApiError::Unauthorized(challenge))?;
+        if !ready {
+            return self
+                .check_hash(&hash_secret(secret), challenge, None)
+                .map(|checked| use_checked(&checked));
+        }
+        self.snapshot.peek(|state| {
+            let checked =
+                self.check_hash(&hash_secret(secret), challenge, Some(&state.api_tokens))?;
             let answer = use_checked(&checked);
-            self.verified.remember(secret, tokens, checked);
+            self.verified.remember(secret, generation, checked);
             Ok(answer)
         })
     }
@@ -298,7 +311,7 @@ impl Authenticator {
             AuthMode::Token => Challenge::Token,
         };
         if let Some(secret) = token_of(headers) {
-            return self.with_secret(secret, challenge, |checked| match &checked.credential {
+            return self.with_secret(secret.as_bytes(), challenge, |checked| match &checked.credential {
                 Credential::Admin(username) => {
                     Ok((Actor(username.clone()), Some(checked.hash.clone())))
                 }
@@ -341,7 +354,7 @@ impl Authenticator {
         if self.mode != AuthMode::Token || self.client_auth == ClientAuth::Open {
             return Ok(use_caller(ClientCallerRef::default()));
         }
-        let Some(secret) = token_of(headers) else {
+        let Some(secret) = token_bytes_of(headers) else {
             return Err(ApiError::Unauthorized(Challenge::Token));
         };
         self.with_secret(secret, Challenge::Token, |checked| {
@@ -386,7 +399,7 @@ impl Authenticator {
                 false => Ok(open()),
             };
         };
-        let checked = self.with_secret(secret, Challenge::Token, |checked| {
+        let checked = self.with_secret(secret.as_bytes(), Challenge::Token, |checked| {
             let (scope, environment) = match &checked.credential {
                 Credential::Frontend { scope, environment } => (scope.clone(), environment.clone()),
                 Credential::Client { scope, environment } if accept_backend => {

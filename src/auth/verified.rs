@@ -6,6 +6,12 @@
 //! that checked out: a flood of bad tokens is hashed every time, as before, and cannot grow
 //! the map. The whole map is forgotten when the stored tokens change (a token deleted is
 //! refused at once), and each entry keeps its token's expiry, checked on every use.
+//!
+//! Which stored tokens an entry was checked against is told by the snapshot's tokens
+//! generation (`Snapshot::tokens_generation`), one atomic read rather than a load of the
+//! configuration. The snapshot installs new tokens before it moves the generation on, and a
+//! caller reads the generation before the tokens it checks against: an entry is thus never
+//! tagged with a generation older than what it was checked against says it may.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -35,12 +41,13 @@ pub(super) struct Checked {
     pub expires_at_ms: Option<i64>,
 }
 
-/// Remembered secrets, valid for one map of stored tokens.
+/// Remembered secrets, valid for one generation of stored tokens.
 #[derive(Default)]
 pub(super) struct Verified {
-    /// The stored tokens every entry was checked against.
-    tokens: Option<StoredTokens>,
-    by_secret: HashMap<Box<str>, Arc<Checked>, foldhash::fast::RandomState>,
+    /// The generation of the stored tokens every entry was checked against.
+    generation: Option<u64>,
+    /// By the secret's bytes (the hot path compares them as sent, without a UTF-8 check).
+    by_secret: HashMap<Box<[u8]>, Arc<Checked>, foldhash::fast::RandomState>,
 }
 
 /// The secrets this replica has checked, for the stored tokens they were checked against.
@@ -54,31 +61,30 @@ pub(super) struct VerifiedTokens {
 
 impl Verified {
     /// What `secret` was found to be.
-    pub fn get(&self, secret: &str) -> Option<&Checked> {
+    pub fn get(&self, secret: &[u8]) -> Option<&Checked> {
         self.by_secret.get(secret).map(Arc::as_ref)
     }
 }
 
 impl VerifiedTokens {
-    /// The secrets checked against `tokens` (the current stored tokens); `None` when those
-    /// remembered were checked against others.
-    pub fn current(&self, tokens: &StoredTokens) -> Option<Guard<Arc<Verified>>> {
+    /// The secrets checked against the stored tokens of `generation` (the current one);
+    /// `None` when those remembered were checked against others.
+    pub fn current(&self, generation: u64) -> Option<Guard<Arc<Verified>>> {
         let verified = self.current.load();
-        verified
-            .tokens
-            .as_ref()
-            .is_some_and(|t| t.ptr_eq(tokens))
-            .then_some(verified)
+        (verified.generation == Some(generation)).then_some(verified)
     }
 
-    /// Remembers that `secret` is `checked`, as found against `tokens`.
-    pub fn remember(&self, secret: &str, tokens: &StoredTokens, checked: Checked) {
+    /// Remembers that `secret` is `checked`, as found against the stored tokens of
+    /// `generation` (read before those tokens were).
+    pub fn remember(&self, secret: &str, generation: u64, checked: Checked) {
         let Ok(_inserting) = self.inserting.try_lock() else {
             return;
         };
         let current = self.current.load();
-        let mut by_secret = match &current.tokens {
-            Some(t) if t.ptr_eq(tokens) => {
+        let mut by_secret = match current.generation {
+            // Checked against tokens older than those remembered: not worth remembering.
+            Some(g) if g > generation => return,
+            Some(g) if g == generation => {
                 if current.by_secret.len() >= MAX_VERIFIED {
                     return;
                 }
@@ -86,9 +92,9 @@ impl VerifiedTokens {
             }
             _ => HashMap::default(),
         };
-        by_secret.insert(secret.into(), Arc::new(checked));
+        by_secret.insert(secret.as_bytes().into(), Arc::new(checked));
         self.current.store(Arc::new(Verified {
-            tokens: Some(tokens.clone()),
+            generation: Some(generation),
             by_secret,
         }));
     }
@@ -110,33 +116,25 @@ mod tests {
     #[test]
     fn a_secret_is_known_only_for_the_tokens_it_was_checked_against() {
         let verified = VerifiedTokens::default();
-        let tokens = StoredTokens::new();
-        let hash_of = |secret: &str, tokens: &StoredTokens| {
+        let hash_of = |secret: &str, generation: u64| {
             verified
-                .current(tokens)
-                .and_then(|v| v.get(secret).map(|c| c.hash.clone()))
+                .current(generation)
+                .and_then(|v| v.get(secret.as_bytes()).map(|c| c.hash.clone()))
         };
-        assert_eq!(hash_of("s", &tokens), None);
-        verified.remember("s", &tokens, checked("h"));
-        assert_eq!(hash_of("s", &tokens).as_deref(), Some("h"));
-        assert_eq!(hash_of("t", &tokens), None);
-        // Another map of tokens (one was made or deleted): nothing is known any more.
-        let mut changed = tokens.clone();
-        changed.insert(
-            "x".into(),
-            Arc::new(
-                serde_json::from_value(serde_json::json!({
-                    "hash": "x", "prefix": "x", "username": "u", "type": "admin",
-                    "projects": ["*"], "createdAt": "2026-01-01T00:00:00Z"
-                }))
-                .expect("a token"),
-            ),
-        );
-        assert_eq!(hash_of("s", &changed), None);
-        // A secret remembered for the new map forgets those of the old one.
-        verified.remember("t", &changed, checked("h2"));
-        assert_eq!(hash_of("s", &changed), None);
-        assert_eq!(hash_of("t", &changed).as_deref(), Some("h2"));
-        assert_eq!(hash_of("t", &tokens), None);
+        assert_eq!(hash_of("s", 1), None);
+        verified.remember("s", 1, checked("h"));
+        assert_eq!(hash_of("s", 1).as_deref(), Some("h"));
+        assert_eq!(hash_of("t", 1), None);
+        // The stored tokens changed (one was made or deleted): nothing is known any more.
+        assert_eq!(hash_of("s", 2), None);
+        // A secret remembered for the new tokens forgets those of the old ones.
+        verified.remember("t", 2, checked("h2"));
+        assert_eq!(hash_of("s", 2), None);
+        assert_eq!(hash_of("t", 2).as_deref(), Some("h2"));
+        assert_eq!(hash_of("t", 1), None);
+        // A caller that checked against the old tokens does not bring them back.
+        verified.remember("s", 1, checked("h"));
+        assert_eq!(hash_of("t", 2).as_deref(), Some("h2"));
+        assert_eq!(hash_of("s", 1), None);
     }
 }

@@ -40,6 +40,8 @@ pub struct Snapshot {
     /// `Unleash-Client-Spec` 4.2.0 get another form: read on the hot path without a load of
     /// the configuration).
     has_segments: AtomicBool,
+    /// Moves on whenever the stored API tokens change (see `tokens_generation`).
+    tokens_generation: AtomicU64,
     /// Loaded and seeded: requests may be served.
     ready: AtomicBool,
     store_reachable: AtomicBool,
@@ -87,6 +89,7 @@ impl Snapshot {
             update: Mutex::new(()),
             loaded: AtomicBool::new(false),
             has_segments: AtomicBool::new(false),
+            tokens_generation: AtomicU64::new(0),
             ready: AtomicBool::new(false),
             store_reachable: AtomicBool::new(false),
             confirmed: std::sync::Mutex::new(std::time::Instant::now()),
@@ -131,6 +134,14 @@ impl Snapshot {
     /// The client documents built from the configuration (they may be one build behind it).
     pub fn client(&self) -> &ClientDocumentForms {
         &self.client
+    }
+
+    /// The generation of the stored API tokens: it moves on after the snapshot installs
+    /// tokens that differ, so tokens read after it are of this generation or a newer one
+    /// (what a token checked once may be remembered under: one atomic load, no
+    /// configuration).
+    pub fn tokens_generation(&self) -> u64 {
+        self.tokens_generation.load(Ordering::Acquire)
     }
 
     /// Whether the current configuration holds segments (one atomic load).
@@ -421,7 +432,12 @@ impl Snapshot {
         self.has_segments
             .store(!state.segments.is_empty(), Ordering::Release);
         let version = state.version;
+        let tokens_changed = !self.current.load().api_tokens.ptr_eq(&state.api_tokens);
         self.current.store(Arc::new(state));
+        // After the tokens: see `tokens_generation`.
+        if tokens_changed {
+            self.tokens_generation.fetch_add(1, Ordering::AcqRel);
+        }
         self.client.configuration_moved();
         self.installed.send_replace(version);
     }

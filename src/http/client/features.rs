@@ -225,10 +225,6 @@ fn answer_from_built(
             respond(response, headers, &api.metrics.client_counts),
         ));
     };
-    // An environment the registry does not hold is served `UNKNOWN_ENVIRONMENT`'s form.
-    if !snapshot.peek(|state| state.environments.contains_key(environment)) {
-        return None;
-    }
     let response = snapshot
         .client()
         .answer_unfiltered_of(environment, |response, recorded| {

@@ -1,6 +1,7 @@
 //! The builder: one task per replica that turns configuration versions into client
 //! documents, off the request path, coalescing bursts of versions into a few builds.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -115,6 +116,11 @@ impl ClientDocuments {
                         build_filtered_with(&pieces, &FeatureFilter::default(), previous, effort)
                     }
                 };
+                let registered = state
+                    .environments
+                    .contains_key(self.form.environment.as_str());
+                self.environment_registered
+                    .store(registered, Ordering::Release);
                 // The document first: whoever sees the new pieces finds it.
                 self.unfiltered.store(Some(Arc::new(document)));
                 self.pieces.store(Some(pieces.clone()));

@@ -145,3 +145,34 @@ fn unknown_environments_share_one_unconfigured_form() {
     assert_eq!(served["features"][0]["enabled"], false);
     assert_eq!(served["features"][0]["strategies"], json!([]));
 }
+
+#[test]
+fn a_form_answers_unfiltered_polls_only_while_the_registry_holds_its_environment() {
+    let mut state = state();
+    let forms = ClientDocumentForms::default();
+    let answered = |forms: &ClientDocumentForms, environment: &str| {
+        forms.answer_unfiltered_of(environment, |response, recorded| {
+            (response.version, recorded.to_string())
+        })
+    };
+    // Not asked for yet, or not built yet: left to the general path.
+    assert_eq!(answered(&forms, "production"), None);
+    let production = forms
+        .documents(&DocumentForm::requested("production", false, &state))
+        .expect("made");
+    assert_eq!(answered(&forms, "production"), None);
+    production.build(&state);
+    assert_eq!(
+        answered(&forms, "production"),
+        Some((1, "environment=production".to_string()))
+    );
+    // Each environment has its own forms; `default`'s by reference is the default form.
+    assert_eq!(answered(&forms, "development"), None);
+    forms.default_form().build(&state);
+    assert_eq!(answered(&forms, "default"), Some((1, String::new())));
+    // Once the registry no longer holds it, its name is served the unknown form.
+    state.environments.remove("production");
+    state.version = 2;
+    production.build(&state);
+    assert_eq!(answered(&forms, "production"), None);
+}

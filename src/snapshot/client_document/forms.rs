@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::{BuildTotals, ClientDocuments, ClientResponse, DocumentForm};
 use crate::domain::config_state::ConfigState;
 use crate::domain::filter::FeatureFilter;
+use crate::domain::text::Text;
 
 /// At most this many forms besides the default one (environments × two segment forms); a
 /// request for another is served by building its document on the spot.
@@ -20,9 +21,29 @@ const MAX_FORMS: usize = 256;
 /// Reads the replica's current configuration (the snapshot's).
 pub type CurrentState = Arc<dyn Fn() -> Arc<ConfigState> + Send + Sync>;
 
-/// Forms by their key, hashed with foldhash: they are looked up on every poll with an
-/// environment token, and at most `MAX_FORMS` exist.
-type FormMap = HashMap<DocumentForm, Arc<ClientDocuments>, foldhash::fast::RandomState>;
+/// Forms by their environment, hashed with foldhash: they are looked up on every poll with
+/// an environment token (by the name alone, no form is made), and at most `MAX_FORMS` exist.
+type FormMap = HashMap<Text, EnvironmentForms, foldhash::fast::RandomState>;
+
+/// The forms of one environment made so far: segments by reference, and inlined.
+#[derive(Clone, Default)]
+struct EnvironmentForms {
+    by_reference: Option<Arc<ClientDocuments>>,
+    inlined: Option<Arc<ClientDocuments>>,
+}
+
+impl EnvironmentForms {
+    fn get(&self, inline_segments: bool) -> Option<&Arc<ClientDocuments>> {
+        match inline_segments {
+            true => self.inlined.as_ref(),
+            false => self.by_reference.as_ref(),
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Arc<ClientDocuments>> {
+        self.by_reference.iter().chain(self.inlined.iter())
+    }
+}
 
 /// The client documents of every form of this replica.
 pub struct ClientDocumentForms {
@@ -55,29 +76,25 @@ impl ClientDocumentForms {
     }
 
     /// Answers from the newest unfiltered document of `environment`'s form with segments by
-    /// reference, when that form was asked for before and is built: the hot path of
-    /// environment tokens (one map lookup, no state read, no lock, no reference count).
-    /// `answer` gets the document and what a poll of it is recorded under. The caller checks
-    /// that the registry holds `environment` (an unknown name is served
-    /// `UNKNOWN_ENVIRONMENT`'s form).
+    /// reference, when that form was asked for before, is built, and the registry held
+    /// `environment` when it was built (an unknown name is served `UNKNOWN_ENVIRONMENT`'s
+    /// form): the hot path of environment tokens (one map lookup by the name, no state read,
+    /// no lock, no reference count). `answer` gets the document and what a poll of it is
+    /// recorded under.
     pub fn answer_unfiltered_of<R>(
         &self,
         environment: &str,
         answer: impl FnOnce(&ClientResponse, &str) -> R,
     ) -> Option<R> {
-        let form = DocumentForm {
-            environment: environment.into(),
-            inline_segments: false,
-        };
-        if form == *self.default.form() {
-            let built = self.default.unfiltered();
-            return built.as_deref().map(|response| answer(response, ""));
+        if environment == self.default.form().environment {
+            return self.default.answer_unfiltered(answer);
         }
-        let others = self.others.load();
-        let documents = others.get(&form)?;
-        let built = documents.unfiltered();
-        let response = built.as_deref()?;
-        Some(answer(response, documents.recorded_query()))
+        self.others
+            .load()
+            .get(environment)?
+            .by_reference
+            .as_ref()?
+            .answer_unfiltered(answer)
     }
 
     /// The newest document of the default form for `filter` (see `ClientDocuments::response`).
@@ -91,20 +108,30 @@ impl ClientDocumentForms {
         if *form == *self.default.form() {
             return Some(self.default.clone());
         }
-        if let Some(documents) = self.others.load().get(form) {
-            return Some(documents.clone());
+        let find = |others: &FormMap| {
+            others
+                .get(&form.environment)
+                .and_then(|forms| forms.get(form.inline_segments))
+                .cloned()
+        };
+        if let Some(documents) = find(&self.others.load()) {
+            return Some(documents);
         }
         let builders = self.lock_builders();
         // Another request may have made it while this one waited for the lock.
-        if let Some(documents) = self.others.load().get(form) {
-            return Some(documents.clone());
+        if let Some(documents) = find(&self.others.load()) {
+            return Some(documents);
         }
-        if self.others.load().len() >= MAX_FORMS {
+        let mut others = FormMap::clone(&self.others.load());
+        if others.values().flat_map(EnvironmentForms::iter).count() >= MAX_FORMS {
             return None;
         }
         let documents = Arc::new(ClientDocuments::new(form.clone()));
-        let mut others = FormMap::clone(&self.others.load());
-        others.insert(form.clone(), documents.clone());
+        let forms = others.entry(form.environment.clone()).or_default();
+        match form.inline_segments {
+            true => forms.inlined = Some(documents.clone()),
+            false => forms.by_reference = Some(documents.clone()),
+        }
         self.others.store(Arc::new(others));
         if let Some((current, stop)) = builders.as_ref() {
             spawn_builder(documents.clone(), current.clone(), stop.clone());
@@ -116,14 +143,14 @@ impl ClientDocumentForms {
     /// Every form's documents.
     fn all(&self) -> Vec<Arc<ClientDocuments>> {
         std::iter::once(self.default.clone())
-            .chain(self.others.load().values().cloned())
+            .chain(self.others.load().values().flat_map(EnvironmentForms::iter).cloned())
             .collect()
     }
 
     /// Tells every form's builder the configuration moved.
     pub fn configuration_moved(&self) {
         self.default.configuration_moved();
-        for documents in self.others.load().values() {
+        for documents in self.others.load().values().flat_map(EnvironmentForms::iter) {
             documents.configuration_moved();
         }
     }
@@ -166,7 +193,7 @@ impl ClientDocumentForms {
     pub async fn run_builders(&self, current: CurrentState, stop: CancellationToken) {
         {
             let mut builders = self.lock_builders();
-            for documents in self.others.load().values() {
+            for documents in self.others.load().values().flat_map(EnvironmentForms::iter) {
                 spawn_builder(documents.clone(), current.clone(), stop.clone());
             }
             *builders = Some((current.clone(), stop.clone()));

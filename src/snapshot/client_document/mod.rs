@@ -20,7 +20,7 @@ mod gzip;
 mod piece;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -55,6 +55,9 @@ pub struct ClientDocuments {
     pieces: ArcSwapOption<PieceList>,
     /// The unfiltered document of the newest built version.
     unfiltered: ArcSwapOption<ClientResponse>,
+    /// Whether the registry held the form's environment at the newest built version (else
+    /// its name is served `UNKNOWN_ENVIRONMENT`'s form, see `DocumentForm::requested`).
+    environment_registered: AtomicBool,
     filtered: Mutex<HashMap<FeatureFilter, Arc<FilteredDocument>>>,
     /// Wakes the builder: the configuration moved, or a filtered document is behind.
     wake: Notify,
@@ -124,6 +127,7 @@ impl ClientDocuments {
             form,
             pieces: ArcSwapOption::empty(),
             unfiltered: ArcSwapOption::empty(),
+            environment_registered: AtomicBool::new(false),
             filtered: Mutex::new(HashMap::new()),
             wake: Notify::new(),
             built: watch::Sender::new(false),
@@ -156,6 +160,20 @@ impl ClientDocuments {
     /// The newest unfiltered document, if one is built (the hot path: no reference count).
     pub fn unfiltered(&self) -> arc_swap::Guard<Option<Arc<ClientResponse>>> {
         self.unfiltered.load()
+    }
+
+    /// Answers from the newest unfiltered document when one is built and the registry held
+    /// the form's environment then (the hot path: no state read, no reference count).
+    /// `answer` gets the document and what a poll of it is recorded under.
+    pub fn answer_unfiltered<R>(
+        &self,
+        answer: impl FnOnce(&ClientResponse, &str) -> R,
+    ) -> Option<R> {
+        if !self.environment_registered.load(Ordering::Acquire) {
+            return None;
+        }
+        let built = self.unfiltered.load();
+        Some(answer(built.as_deref()?, &self.recorded))
     }
 
     /// The configuration version of the newest build (0 before the first).
