@@ -311,14 +311,18 @@ impl Authenticator {
             AuthMode::Token => Challenge::Token,
         };
         if let Some(secret) = token_of(headers) {
-            return self.with_secret(secret.as_bytes(), challenge, |checked| match &checked.credential {
-                Credential::Admin(username) => {
-                    Ok((Actor(username.clone()), Some(checked.hash.clone())))
+            return self.with_secret(secret.as_bytes(), challenge, |checked| {
+                match &checked.credential {
+                    Credential::Admin(username) => {
+                        Ok((Actor(username.clone()), Some(checked.hash.clone())))
+                    }
+                    Credential::Client { .. } => Err(ApiError::Forbidden(
+                        "A client token cannot use the admin API; use an admin token".into(),
+                    )),
+                    Credential::Frontend { .. } => {
+                        Err(ApiError::Forbidden(WRONG_TOKEN_TYPE.into()))
+                    }
                 }
-                Credential::Client { .. } => Err(ApiError::Forbidden(
-                    "A client token cannot use the admin API; use an admin token".into(),
-                )),
-                Credential::Frontend { .. } => Err(ApiError::Forbidden(WRONG_TOKEN_TYPE.into())),
             })?;
         }
         if self.mode == AuthMode::Insecure {

@@ -42,7 +42,9 @@ type Answered = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send
 pub struct PollsFirst<S> {
     /// `None`: the client features are routed (a layer applies to the client routes).
     client: Option<Arc<ClientApi>>,
-    frontend: Cors<FrontendPoll>,
+    /// Shared: hyper clones this service for every request, and a CORS layer's clone
+    /// allocates.
+    frontend: Arc<Cors<FrontendPoll>>,
     routed: S,
 }
 
@@ -57,7 +59,7 @@ impl<S> PollsFirst<S> {
     ) -> Self {
         Self {
             client,
-            frontend: frontend_cors.layer(FrontendPoll(evaluation)),
+            frontend: Arc::new(frontend_cors.layer(FrontendPoll(evaluation))),
             routed,
         }
     }
@@ -86,7 +88,8 @@ where
             }
             if FRONTEND_PATHS.contains(&path) {
                 // `FrontendPoll` is always ready: no `poll_ready` to wait for.
-                return Either::Left(Box::pin(self.frontend.call(req)));
+                let mut frontend = Cors::clone(&self.frontend);
+                return Either::Left(Box::pin(frontend.call(req)));
             }
         }
         Either::Right(self.routed.call(req))

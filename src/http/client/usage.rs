@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use axum::body::{to_bytes, Body};
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderName, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 
 use super::ClientApi;
 use crate::auth::rate_limit::LimitGroup;
@@ -18,27 +18,36 @@ use crate::http::extract::declares_other_media_type;
 /// variants fits).
 pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 
-const UNLEASH_APPNAME: HeaderName = HeaderName::from_static("unleash-appname");
-const SERVICE_APPNAME: HeaderName = HeaderName::from_static("service-appname");
-const UNLEASH_INSTANCEID: HeaderName = HeaderName::from_static("unleash-instanceid");
-const SERVICE_INSTANCEID: HeaderName = HeaderName::from_static("service-instanceid");
-
-/// The first of two headers that is present and readable.
-fn header<'a>(headers: &'a HeaderMap, first: &HeaderName, second: &HeaderName) -> Option<&'a str> {
-    headers
-        .get(first)
-        .or_else(|| headers.get(second))
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
+/// The app name and instance id the SDK headers (`UNLEASH-*`, or the spec's `SERVICE-*`)
+/// give: of each, the first value of the `UNLEASH-` header when one is sent, else of the
+/// `SERVICE-` one; `None` when that value is not visible ASCII or is blank.
+pub fn client_identity(headers: &HeaderMap) -> (Option<&str>, Option<&str>) {
+    // One pass over the headers rather than four lookups that each hash a name: every poll
+    // reads these.
+    let [mut app, mut service_app, mut instance, mut service_instance] = [None; 4];
+    for (name, value) in headers {
+        let slot = match name.as_str() {
+            "unleash-appname" => &mut app,
+            "service-appname" => &mut service_app,
+            "unleash-instanceid" => &mut instance,
+            "service-instanceid" => &mut service_instance,
+            _ => continue,
+        };
+        slot.get_or_insert(value);
+    }
+    (
+        readable(app.or(service_app)),
+        readable(instance.or(service_instance)),
+    )
 }
 
-/// The app name and instance id the SDK headers (`UNLEASH-*`, or the spec's `SERVICE-*`) give.
-pub fn client_identity(headers: &HeaderMap) -> (Option<&str>, Option<&str>) {
-    (
-        header(headers, &UNLEASH_APPNAME, &SERVICE_APPNAME),
-        header(headers, &UNLEASH_INSTANCEID, &SERVICE_INSTANCEID),
-    )
+/// A header's value as text: `None` when it is not visible ASCII or is blank.
+fn readable(value: Option<&HeaderValue>) -> Option<&str> {
+    value
+        .and_then(|v| v.to_str().ok())
+        // Visible ASCII, spaces and tabs: `trim` would look for Unicode spaces too.
+        .map(str::trim_ascii)
+        .filter(|v| !v.is_empty())
 }
 
 /// Reads a bounded body (within the body time limit: a client trickling one in cannot hold a
@@ -258,5 +267,41 @@ pub async fn record_client_metrics(
             api.metrics.usage.report("metrics", false);
             Err(rejection(e, declared, &bytes))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static [u8])]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(
+                *name,
+                HeaderValue::from_bytes(value).expect("a header value"),
+            );
+        }
+        map
+    }
+
+    #[test]
+    fn the_identity_is_the_unleash_headers_else_the_service_ones() {
+        let sent = headers(&[
+            ("service-appname", b"service-app"),
+            ("unleash-appname", b" unleash-app "),
+            ("unleash-appname", b"second"),
+            ("service-instanceid", b"i-1"),
+        ]);
+        assert_eq!(client_identity(&sent), (Some("unleash-app"), Some("i-1")));
+        assert_eq!(client_identity(&HeaderMap::new()), (None, None));
+        // An unreadable or blank `UNLEASH-` value is not replaced by the `SERVICE-` one.
+        let unreadable = headers(&[
+            ("unleash-appname", b"caf\xe9"),
+            ("service-appname", b"app"),
+            ("unleash-instanceid", b"  "),
+            ("service-instanceid", b"i-1"),
+        ]);
+        assert_eq!(client_identity(&unreadable), (None, None));
     }
 }

@@ -143,7 +143,13 @@ impl ClientDocumentForms {
     /// Every form's documents.
     fn all(&self) -> Vec<Arc<ClientDocuments>> {
         std::iter::once(self.default.clone())
-            .chain(self.others.load().values().flat_map(EnvironmentForms::iter).cloned())
+            .chain(
+                self.others
+                    .load()
+                    .values()
+                    .flat_map(EnvironmentForms::iter)
+                    .cloned(),
+            )
             .collect()
     }
 
