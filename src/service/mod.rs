@@ -122,8 +122,11 @@ impl<T> Plan<T> {
         record: &impl Serialize,
     ) -> Result<(), DomainError> {
         // Only a map with non-string keys fails to serialise; our records have none.
-        let value = serde_json::to_string(record)
+        let mut value = serde_json::to_string(record)
             .map_err(|e| ValidationErrors::single("", format!("unserialisable record: {e}")))?;
+        // Serialising doubles the buffer as it grows: an import holds ten thousand records
+        // until its commit, so only their bytes are kept.
+        value.shrink_to_fit();
         self.changes.push(Change {
             collection,
             key: key.to_string(),

@@ -250,27 +250,22 @@ impl EmbeddedStore {
     pub(super) async fn commit(
         &self,
         check: &CommitCheck,
-        changes: &[Change],
-        events: &[NewEvent],
+        changes: &Arc<[Change]>,
+        events: &Arc<[NewEvent]>,
         deliveries: &[NewDelivery],
     ) -> Result<CommitOutcome, StoreError> {
         let head = random_id();
         let logged = serde_json::to_string(&LoggedChanges {
             head,
             changes: (changes_size(changes) <= LOGGED_CHANGES_MAX)
-                .then_some(Cow::Borrowed(changes)),
+                .then_some(Cow::Borrowed(&changes[..])),
         })
         .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        let events = events
-            .iter()
-            .map(|e| {
-                let toggle = e.toggle_name().map(str::to_string);
-                Ok((encode_event(e)?, toggle, e.kind_name()))
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
         let touched = Touched::of(changes).encode()?;
         let retention = self.stream_log;
-        let changes = changes.to_vec();
+        let changes = changes.clone();
+        // Encoded one at a time as they are written, not all beforehand.
+        let events = events.clone();
         let deliveries = deliveries.to_vec();
         let queues_jobs = !deliveries.is_empty();
         let expected = check.expected;
@@ -290,7 +285,7 @@ impl EmbeddedStore {
                     meta.insert("version", version).map_err(failed)?;
                     meta.insert("head", head).map_err(failed)?;
                     let mut records = txn.open_table(RECORDS).map_err(failed)?;
-                    for change in &changes {
+                    for change in changes.iter() {
                         let key = (change.collection.as_str(), change.key.as_str());
                         match &change.value {
                             Some(value) => records.insert(key, value.as_str()).map(|_| ()),
@@ -313,13 +308,15 @@ impl EmbeddedStore {
                     let mut table = txn.open_table(EVENTS).map_err(failed)?;
                     let mut index = txn.open_table(TOGGLE_EVENTS).map_err(failed)?;
                     let now = chrono::Utc::now();
-                    for (i, (event, toggle, kind)) in events.iter().enumerate() {
+                    for (i, new_event) in events.iter().enumerate() {
                         seq += 1;
+                        let event = encode_event(new_event)?;
                         let record = format!("{{\"id\":{seq},{}", &event[1..]);
                         table.insert(seq, record.as_str()).map_err(failed)?;
-                        if let Some(name) = toggle {
-                            index.insert((name.as_str(), seq), ()).map_err(failed)?;
+                        if let Some(name) = new_event.toggle_name() {
+                            index.insert((name, seq), ()).map_err(failed)?;
                         }
+                        let kind = new_event.kind_name();
                         for d in deliveries.iter().filter(|d| d.event == i) {
                             let job = DeliveryJob {
                                 delivery: delivery_id(seq, d.addon),

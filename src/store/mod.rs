@@ -15,6 +15,8 @@ pub mod redis_conn;
 pub mod stream_log;
 pub mod usage;
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::domain::event::{Event, NewEvent};
@@ -272,12 +274,13 @@ impl Store {
 
     /// Applies `changes`, bumps the version, logs the change set and what it touched (the stream
     /// log), appends `events` and queues their `deliveries`, all in one atomic step, provided
-    /// `check` passes.
+    /// `check` passes. The changes and events are shared, not copied: an import's are tens of
+    /// megabytes, and the embedded store writes them on a blocking thread.
     pub async fn commit(
         &self,
         check: &CommitCheck,
-        changes: &[Change],
-        events: &[NewEvent],
+        changes: &Arc<[Change]>,
+        events: &Arc<[NewEvent]>,
         deliveries: &[NewDelivery],
     ) -> Result<CommitOutcome, StoreError> {
         match self {

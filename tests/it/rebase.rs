@@ -37,6 +37,11 @@ fn put(collection: Collection, key: &str) -> Change {
     }
 }
 
+/// No events, as `Store::commit` takes them.
+fn no_events() -> std::sync::Arc<[flagpole::domain::event::NewEvent]> {
+    std::sync::Arc::new([])
+}
+
 /// Commits `changes` at the store's current position, as a replica with an exact state does.
 async fn commit_exact(store: &Store, changes: &[Change]) -> Position {
     let check = CommitCheck {
@@ -44,7 +49,7 @@ async fn commit_exact(store: &Store, changes: &[Change]) -> Position {
         rebase: None,
     };
     match store
-        .commit(&check, changes, &[], &[])
+        .commit(&check, &changes.into(), &no_events(), &[])
         .await
         .expect("commit")
     {
@@ -79,7 +84,7 @@ async fn commit_rebased(
         .map(|t| put(Collection::Features, t))
         .collect();
     store
-        .commit(&check, &changes, &[], &[])
+        .commit(&check, &changes.into(), &no_events(), &[])
         .await
         .expect("commit")
 }
@@ -288,7 +293,10 @@ async fn a_rebased_commit_is_installed_from_announcements_and_its_own_changes() 
         position,
         previous,
         rebased: true,
-    } = store.commit(&check, &mine, &[], &[]).await.expect("commit")
+    } = store
+        .commit(&check, &mine.clone().into(), &no_events(), &[])
+        .await
+        .expect("commit")
     else {
         panic!("expected a rebased commit")
     };

@@ -301,7 +301,7 @@ impl GroupCommit {
             snapshot,
             metrics,
         } = target;
-        let (batch, chain, committed_state) = {
+        let (mut batch, chain, committed_state) = {
             let mut pending = self.lock();
             // The pending state now holds exactly the chain and this batch (O(1) to copy).
             let Some((chain, state)) = pending.state.clone() else {
@@ -322,6 +322,9 @@ impl GroupCommit {
             None => chain.check(&batch),
         };
         let writes_nothing = batch.changes.is_empty() && batch.events.is_empty();
+        // Shared with the store's commit rather than copied for it.
+        let changes: Arc<[Change]> = std::mem::take(&mut batch.changes).into();
+        let events: Arc<[NewEvent]> = std::mem::take(&mut batch.events).into();
         let committed = match &check.expected {
             // Decided on a state that lacks other replicas' writes, and not committable by a
             // rebase: lost without asking the store.
@@ -341,7 +344,7 @@ impl GroupCommit {
                 })
             }
             _ => {
-                let commit = store.commit(&check, &batch.changes, &batch.events, &batch.deliveries);
+                let commit = store.commit(&check, &changes, &events, &batch.deliveries);
                 metrics.usage.timed("commit", commit).await.map(Some)
             }
         };
@@ -371,7 +374,7 @@ impl GroupCommit {
                     (true, _) => None,
                     (false, Some(state)) => {
                         let mut next = (**state).clone();
-                        apply_changes(&mut next, &batch.changes)
+                        apply_changes(&mut next, &changes)
                             .ok()
                             .map(|()| (position_of(state), next))
                     }
@@ -391,7 +394,7 @@ impl GroupCommit {
                     }
                     None => {
                         if !snapshot
-                            .apply_rebased_commit(previous, position, &batch.changes)
+                            .apply_rebased_commit(previous, position, &changes)
                             .await
                         {
                             catch_up_after_rebase(snapshot, position).await
