@@ -105,7 +105,7 @@ pub struct Authenticator {
 /// none for basic auth. Read as bytes, without splitting or checking the whole value: on the
 /// client path's 304 this runs on every poll, and a secret checked before is found by its
 /// bytes (only ASCII secrets are ever checked, see `ascii_token`).
-fn token_bytes_of(headers: &HeaderMap) -> Option<&[u8]> {
+fn sent_token(headers: &HeaderMap) -> Option<&[u8]> {
     let value = headers.get(header::AUTHORIZATION)?.as_bytes().trim_ascii();
     let scheme_is = |name: &str| {
         value.len() >= name.len()
@@ -122,9 +122,9 @@ fn token_bytes_of(headers: &HeaderMap) -> Option<&[u8]> {
     Some(token).filter(|t| !t.is_empty())
 }
 
-/// The token of a request (see `token_bytes_of`), when it is ASCII.
+/// The token of a request (see `sent_token`), when it is ASCII.
 fn token_of(headers: &HeaderMap) -> Option<&str> {
-    token_bytes_of(headers).and_then(ascii_token)
+    sent_token(headers).and_then(ascii_token)
 }
 
 /// `bytes` as a token: header values are visible ASCII, spaces and tabs (hyper refuses
@@ -279,14 +279,14 @@ impl Authenticator {
             }
         }
         let secret = ascii_token(secret).ok_or(ApiError::Unauthorized(challenge))?;
+        let hash = hash_secret(secret);
         if !ready {
             return self
-                .check_hash(&hash_secret(secret), challenge, None)
+                .check_hash(&hash, challenge, None)
                 .map(|checked| use_checked(&checked));
         }
         self.snapshot.peek(|state| {
-            let checked =
-                self.check_hash(&hash_secret(secret), challenge, Some(&state.api_tokens))?;
+            let checked = self.check_hash(&hash, challenge, Some(&state.api_tokens))?;
             let answer = use_checked(&checked);
             self.verified.remember(secret, generation, checked);
             Ok(answer)
@@ -358,7 +358,7 @@ impl Authenticator {
         if self.mode != AuthMode::Token || self.client_auth == ClientAuth::Open {
             return Ok(use_caller(ClientCallerRef::default()));
         }
-        let Some(secret) = token_bytes_of(headers) else {
+        let Some(secret) = sent_token(headers) else {
             return Err(ApiError::Unauthorized(Challenge::Token));
         };
         self.with_secret(secret, Challenge::Token, |checked| {
@@ -500,6 +500,9 @@ mod tests {
             HeaderValue::from_bytes(b"tok\xe9n").expect("obs-text is a header value"),
         );
         assert_eq!(token_of(&map), None);
+        // As sent, for the lookup of secrets checked before (only ASCII ones ever are).
+        assert_eq!(sent_token(&map), Some(&b"tok\xe9n"[..]));
+        assert_eq!(ascii_token(b"tok\xe9n"), None);
     }
 
     #[test]

@@ -10,8 +10,9 @@
 //! Which stored tokens an entry was checked against is told by the snapshot's tokens
 //! generation (`Snapshot::tokens_generation`), one atomic read rather than a load of the
 //! configuration. The snapshot installs new tokens before it moves the generation on, and a
-//! caller reads the generation before the tokens it checks against: an entry is thus never
-//! tagged with a generation older than what it was checked against says it may.
+//! caller reads the generation before the tokens it checks against: the tokens an entry was
+//! checked against are at least as new as its tag, so an entry tagged with the current
+//! generation was checked against the current tokens (a deleted token is never found).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

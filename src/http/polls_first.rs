@@ -43,7 +43,7 @@ pub struct PollsFirst<S> {
     /// `None`: the client features are routed (a layer applies to the client routes).
     client: Option<Arc<ClientApi>>,
     /// Shared: hyper clones this service for every request, and a CORS layer's clone
-    /// allocates.
+    /// allocates; only the frontend API's polls clone it (to call it).
     frontend: Arc<Cors<FrontendPoll>>,
     routed: S,
 }

@@ -116,13 +116,16 @@ impl ClientDocuments {
                         build_filtered_with(&pieces, &FeatureFilter::default(), previous, effort)
                     }
                 };
+                // The document first: whoever sees the new pieces (or the environment
+                // registered again) finds it. A deleted environment has no toggle configured
+                // (it cannot be deleted while one is), so its last document is the unknown
+                // form's content until the flag follows.
+                self.unfiltered.store(Some(Arc::new(document)));
                 let registered = state
                     .environments
                     .contains_key(self.form.environment.as_str());
                 self.environment_registered
                     .store(registered, Ordering::Release);
-                // The document first: whoever sees the new pieces finds it.
-                self.unfiltered.store(Some(Arc::new(document)));
                 self.pieces.store(Some(pieces.clone()));
                 self.built.send_replace(true);
                 pieces

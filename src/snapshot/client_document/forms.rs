@@ -40,9 +40,21 @@ impl EnvironmentForms {
         }
     }
 
+    fn slot_mut(&mut self, inline_segments: bool) -> &mut Option<Arc<ClientDocuments>> {
+        match inline_segments {
+            true => &mut self.inlined,
+            false => &mut self.by_reference,
+        }
+    }
+
     fn iter(&self) -> impl Iterator<Item = &Arc<ClientDocuments>> {
         self.by_reference.iter().chain(self.inlined.iter())
     }
+}
+
+/// Every form of `forms`.
+fn each(forms: &FormMap) -> impl Iterator<Item = &Arc<ClientDocuments>> {
+    forms.values().flat_map(EnvironmentForms::iter)
 }
 
 /// The client documents of every form of this replica.
@@ -122,16 +134,15 @@ impl ClientDocumentForms {
         if let Some(documents) = find(&self.others.load()) {
             return Some(documents);
         }
-        let mut others = FormMap::clone(&self.others.load());
-        if others.values().flat_map(EnvironmentForms::iter).count() >= MAX_FORMS {
+        if each(&self.others.load()).count() >= MAX_FORMS {
             return None;
         }
         let documents = Arc::new(ClientDocuments::new(form.clone()));
-        let forms = others.entry(form.environment.clone()).or_default();
-        match form.inline_segments {
-            true => forms.inlined = Some(documents.clone()),
-            false => forms.by_reference = Some(documents.clone()),
-        }
+        let mut others = FormMap::clone(&self.others.load());
+        *others
+            .entry(form.environment.clone())
+            .or_default()
+            .slot_mut(form.inline_segments) = Some(documents.clone());
         self.others.store(Arc::new(others));
         if let Some((current, stop)) = builders.as_ref() {
             spawn_builder(documents.clone(), current.clone(), stop.clone());
@@ -143,20 +154,14 @@ impl ClientDocumentForms {
     /// Every form's documents.
     fn all(&self) -> Vec<Arc<ClientDocuments>> {
         std::iter::once(self.default.clone())
-            .chain(
-                self.others
-                    .load()
-                    .values()
-                    .flat_map(EnvironmentForms::iter)
-                    .cloned(),
-            )
+            .chain(each(&self.others.load()).cloned())
             .collect()
     }
 
     /// Tells every form's builder the configuration moved.
     pub fn configuration_moved(&self) {
         self.default.configuration_moved();
-        for documents in self.others.load().values().flat_map(EnvironmentForms::iter) {
+        for documents in each(&self.others.load()) {
             documents.configuration_moved();
         }
     }
@@ -199,7 +204,7 @@ impl ClientDocumentForms {
     pub async fn run_builders(&self, current: CurrentState, stop: CancellationToken) {
         {
             let mut builders = self.lock_builders();
-            for documents in self.others.load().values().flat_map(EnvironmentForms::iter) {
+            for documents in each(&self.others.load()) {
                 spawn_builder(documents.clone(), current.clone(), stop.clone());
             }
             *builders = Some((current.clone(), stop.clone()));

@@ -143,12 +143,6 @@ impl ClientDocuments {
     pub fn form(&self) -> &DocumentForm {
         &self.form
     }
-
-    /// What an unfiltered poll of these documents is recorded under in the usage views
-    /// (`DocumentForm::recorded_query`).
-    pub fn recorded_query(&self) -> &str {
-        &self.recorded
-    }
 }
 
 impl ClientDocuments {
