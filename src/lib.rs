@@ -269,16 +269,11 @@ pub async fn run(
     )?;
     let stream_tasks = listener.stream_tasks();
     // `tap_io` (with nothing to do) is what gives a listener's connections their peer address
-    // as `ConnectInfo<SocketAddr>`.
+    // (`Connected`), which `ConnectedPolls` puts in requests as `ConnectInfo<SocketAddr>`.
     let listener = axum::serve::ListenerExt::tap_io(listener, |_| {});
-    let served = axum::serve(
-        listener,
-        axum::ServiceExt::<axum::extract::Request>::into_make_service_with_connect_info::<
-            std::net::SocketAddr,
-        >(app),
-    )
-    .with_graceful_shutdown(shutdown.clone().cancelled_owned())
-    .await;
+    let served = axum::serve(listener, app.connected())
+        .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+        .await;
     shutdown.cancel();
     // The streams served outside hyper were ended with the others; let them say farewell.
     stream_tasks.close();

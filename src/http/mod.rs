@@ -14,7 +14,7 @@ pub mod listener;
 pub mod ofrep;
 pub mod openapi;
 mod polls_first;
-pub use polls_first::PollsFirst;
+pub use polls_first::{ConnectedPolls, PollsFirst};
 mod request_docs;
 pub mod response;
 
