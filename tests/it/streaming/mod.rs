@@ -14,7 +14,7 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::json;
 
-use crate::common::{send, Backend, TestApp};
+use crate::common::{eventually, send, Backend, TestApp};
 use sse::{delta, Sse};
 
 const WAIT: Duration = Duration::from_secs(5);
@@ -321,6 +321,13 @@ async fn a_client_resumes_on_another_replica_after_its_replica_is_killed() {
     let a = TestApp::spawn(&backend).await;
     let b = TestApp::spawn(&backend).await;
     create_on(&a, "shared").await;
+    // B learns of A's write a moment later (announcement or version check): its stream starts
+    // from the same version once it has.
+    let b_has_it = eventually(Duration::from_secs(5), || async {
+        b.get("/api/admin/features/shared").await.status == reqwest::StatusCode::OK
+    })
+    .await;
+    assert!(b_has_it, "replica B never saw A's write");
     let mut on_a = Sse::connect(&a, None).await;
     let mut on_b = Sse::connect(&b, None).await;
     let at_a = on_a
