@@ -79,6 +79,13 @@ impl<S> PollsFirst<S> {
     pub fn connected(self) -> ConnectedPolls<S> {
         ConnectedPolls(self)
     }
+
+    /// Puts the peer address in `req`'s extensions, as axum's `ConnectInfo`.
+    fn tell_peer(&self, req: &mut Request) {
+        if let Some(peer) = self.peer {
+            req.extensions_mut().insert(ConnectInfo(peer));
+        }
+    }
 }
 
 impl<S: Clone> PollsFirst<S> {
@@ -86,13 +93,6 @@ impl<S: Clone> PollsFirst<S> {
         Self {
             peer: Some(peer),
             ..self.clone()
-        }
-    }
-
-    /// Puts the peer address in `req`'s extensions, as axum's `ConnectInfo`.
-    fn tell_peer(&self, req: &mut Request) {
-        if let Some(peer) = self.peer {
-            req.extensions_mut().insert(ConnectInfo(peer));
         }
     }
 }
@@ -121,7 +121,7 @@ where
 
 impl<S> Service<Request> for PollsFirst<S>
 where
-    S: Service<Request, Response = Response, Error = Infallible> + Clone,
+    S: Service<Request, Response = Response, Error = Infallible>,
 {
     type Response = Response;
     type Error = Infallible;

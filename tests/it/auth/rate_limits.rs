@@ -153,3 +153,22 @@ async fn groups_and_callers_are_limited_apart() {
         .await
         .expect(200);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_address_has_a_bucket_of_its_own() {
+    // The client features are answered before routing, where the peer address is given only
+    // when a limit reads it: a caller from another address is not refused for this one.
+    let backend = Backend::embedded();
+    // One request, then one more every 5 s.
+    let app = TestApp::spawn_with(limited(&backend, 0.2)).await;
+    let poll = |client: &reqwest::Client| client.get(format!("{}/api/client/features", app.base));
+    let here = reqwest::Client::new();
+    send(poll(&here)).await.expect(200);
+    send(poll(&here)).await.expect(429);
+    let elsewhere = reqwest::Client::builder()
+        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
+        .build()
+        .expect("a client on 127.0.0.2");
+    send(poll(&elsewhere)).await.expect(200);
+    send(poll(&elsewhere)).await.expect(429);
+}
